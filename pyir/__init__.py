@@ -1,0 +1,19 @@
+"""pyir: a compiler IR of hash-consed, immutable nodes and persistent modules."""
+
+from . import op
+from .errors import *  # noqa: F403
+from .errors import __all__ as _errors_all
+from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem,
+                   Var, as_expr, const, var)
+from .node import Attrs, Node, live_node_count
+from .types import FuncType, TensorType, TupleType, Type
+
+__version__ = "0.1.0"
+
+__all__ = [
+    *_errors_all,
+    "op", "Node", "Attrs", "live_node_count",
+    "Type", "TensorType", "TupleType", "FuncType",
+    "Expr", "Var", "GlobalVar", "Constant", "Op", "Call", "Tuple", "TupleGetItem", "Function",
+    "Let", "If", "var", "const", "as_expr",
+]

@@ -1,0 +1,85 @@
+"""The exception hierarchy: one root, each class also a matching built-in.
+
+Every error pyir raises derives from :class:`PyIRError` and from the built-in
+exception a caller would naturally catch (``TypeError`` for type errors,
+``ValueError`` for bad values, ...), so both ``except pyir.PyIRError`` and
+``except TypeError`` work.
+"""
+
+from __future__ import annotations
+
+
+class PyIRError(Exception):
+    """Root of every error raised by pyir."""
+
+
+class ImmutableError(PyIRError, AttributeError):
+    """Raised on any attempt to set or delete an attribute of a node or module."""
+
+
+class AttrError(PyIRError, ValueError):
+    """An operator attribute is missing, unknown or of the wrong kind."""
+
+
+class UnknownOpError(PyIRError, LookupError):
+    """An operator name is not in the registry."""
+
+    def __str__(self) -> str:  # LookupError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class TypeCheckError(PyIRError, TypeError):
+    """A program is ill-typed: wrong shapes, dtypes, arity or unbound names."""
+
+
+class WellFormedError(PyIRError, ValueError):
+    """A node is malformed (e.g. a non-Var parameter, a Function without a body)."""
+
+
+class EvaluationError(PyIRError, ValueError):
+    """The reference interpreter cannot run a program on the given inputs."""
+
+
+class PassError(PyIRError, RuntimeError):
+    """A pass failed; the message names the pass."""
+
+
+class RewriteLoopError(PyIRError, RuntimeError):
+    """A rewrite-rule driver did not reach a fixpoint within its step limit."""
+
+
+class LineageError(PyIRError, ValueError):
+    """A lineage query or record is invalid."""
+
+
+class ParseError(PyIRError, ValueError):
+    """Malformed IR text; carries ``line`` and ``column`` (1-based)."""
+
+    def __init__(self, message: str, text: str = "", line: int = 1, column: int = 1) -> None:
+        self.message = message
+        self.line = line
+        self.column = column
+        lines = text.splitlines() or [""]
+        src = lines[line - 1] if 0 < line <= len(lines) else ""
+        caret = " " * (column - 1) + "^"
+        super().__init__(f"{line}:{column}: {message}\n  {src}\n  {caret}")
+
+
+class SerializationError(PyIRError, ValueError):
+    """A serialized module is truncated, corrupted, of another version, or invalid."""
+
+
+__all__ = [
+    "PyIRError",
+    "ImmutableError",
+    "AttrError",
+    "UnknownOpError",
+    "TypeCheckError",
+    "WellFormedError",
+    "EvaluationError",
+    "PassError",
+    "RewriteLoopError",
+    "LineageError",
+    "ParseError",
+    "SerializationError",
+]

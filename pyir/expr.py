@@ -1,0 +1,568 @@
+"""Expressions (Relay names): Var, GlobalVar, Constant, Op, Call, Tuple,
+TupleGetItem, Function, Let, If.
+
+All are hash-consed (see :mod:`pyir.node`): building an expression equal to a
+live one returns that very object.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import UnknownOpError, WellFormedError
+from .node import (
+    EMPTY_ATTRS,
+    F_CONST,
+    F_FUNC,
+    F_GETITEM,
+    F_GLOBAL,
+    F_IF,
+    F_LET,
+    F_TUPLE,
+    F_VAR,
+    Attrs,
+    Node,
+    _get,
+    _lock,
+    _lookup,
+    _new,
+    _publish,
+    _set_mask,
+    attrs_of,
+    cached_type,
+    digest,
+    intern,
+)
+from .types import TensorType, Type, normalize_dtype
+
+__all__ = [
+    "Expr",
+    "Var",
+    "GlobalVar",
+    "Constant",
+    "Op",
+    "Call",
+    "Tuple",
+    "TupleGetItem",
+    "Function",
+    "Let",
+    "If",
+    "var",
+    "const",
+    "as_expr",
+]
+
+
+class Expr(Node):
+    """Base class of expressions."""
+
+    __slots__ = ()
+
+    @property
+    def checked_type(self) -> Type:
+        """The type of this expression, inferred bottom-up (iteratively) and cached.
+
+        Expressions that call global functions need their module: use
+        ``pyir.infer_type(expr, mod)`` for those.
+        """
+        t = cached_type(self)
+        if t is not None:
+            return t  # type: ignore[no-any-return]
+        from .typecheck import infer_type
+
+        return infer_type(self)
+
+    def __str__(self) -> str:
+        from .printer import astext
+
+        return astext(self)
+
+    def __repr__(self) -> str:
+        from .printer import short_repr
+
+        return short_repr(self)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+    # Arithmetic sugar: ``a + b`` builds ``add(a, b)`` and so on.
+    def __add__(self, other: Any) -> Call:
+        from .op import add
+
+        return add(self, other)  # type: ignore[no-any-return]
+
+    def __radd__(self, other: Any) -> Call:
+        from .op import add
+
+        return add(other, self)  # type: ignore[no-any-return]
+
+    def __sub__(self, other: Any) -> Call:
+        from .op import subtract
+
+        return subtract(self, other)  # type: ignore[no-any-return]
+
+    def __rsub__(self, other: Any) -> Call:
+        from .op import subtract
+
+        return subtract(other, self)  # type: ignore[no-any-return]
+
+    def __mul__(self, other: Any) -> Call:
+        from .op import multiply
+
+        return multiply(self, other)  # type: ignore[no-any-return]
+
+    def __rmul__(self, other: Any) -> Call:
+        from .op import multiply
+
+        return multiply(other, self)  # type: ignore[no-any-return]
+
+    def __truediv__(self, other: Any) -> Call:
+        from .op import divide
+
+        return divide(self, other)  # type: ignore[no-any-return]
+
+    def __neg__(self) -> Call:
+        from .op import negative
+
+        return negative(self)  # type: ignore[no-any-return]
+
+    # Equality stays identity even with the arithmetic operators above.
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
+
+
+# -- Var ------------------------------------------------------------------------
+
+_UID_PREFIX = os.urandom(8)
+_uid_counter = itertools.count(1)
+
+
+def fresh_uid() -> bytes:
+    """A 16-byte variable uid, unique across processes (random prefix + counter)."""
+    return _UID_PREFIX + next(_uid_counter).to_bytes(8, "little")
+
+
+class Var(Expr):
+    """A local variable: a name hint, a unique ``uid`` and an optional type annotation.
+
+    Two calls ``Var("x")`` make two different variables; ``Var`` with an
+    existing ``uid`` (as serialization does) returns that variable.
+    """
+
+    __slots__ = ("name_hint", "type_annotation", "uid")
+    _kind = b"V"
+    name_hint: str
+    type_annotation: Type | None
+    uid: bytes
+
+    def __new__(cls, name_hint: str, type_annotation: Type | None = None, uid: bytes | None = None) -> Var:
+        if not isinstance(name_hint, str):
+            raise WellFormedError(f"Var name must be a str, got {name_hint!r}")
+        if type_annotation is not None and not isinstance(type_annotation, Type):
+            raise WellFormedError(f"Var type annotation must be a Type, got {type_annotation!r}")
+        if uid is None:
+            uid = fresh_uid()
+        elif type(uid) is not bytes or len(uid) != 16:
+            raise WellFormedError("Var uid must be 16 bytes")
+
+        def same(n: Node) -> bool:
+            if type(n) is not Var or n.uid != uid:
+                return False
+            if n.name_hint != name_hint or n.type_annotation is not type_annotation:
+                raise WellFormedError(
+                    f"variable uid {uid.hex()} is already %{n.name_hint} with another name or type")
+            return True
+
+        return intern(cls, digest(b"V" + uid), same,  # type: ignore[no-any-return]
+                      {"name_hint": name_hint, "type_annotation": type_annotation, "uid": uid}, F_VAR)
+
+
+class GlobalVar(Expr):
+    """A reference to a function of the module, by name: ``GlobalVar("main")``."""
+
+    __slots__ = ("name_hint",)
+    _kind = b"G"
+    name_hint: str
+
+    def __new__(cls, name_hint: str) -> GlobalVar:
+        if not isinstance(name_hint, str) or not name_hint:
+            raise WellFormedError(f"GlobalVar name must be a non-empty str, got {name_hint!r}")
+        return intern(cls, digest(b"G" + name_hint.encode()),  # type: ignore[no-any-return]
+                      lambda n: type(n) is GlobalVar and n.name_hint == name_hint,
+                      {"name_hint": name_hint}, F_GLOBAL)
+
+
+# -- Constant ---------------------------------------------------------------------
+
+
+def _default_array(value: Any, dtype: Any) -> np.ndarray:
+    if dtype is not None:
+        return np.asarray(value, dtype=normalize_dtype(dtype))
+    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+        return np.asarray(value)
+    if isinstance(value, bool):
+        return np.asarray(value, dtype="bool")
+    if isinstance(value, int):
+        return np.asarray(value, dtype="int32")
+    if isinstance(value, float):
+        return np.asarray(value, dtype="float32")
+    arr = np.asarray(value)
+    if arr.dtype == np.float64:
+        arr = arr.astype("float32")
+    elif arr.dtype == np.int64:
+        arr = arr.astype("int32")
+    return arr
+
+
+class Constant(Expr):
+    """A constant tensor (a read-only numpy array), keyed by dtype, shape and bytes.
+
+    ``pyir.const(0.0) is pyir.const(0.0)``; ``0.0`` and ``-0.0`` are different
+    constants; NaNs intern by bit pattern.
+    """
+
+    __slots__ = ("data",)
+    _kind = b"K"
+    data: np.ndarray
+
+    def __new__(cls, data: Any, dtype: Any = None) -> Constant:
+        arr = np.ascontiguousarray(_default_array(data, dtype))
+        if arr.dtype.hasobject or arr.dtype.kind in "OSUVMm":
+            raise WellFormedError(f"Constant dtype {arr.dtype} is not supported")
+        dt = arr.dtype.name
+        shape = arr.shape
+        body = digest(memoryview(arr).cast("B")) if arr.size else b""
+        key = digest(b"K%s(%s)" % (dt.encode(), b",".join(b"%d" % d for d in shape)) + body)
+
+        def same(n: Node) -> bool:
+            return (type(n) is Constant and n.data.dtype == arr.dtype and n.data.shape == shape
+                    and n.data.tobytes() == arr.tobytes())
+
+        r = _get(key)
+        if r is not None:
+            n = r()
+            if n is not None and same(n):
+                return n  # type: ignore[no-any-return]
+        frozen = arr.copy()
+        frozen.setflags(write=False)
+        return intern(cls, key, same, {"data": frozen}, F_CONST)  # type: ignore[no-any-return]
+
+    @property
+    def dtype(self) -> str:
+        """dtype name of the data."""
+        return self.data.dtype.name  # type: ignore[no-any-return]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the data."""
+        return self.data.shape  # type: ignore[no-any-return]
+
+
+# -- Op -----------------------------------------------------------------------------
+
+
+class Op(Expr):
+    """A registered primitive operator, by name: ``Op("nn.relu")``."""
+
+    __slots__ = ("name",)
+    _kind = b"O"
+    name: str
+
+    def __new__(cls, name: str) -> Op:
+        from .op.registry import get_op_def
+
+        if not isinstance(name, str):
+            raise UnknownOpError(f"operator names are str, got {name!r}")
+        odef = get_op_def(name)
+        return intern(cls, digest(b"O" + name.encode()),  # type: ignore[no-any-return]
+                      lambda n: type(n) is Op and n.name == name, {"name": name}, odef.mask)
+
+    @staticmethod
+    def get(name: str) -> Op:
+        """The operator named ``name`` (UnknownOpError if unregistered)."""
+        return Op(name)
+
+    @property
+    def op_def(self) -> Any:
+        """The registry entry (:class:`pyir.op.registry.OpDef`)."""
+        from .op.registry import get_op_def
+
+        return get_op_def(self.name)
+
+
+# -- Call: the hot path -----------------------------------------------------------------
+
+_EMPTY_ID = EMPTY_ATTRS.id
+
+
+class Call(Expr):
+    """``op(args..., attrs)``: a call of an operator, a function or a global function.
+
+    Calls of operators have their attributes normalized through the operator's
+    schema (defaults filled in), so equal calls are one node.
+    """
+
+    __slots__ = ("op", "args", "attrs")
+    _kind = b"C"
+    op: Expr
+    args: tuple[Expr, ...]
+    attrs: Attrs
+
+    def __new__(cls, op: Expr | str, args: Iterable[Any] = (),
+                attrs: Mapping[str, Any] | Attrs | None = None, *, _checked: bool = False) -> Call:
+        if type(args) is not tuple:
+            args = tuple(as_expr(a) for a in args)
+        if not _checked:
+            if type(op) is str:
+                op = Op(op)
+            if type(op) is Op:
+                odef = op.op_def
+                odef.check_arity(len(args))
+                attrs = odef.normalize_attrs(attrs) if (attrs or odef.attrs) else None
+            elif not isinstance(op, Expr):
+                raise WellFormedError(f"Call target must be an Op or an expression, got {op!r}")
+            for a in args:
+                if not isinstance(a, Expr):
+                    raise WellFormedError(f"Call arguments must be expressions, got {a!r}")
+        if attrs is None:
+            attrs = EMPTY_ATTRS
+        elif type(attrs) is not Attrs:
+            attrs = attrs_of(attrs)
+        mask = op._mask  # type: ignore[union-attr]
+        n = len(args)
+        if n == 1:
+            a0 = args[0]
+            key = digest(b"C" + op.id + attrs.id + a0.id)  # type: ignore[union-attr]
+            mask |= a0._mask
+        elif n == 2:
+            a0, a1 = args
+            key = digest(b"".join((b"C", op.id, attrs.id, a0.id, a1.id)))  # type: ignore[union-attr]
+            mask |= a0._mask | a1._mask
+        else:
+            parts = [b"C", op.id, attrs.id]  # type: ignore[union-attr]
+            for a in args:
+                parts.append(a.id)
+                mask |= a._mask
+            key = digest(b"".join(parts))
+        r = _get(key)
+        if r is not None:
+            node = r()
+            if node is not None and node.op is op and node.attrs is attrs and node.args == args:
+                return node  # type: ignore[no-any-return]
+        with _lock:
+            node, key = _lookup(key, lambda m: type(m) is Call and m.op is op and m.attrs is attrs
+                                and m.args == args)
+            if node is not None:
+                return node  # type: ignore[no-any-return]
+            node = _new(cls)
+            _set_op(node, op)
+            _set_args(node, args)
+            _set_attrs(node, attrs)
+            _set_mask(node, mask)
+            _publish(node, key)
+            return node  # type: ignore[no-any-return]
+
+    def children(self) -> tuple[Node, ...]:
+        if type(self.op) is Op:
+            return self.args
+        return (self.op, *self.args)
+
+
+_set_op = Call.__dict__["op"].__set__
+_set_args = Call.__dict__["args"].__set__
+_set_attrs = Call.__dict__["attrs"].__set__
+
+
+# -- the rest ---------------------------------------------------------------------------
+
+
+def _expr(x: Any, what: str) -> Expr:
+    if not isinstance(x, Expr):
+        raise WellFormedError(f"{what} must be an expression, got {x!r}")
+    return x
+
+
+class Tuple(Expr):
+    """A tuple of expressions."""
+
+    __slots__ = ("fields",)
+    _kind = b"T"
+    fields: tuple[Expr, ...]
+
+    def __new__(cls, fields: Iterable[Any]) -> Tuple:
+        fs = tuple(as_expr(f) for f in fields)
+        mask = F_TUPLE
+        for f in fs:
+            mask |= f._mask
+        return intern(cls, digest(b"T" + b"".join(f.id for f in fs)),  # type: ignore[no-any-return]
+                      lambda n: type(n) is Tuple and n.fields == fs, {"fields": fs}, mask)
+
+    def children(self) -> tuple[Node, ...]:
+        return self.fields
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __getitem__(self, i: int) -> Expr:
+        return self.fields[i]
+
+
+class TupleGetItem(Expr):
+    """``tuple_value[index]``."""
+
+    __slots__ = ("tuple_value", "index")
+    _kind = b"I"
+    tuple_value: Expr
+    index: int
+
+    def __new__(cls, tuple_value: Expr, index: int) -> TupleGetItem:
+        tv = _expr(tuple_value, "TupleGetItem tuple")
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise WellFormedError(f"TupleGetItem index must be an int, got {index!r}")
+        i = int(index)
+        return intern(cls, digest(b"I%d:" % i + tv.id),  # type: ignore[no-any-return]
+                      lambda n: type(n) is TupleGetItem and n.tuple_value is tv and n.index == i,
+                      {"tuple_value": tv, "index": i}, F_GETITEM | tv._mask)
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.tuple_value,)
+
+
+class Function(Expr):
+    """``fn (params) -> ret_type { body }`` with attributes (e.g. ``Primitive=1``)."""
+
+    __slots__ = ("params", "body", "ret_type", "attrs")
+    _kind = b"F"
+    params: tuple[Var, ...]
+    body: Expr
+    ret_type: Type | None
+    attrs: Attrs
+
+    def __new__(cls, params: Iterable[Var], body: Expr, ret_type: Type | None = None,
+                attrs: Mapping[str, Any] | Attrs | None = None) -> Function:
+        ps = tuple(params)
+        for p in ps:
+            if type(p) is not Var:
+                raise WellFormedError(f"Function parameters must be Vars, got {p!r}")
+        if len(set(ps)) != len(ps):
+            raise WellFormedError("Function parameters must be distinct variables")
+        b = _expr(body, "Function body")
+        if ret_type is not None and not isinstance(ret_type, Type):
+            raise WellFormedError(f"Function ret_type must be a Type, got {ret_type!r}")
+        at = attrs_of(attrs)
+        rid = ret_type.id if ret_type is not None else b"-"
+        key = digest(b"".join((b"F", b.id, rid, at.id, *[p.id for p in ps])))
+        mask = F_FUNC | b._mask
+        for p in ps:
+            mask |= p._mask
+        return intern(cls, key,  # type: ignore[no-any-return]
+                      lambda n: (type(n) is Function and n.body is b and n.params == ps
+                                 and n.ret_type is ret_type and n.attrs is at),
+                      {"params": ps, "body": b, "ret_type": ret_type, "attrs": at}, mask)
+
+    def children(self) -> tuple[Node, ...]:
+        return (*self.params, self.body)
+
+    def with_body(self, body: Expr) -> Function:
+        """The same function with another body (return type dropped if the body changed)."""
+        if body is self.body:
+            return self
+        return Function(self.params, body, None, self.attrs)
+
+    def with_attrs(self, **kw: Any) -> Function:
+        """The same function with attributes added or replaced."""
+        return Function(self.params, self.body, self.ret_type, self.attrs.with_(**kw))
+
+
+class Let(Expr):
+    """``let var = value; body``."""
+
+    __slots__ = ("var", "value", "body")
+    _kind = b"L"
+    var: Var
+    value: Expr
+    body: Expr
+
+    def __new__(cls, var: Var, value: Expr, body: Expr) -> Let:
+        if type(var) is not Var:
+            raise WellFormedError(f"Let binds a Var, got {var!r}")
+        val = as_expr(value)
+        bd = _expr(body, "Let body")
+        return intern(cls, digest(b"".join((b"L", var.id, val.id, bd.id))),  # type: ignore[no-any-return]
+                      lambda n: type(n) is Let and n.var is var and n.value is val and n.body is bd,
+                      {"var": var, "value": val, "body": bd},
+                      F_LET | var._mask | val._mask | bd._mask)
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.var, self.value, self.body)
+
+
+class If(Expr):
+    """``if (cond) { true_branch } else { false_branch }``; cond is a scalar bool."""
+
+    __slots__ = ("cond", "true_branch", "false_branch")
+    _kind = b"?"
+    cond: Expr
+    true_branch: Expr
+    false_branch: Expr
+
+    def __new__(cls, cond: Expr, true_branch: Expr, false_branch: Expr) -> If:
+        c = as_expr(cond)
+        t = as_expr(true_branch)
+        f = as_expr(false_branch)
+        return intern(cls, digest(b"".join((b"?", c.id, t.id, f.id))),  # type: ignore[no-any-return]
+                      lambda n: (type(n) is If and n.cond is c and n.true_branch is t
+                                 and n.false_branch is f),
+                      {"cond": c, "true_branch": t, "false_branch": f},
+                      F_IF | c._mask | t._mask | f._mask)
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.cond, self.true_branch, self.false_branch)
+
+
+# -- builders ------------------------------------------------------------------------------
+
+
+def as_expr(x: Any) -> Expr:
+    """Return ``x`` if it is an expression; wrap Python/numpy values as constants,
+    lists/tuples of expressions as ``Tuple``."""
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, (bool, int, float, np.ndarray, np.generic)):
+        return Constant(x)
+    if isinstance(x, (list, tuple)) and x and all(isinstance(e, Expr) for e in x):
+        return Tuple(x)
+    raise WellFormedError(f"cannot use {x!r} as an expression")
+
+
+def var(name: str, type_annotation: Type | Sequence[int] | None = None, *,
+        shape: Sequence[int] | None = None, dtype: Any = "float32") -> Var:
+    """A fresh variable.
+
+    >>> x = var("x", shape=(1, 3))
+    >>> x.type_annotation
+    TensorType((1, 3), 'float32')
+    >>> var("x") is var("x")
+    False
+    """
+    if type_annotation is not None and not isinstance(type_annotation, Type):
+        shape = tuple(type_annotation)
+        type_annotation = None
+    if shape is not None:
+        type_annotation = TensorType(shape, dtype)
+    return Var(name, type_annotation)
+
+
+def const(value: Any, dtype: Any = None) -> Constant:
+    """A constant: Python floats default to float32, ints to int32.
+
+    >>> const(0.0) is const(0.0), const(0.0) is const(-0.0)
+    (True, False)
+    """
+    return Constant(value, dtype)

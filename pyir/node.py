@@ -1,0 +1,355 @@
+"""Hash-consed immutable nodes: the base class, the intern table and ``Attrs``.
+
+Every node (expressions, types, attribute sets) is created through a single
+weak intern table keyed by its 128-bit content ID:
+
+* ``id`` is ``XXH3-128`` over a canonical encoding of the node's kind tag, its
+  scalar fields and its children's ids.  It is computed once, at construction,
+  from the children's already computed ids, so there is no recursion.
+* Interning is exact: a table hit is accepted only after comparing the fields
+  (children by identity).  Should two different nodes ever share a digest, the
+  later one is re-keyed along a deterministic probe sequence, so ids stay unique.
+* The table holds weak references: a node nobody references is freed at once,
+  and its entry disappears with it.
+* Misses are inserted under a lock, so several threads building the same
+  structure end up with one canonical object.
+
+Equality is identity and ``hash`` is the identity hash (computed by CPython in C,
+O(1), nothing stored).  Setting or deleting any attribute raises
+:class:`~pyir.errors.ImmutableError`.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+import weakref
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+from xxhash import xxh3_128_digest
+
+from _weakref import _remove_dead_weakref  # type: ignore[import-not-found]
+
+from .errors import AttrError, ImmutableError
+
+__all__ = ["Node", "Attrs", "attrs_of", "live_node_count"]
+
+# -- summary bits -------------------------------------------------------------
+# Each node carries ``_mask``: the OR of its children's masks and its own bit.
+# Bits 0-7 mark node kinds, bits from 8 upward mark registered operators, so a
+# pass can skip every subgraph that cannot contain what it looks for.
+F_VAR = 1 << 0
+F_GLOBAL = 1 << 1
+F_FUNC = 1 << 2
+F_LET = 1 << 3
+F_IF = 1 << 4
+F_CONST = 1 << 5
+F_TUPLE = 1 << 6
+F_GETITEM = 1 << 7
+OP_BIT0 = 8
+
+# -- the intern table -----------------------------------------------------------
+
+digest = xxh3_128_digest
+_table: dict[bytes, _Ref] = {}
+_get = _table.get
+_lock = threading.Lock()
+_new = object.__new__
+
+
+class _Ref(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference that knows its table key (so its callback can drop it)."""
+
+    __slots__ = ("key",)
+
+
+def _drop(ref: _Ref) -> None:
+    # Atomic in C: removes the entry only if it still holds this dead reference.
+    _remove_dead_weakref(_table, ref.key)
+
+
+def _collision_key(key: bytes) -> bytes:
+    return digest(key + b"\x00probe")
+
+
+def _lookup(key: bytes, same: Any) -> tuple[Node | None, bytes]:
+    """Probe for a live node equal to the candidate; returns (node, free_key)."""
+    while True:
+        r = _get(key)
+        if r is None:
+            return None, key
+        n = r()
+        if n is None:
+            return None, key
+        if same(n):
+            return n, key
+        key = _collision_key(key)
+
+
+def _publish(node: Node, key: bytes) -> None:
+    """Record ``node`` under ``key`` (caller holds ``_lock``)."""
+    _set_id(node, key)
+    ref = _Ref(node, _drop)
+    ref.key = key
+    _table[key] = ref
+
+
+def intern(cls: type[Node], key: bytes, same: Any, fields: dict[str, Any], mask: int) -> Any:
+    """Return the live node equal to the candidate, or create and publish it.
+
+    ``same(n)`` decides exact equality with the candidate; ``fields`` are the
+    slot values of a new node.  Used by every node kind except the hot Call path.
+    """
+    r = _get(key)
+    if r is not None:
+        n = r()
+        if n is not None and same(n):
+            return n
+    with _lock:
+        n, key = _lookup(key, same)
+        if n is not None:
+            return n
+        n = _new(cls)
+        setters = cls._setters
+        for name, value in fields.items():
+            setters[name](n, value)
+        _set_mask(n, mask)
+        _publish(n, key)
+        return n
+
+
+def live_node_count() -> int:
+    """Number of live interned nodes (the size of the weak intern table)."""
+    return len(_table)
+
+
+# -- the base class -----------------------------------------------------------
+
+
+class Node:
+    """Base of every hash-consed node.
+
+    Nodes are created only through their constructors, which intern them.
+    Structural equality is identity: ``a == b`` iff ``a is b``.
+    """
+
+    __slots__ = ("id", "_mask", "_ty", "__weakref__")
+    _setters: ClassVar[dict[str, Any]] = {}
+    _kind: ClassVar[bytes] = b"?"
+
+    id: bytes
+    _mask: int
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        setters: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__):
+            for name in klass.__dict__.get("__slots__", ()):
+                if name != "__weakref__":
+                    setters[name] = klass.__dict__[name].__set__
+        cls._setters = setters
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise ImmutableError(f"{type(self).__name__} nodes are immutable (cannot set {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise ImmutableError(f"{type(self).__name__} nodes are immutable (cannot delete {name!r})")
+
+    def __copy__(self) -> Node:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> Node:
+        return self
+
+    def __reduce__(self) -> Any:
+        from .serialize import _reduce_node
+
+        return _reduce_node(self)
+
+    @property
+    def hexid(self) -> str:
+        """The content id as 32 hex digits."""
+        return self.id.hex()
+
+    def children(self) -> tuple[Node, ...]:
+        """Direct child nodes, in evaluation order."""
+        return ()
+
+
+_set_id = Node.__dict__["id"].__set__
+_set_mask = Node.__dict__["_mask"].__set__
+_set_ty = Node.__dict__["_ty"].__set__
+_get_ty = Node.__dict__["_ty"].__get__
+
+
+def cached_type(node: Node) -> Any:
+    """The type cached on ``node`` by type inference, or None."""
+    try:
+        return _get_ty(node, type(node))
+    except AttributeError:
+        return None
+
+
+# -- attribute values -------------------------------------------------------------
+
+_pack_d = struct.Struct("<d").pack
+
+
+def normalize_attr_value(v: Any, where: str = "attribute") -> Any:
+    """Convert an attribute value to its immutable canonical form.
+
+    Lists become tuples, numpy scalars become Python scalars.  Mutable or
+    unsupported values raise :class:`AttrError`.
+    """
+    t = type(v)
+    if v is None or t is bool or t is int or t is float or t is str:
+        return v
+    if t is tuple or t is list:
+        return tuple(normalize_attr_value(x, where) for x in v)
+    if isinstance(v, Node):
+        return v
+    if isinstance(v, np.bool_):
+        return bool(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    if isinstance(v, np.dtype):
+        return v.name
+    raise AttrError(f"{where}: unsupported attribute value {v!r} of type {t.__name__} "
+                    "(use None, bool, int, float, str, tuples of them, or nodes)")
+
+
+def encode_attr_value(v: Any, out: list[bytes]) -> None:
+    """Append the canonical, type-tagged encoding of a normalized value to ``out``.
+
+    The encoding is injective and keyed by type: ``1``, ``1.0`` and ``True``
+    differ, so do ``0.0`` and ``-0.0``; NaNs encode by their bit pattern.
+    """
+    t = type(v)
+    if v is None:
+        out.append(b"N")
+    elif t is bool:
+        out.append(b"B1" if v else b"B0")
+    elif t is int:
+        out.append(b"I%d;" % v)
+    elif t is float:
+        out.append(b"F" + _pack_d(v))
+    elif t is str:
+        s = v.encode()
+        out.append(b"S%d:" % len(s) + s)
+    elif t is tuple:
+        out.append(b"T%d:" % len(v))
+        for x in v:
+            encode_attr_value(x, out)
+    elif isinstance(v, Node):
+        out.append(b"R" + v.id)
+    else:  # pragma: no cover - normalize_attr_value rejects these first
+        raise AttrError(f"cannot encode attribute value {v!r}")
+
+
+def _typed_equal(a: Any, b: Any) -> bool:
+    """Equality that distinguishes 1, 1.0 and True, and 0.0 from -0.0."""
+    out_a: list[bytes] = []
+    out_b: list[bytes] = []
+    encode_attr_value(a, out_a)
+    encode_attr_value(b, out_b)
+    return out_a == out_b
+
+
+class Attrs(Node):
+    """An immutable, interned mapping of attribute names to immutable values.
+
+    >>> a = Attrs({"axis": 1})
+    >>> a is Attrs(axis=1), a["axis"], Attrs(axis=1) is Attrs(axis=1.0)
+    (True, 1, False)
+    """
+
+    __slots__ = ("_items", "_index")
+    _kind = b"A"
+    _items: tuple[tuple[str, Any], ...]
+    _index: dict[str, Any]
+
+    def __new__(cls, mapping: Mapping[str, Any] | Attrs | None = None, **kw: Any) -> Attrs:
+        if type(mapping) is Attrs and not kw:
+            return mapping
+        items: dict[str, Any] = {}
+        if mapping is not None:
+            items.update(mapping.items())
+        items.update(kw)
+        pairs = []
+        for k in sorted(items):
+            if type(k) is not str:
+                raise AttrError(f"attribute names must be str, got {k!r}")
+            pairs.append((k, normalize_attr_value(items[k], f"attribute {k!r}")))
+        out: list[bytes] = [b"A"]
+        for k, v in pairs:
+            kb = k.encode()
+            out.append(b"%d:" % len(kb) + kb)
+            encode_attr_value(v, out)
+        enc = b"".join(out)
+        tup = tuple(pairs)
+
+        def same(n: Node) -> bool:
+            return type(n) is Attrs and len(n._items) == len(tup) and all(
+                ka == kb and _typed_equal(va, vb) for (ka, va), (kb, vb) in zip(n._items, tup))
+
+        return intern(cls, digest(enc), same, {"_items": tup, "_index": dict(tup)},
+                      0)  # type: ignore[no-any-return]
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return self._index[name]
+        except KeyError:
+            raise AttrError(f"no attribute {name!r}; have {sorted(self._index)}") from None
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The value of ``name``, or ``default``."""
+        return self._index.get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(k for k, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def keys(self) -> list[str]:
+        """Attribute names, sorted."""
+        return [k for k, _ in self._items]
+
+    def items(self) -> tuple[tuple[str, Any], ...]:
+        """``(name, value)`` pairs, sorted by name."""
+        return self._items
+
+    def to_dict(self) -> dict[str, Any]:
+        """A fresh (mutable) dict copy."""
+        return dict(self._items)
+
+    def with_(self, **kw: Any) -> Attrs:
+        """A new Attrs with ``kw`` added or replaced."""
+        d = dict(self._items)
+        d.update(kw)
+        return Attrs(d)
+
+    def __repr__(self) -> str:
+        return "Attrs({%s})" % ", ".join(f"{k!r}: {v!r}" for k, v in self._items)
+
+
+EMPTY_ATTRS = Attrs()
+
+
+def attrs_of(a: Mapping[str, Any] | Attrs | None) -> Attrs:
+    """Coerce ``None``, a mapping or an ``Attrs`` to an interned ``Attrs``."""
+    if a is None:
+        return EMPTY_ATTRS
+    if type(a) is Attrs:
+        return a
+    return Attrs(a)

@@ -1,0 +1,1 @@
+"""Neural-network operators (``pyir.op.nn.*``)."""

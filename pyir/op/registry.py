@@ -1,0 +1,217 @@
+"""The operator registry.
+
+Each operator is declared once, with :func:`register_op`: its name, number of
+inputs, attribute schema (kinds and defaults), type relation, fusion pattern
+kind and numpy reference implementation.  ``register_op`` returns the
+operator's builder (``pyir.op.nn.conv2d(x, w, strides=(2, 2))``).
+
+Builders and ``pyir.Call`` normalize attributes through the schema: defaults are
+filled in and values converted to their canonical kind, so ``conv2d(x, w)`` and
+``conv2d(x, w, strides=[1, 1])`` are the very same node.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import AttrError, TypeCheckError, UnknownOpError
+from ..node import OP_BIT0, Attrs, attrs_of
+from ..types import Type, normalize_dtype
+
+__all__ = ["OpPattern", "AttrSpec", "OpDef", "register_op", "get_op_def", "list_ops", "REQUIRED"]
+
+
+class OpPattern(enum.IntEnum):
+    """Fusion pattern kinds (the same values as TVM's ``OpPatternKind``)."""
+
+    ELEMWISE = 0
+    BROADCAST = 1
+    INJECTIVE = 2
+    COMM_REDUCE = 3
+    OUT_ELEMWISE_FUSABLE = 4
+    TUPLE = 7
+    OPAQUE = 8
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+_KINDS = ("int", "float", "bool", "str", "ints", "floats", "dtype", "int?", "ints?", "float?", "any")
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    """One attribute of an operator: name, kind, default (``REQUIRED`` if none)."""
+
+    name: str
+    kind: str
+    default: Any = REQUIRED
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ValueError(f"unknown attribute kind {self.kind!r}")
+
+    def convert(self, op: str, value: Any) -> Any:
+        """Check ``value`` against the kind and return its canonical form."""
+        k = self.kind
+        where = f"operator {op!r}, attribute {self.name!r}"
+        if k.endswith("?"):
+            if value is None:
+                return None
+            k = k[:-1]
+        try:
+            if k == "int":
+                if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                    raise TypeError
+                return int(value)
+            if k == "float":
+                if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+                    raise TypeError
+                return float(value)
+            if k == "bool":
+                if isinstance(value, (bool, np.bool_)) or value in (0, 1):
+                    return bool(value)
+                raise TypeError
+            if k == "str":
+                if not isinstance(value, str):
+                    raise TypeError
+                return value
+            if k == "dtype":
+                return normalize_dtype(value)
+            if k == "ints":
+                if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+                    value = (value,)
+                out = tuple(value)
+                if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in out):
+                    raise TypeError
+                return tuple(int(v) for v in out)
+            if k == "floats":
+                out = tuple(value)
+                if any(isinstance(v, bool) or not isinstance(v, (int, float, np.number)) for v in out):
+                    raise TypeError
+                return tuple(float(v) for v in out)
+            from ..node import normalize_attr_value
+
+            return normalize_attr_value(value, where)
+        except (TypeError, ValueError):
+            raise AttrError(f"{where}: expected {self.kind}, got {value!r}") from None
+
+
+TypeRel = Callable[[tuple[Type, ...], Attrs], Type]
+Compute = Callable[..., Any]
+
+
+@dataclass(frozen=True, eq=False)
+class OpDef:
+    """Everything pyir knows about one operator."""
+
+    name: str
+    num_inputs: int | None  # None: variadic (at least one input)
+    attrs: tuple[AttrSpec, ...]
+    type_rel: TypeRel
+    compute: Compute
+    pattern: OpPattern
+    bit: int
+    doc: str = ""
+    canonicalize: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    _specs: dict[str, AttrSpec] = field(default_factory=dict, repr=False)
+
+    @property
+    def mask(self) -> int:
+        """This operator's summary bit (see ``Node._mask``)."""
+        return 1 << self.bit
+
+    def normalize_attrs(self, attrs: Mapping[str, Any] | Attrs | None) -> Attrs:
+        """Validate ``attrs`` against the schema, fill defaults, return canonical Attrs."""
+        given = dict(attrs.items()) if attrs is not None else {}
+        out: dict[str, Any] = {}
+        for spec in self.attrs:
+            if spec.name in given:
+                out[spec.name] = spec.convert(self.name, given.pop(spec.name))
+            elif spec.default is REQUIRED:
+                raise AttrError(f"operator {self.name!r}: missing required attribute {spec.name!r}")
+            else:
+                out[spec.name] = spec.default
+        if given:
+            raise AttrError(f"operator {self.name!r}: unknown attribute(s) {sorted(given)}; "
+                            f"accepted: {[s.name for s in self.attrs]}")
+        if self.canonicalize is not None:
+            out = self.canonicalize(out)
+        return attrs_of(out)
+
+    def check_arity(self, n: int) -> None:
+        """Raise TypeCheckError unless ``n`` inputs are acceptable."""
+        if self.num_inputs is None:
+            if n < 1:
+                raise TypeCheckError(f"operator {self.name!r} needs at least one input")
+        elif n != self.num_inputs:
+            raise TypeCheckError(f"operator {self.name!r} takes {self.num_inputs} input(s), got {n}")
+
+
+_registry: dict[str, OpDef] = {}
+_reg_lock = threading.Lock()
+
+
+def get_op_def(name: str) -> OpDef:
+    """The OpDef registered under ``name``; UnknownOpError if there is none."""
+    try:
+        return _registry[name]
+    except KeyError:
+        raise UnknownOpError(f"unknown operator {name!r}") from None
+
+
+def list_ops() -> list[str]:
+    """Names of all registered operators, sorted."""
+    return sorted(_registry)
+
+
+def register_op(
+    name: str,
+    *,
+    num_inputs: int | None,
+    type_rel: TypeRel,
+    compute: Compute,
+    pattern: OpPattern,
+    attrs: tuple[AttrSpec, ...] = (),
+    doc: str = "",
+    canonicalize: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> Callable[..., Any]:
+    """Declare operator ``name`` and return its builder function.
+
+    The builder takes the inputs positionally and the attributes as keywords and
+    returns the interned ``Call``.
+    """
+    with _reg_lock:
+        if name in _registry:
+            raise ValueError(f"operator {name!r} is already registered")
+        odef = OpDef(name, num_inputs, tuple(attrs), type_rel, compute, OpPattern(pattern),
+                     OP_BIT0 + len(_registry), doc, canonicalize,
+                     {a.name: a for a in attrs})
+        _registry[name] = odef
+    from ..expr import Call, Op, as_expr
+
+    op_node = Op(name)
+    has_attrs = bool(attrs)
+
+    def builder(*args: Any, **kw: Any) -> Any:
+        odef.check_arity(len(args))
+        a = odef.normalize_attrs(kw) if (has_attrs or kw) else None
+        return Call(op_node, tuple(as_expr(x) for x in args), a, _checked=True)
+
+    builder.__name__ = name.rsplit(".", 1)[-1]
+    builder.__qualname__ = builder.__name__
+    schema = ", ".join(f"{a.name}={a.default!r}" if a.default is not REQUIRED else a.name for a in attrs)
+    builder.__doc__ = f"{doc}\n\nOperator ``{name}`` ({pattern.name.lower()}); attributes: {schema or 'none'}."
+    builder.op = op_node  # type: ignore[attr-defined]
+    return builder

@@ -1,0 +1,132 @@
+"""Types: ``TensorType``, ``TupleType`` and ``FuncType`` (hash-consed like expressions)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import WellFormedError
+from .node import Node, digest, intern
+
+__all__ = ["Type", "TensorType", "TupleType", "FuncType", "normalize_dtype"]
+
+
+def normalize_dtype(dtype: Any) -> str:
+    """Canonical dtype name (``"float32"``, ``"int64"``, ``"bool"``, ...)."""
+    try:
+        return np.dtype(dtype).name
+    except TypeError as e:
+        raise WellFormedError(f"unknown dtype {dtype!r}") from e
+
+
+class Type(Node):
+    """Base class of types."""
+
+    __slots__ = ()
+
+
+class TensorType(Type):
+    """A tensor of static ``shape`` and ``dtype``; ``TensorType(())`` is a scalar.
+
+    >>> TensorType((1, 3), "float32") is TensorType([1, 3])
+    True
+    """
+
+    __slots__ = ("shape", "dtype")
+    _kind = b"t"
+    shape: tuple[int, ...]
+    dtype: str
+
+    def __new__(cls, shape: Sequence[int] = (), dtype: Any = "float32") -> TensorType:
+        try:
+            shp = tuple(int(d) for d in shape)
+        except TypeError as e:
+            raise WellFormedError(f"TensorType shape must be a sequence of ints, got {shape!r}") from e
+        for d, orig in zip(shp, shape):
+            if d < 0 or (not isinstance(orig, (int, np.integer))):
+                raise WellFormedError(f"TensorType shape must hold non-negative ints, got {shape!r}")
+        dt = normalize_dtype(dtype)
+        key = digest(b"t%s(%s)" % (dt.encode(), b",".join(b"%d" % d for d in shp)))
+        return intern(cls, key, lambda n: type(n) is TensorType and n.shape == shp and n.dtype == dt,
+                      {"shape": shp, "dtype": dt}, 0)  # type: ignore[no-any-return]
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __repr__(self) -> str:
+        return f"TensorType({self.shape!r}, {self.dtype!r})"
+
+    def __str__(self) -> str:
+        from .printer import type_str
+
+        return type_str(self)
+
+
+class TupleType(Type):
+    """The type of a tuple; ``fields`` are types."""
+
+    __slots__ = ("fields",)
+    _kind = b"u"
+    fields: tuple[Type, ...]
+
+    def __new__(cls, fields: Iterable[Type]) -> TupleType:
+        fs = tuple(fields)
+        for f in fs:
+            if not isinstance(f, Type):
+                raise WellFormedError(f"TupleType fields must be types, got {f!r}")
+        key = digest(b"u" + b"".join(f.id for f in fs))
+        return intern(cls, key, lambda n: type(n) is TupleType and n.fields == fs,
+                      {"fields": fs}, 0)  # type: ignore[no-any-return]
+
+    def children(self) -> tuple[Node, ...]:
+        return self.fields
+
+    def __repr__(self) -> str:
+        return f"TupleType({list(self.fields)!r})"
+
+    def __str__(self) -> str:
+        from .printer import type_str
+
+        return type_str(self)
+
+
+class FuncType(Type):
+    """The type of a function: ``arg_types -> ret_type``."""
+
+    __slots__ = ("arg_types", "ret_type")
+    _kind = b"f"
+    arg_types: tuple[Type, ...]
+    ret_type: Type
+
+    def __new__(cls, arg_types: Iterable[Type], ret_type: Type) -> FuncType:
+        args = tuple(arg_types)
+        for t in (*args, ret_type):
+            if not isinstance(t, Type):
+                raise WellFormedError(f"FuncType needs types, got {t!r}")
+        key = digest(b"f" + ret_type.id + b"".join(t.id for t in args))
+        return intern(cls, key,
+                      lambda n: type(n) is FuncType and n.ret_type is ret_type and n.arg_types == args,
+                      {"arg_types": args, "ret_type": ret_type}, 0)  # type: ignore[no-any-return]
+
+    def children(self) -> tuple[Node, ...]:
+        return (*self.arg_types, self.ret_type)
+
+    def __repr__(self) -> str:
+        return f"FuncType({list(self.arg_types)!r}, {self.ret_type!r})"
+
+    def __str__(self) -> str:
+        from .printer import type_str
+
+        return type_str(self)
