@@ -6,6 +6,10 @@ from .errors import __all__ as _errors_all
 from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem,
                    Var, as_expr, const, var)
 from .node import Attrs, Node, live_node_count
+from .module import Module
+from .printer import astext
+from .traverse import count_nodes, free_vars, post_order, pre_order
+from .typecheck import infer_type
 from .types import FuncType, TensorType, TupleType, Type
 
 __version__ = "0.1.0"
@@ -15,5 +19,6 @@ __all__ = [
     "op", "Node", "Attrs", "live_node_count",
     "Type", "TensorType", "TupleType", "FuncType",
     "Expr", "Var", "GlobalVar", "Constant", "Op", "Call", "Tuple", "TupleGetItem", "Function",
-    "Let", "If", "var", "const", "as_expr",
+    "Let", "If", "var", "const", "as_expr", "Module", "astext", "infer_type",
+    "post_order", "pre_order", "count_nodes", "free_vars",
 ]

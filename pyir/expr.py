@@ -24,6 +24,7 @@ from .node import (
     F_IF,
     F_LET,
     F_TUPLE,
+    F_UNTYPED,
     F_VAR,
     Attrs,
     Node,
@@ -180,7 +181,8 @@ class Var(Expr):
             return True
 
         return intern(cls, digest(b"V" + uid), same,  # type: ignore[no-any-return]
-                      {"name_hint": name_hint, "type_annotation": type_annotation, "uid": uid}, F_VAR)
+                      {"name_hint": name_hint, "type_annotation": type_annotation, "uid": uid},
+                      F_VAR if type_annotation is not None else F_VAR | F_UNTYPED)
 
 
 class GlobalVar(Expr):
@@ -232,7 +234,9 @@ class Constant(Expr):
     data: np.ndarray
 
     def __new__(cls, data: Any, dtype: Any = None) -> Constant:
-        arr = np.ascontiguousarray(_default_array(data, dtype))
+        arr = _default_array(data, dtype)
+        if not arr.flags.c_contiguous:
+            arr = np.ascontiguousarray(arr)
         if arr.dtype.hasobject or arr.dtype.kind in "OSUVMm":
             raise WellFormedError(f"Constant dtype {arr.dtype} is not supported")
         dt = arr.dtype.name

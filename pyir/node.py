@@ -38,7 +38,7 @@ __all__ = ["Node", "Attrs", "attrs_of", "live_node_count"]
 
 # -- summary bits -------------------------------------------------------------
 # Each node carries ``_mask``: the OR of its children's masks and its own bit.
-# Bits 0-7 mark node kinds, bits from 8 upward mark registered operators, so a
+# Bits 0-8 mark node kinds, bits from 12 upward mark registered operators, so a
 # pass can skip every subgraph that cannot contain what it looks for.
 F_VAR = 1 << 0
 F_GLOBAL = 1 << 1
@@ -48,7 +48,8 @@ F_IF = 1 << 4
 F_CONST = 1 << 5
 F_TUPLE = 1 << 6
 F_GETITEM = 1 << 7
-OP_BIT0 = 8
+F_UNTYPED = 1 << 8  # a Var without type annotation (types beneath depend on context)
+OP_BIT0 = 12
 
 # -- the intern table -----------------------------------------------------------
 

@@ -199,15 +199,24 @@ def register_op(
                      OP_BIT0 + len(_registry), doc, canonicalize,
                      {a.name: a for a in attrs})
         _registry[name] = odef
-    from ..expr import Call, Op, as_expr
+    from ..expr import Call, Expr, Op, as_expr
 
     op_node = Op(name)
     has_attrs = bool(attrs)
 
+    n_in = num_inputs
+
     def builder(*args: Any, **kw: Any) -> Any:
-        odef.check_arity(len(args))
+        if n_in is not None and len(args) != n_in:
+            odef.check_arity(len(args))
+        for x in args:
+            if not isinstance(x, Expr):
+                args = tuple(as_expr(x) for x in args)
+                break
+        if n_in is None:
+            odef.check_arity(len(args))
         a = odef.normalize_attrs(kw) if (has_attrs or kw) else None
-        return Call(op_node, tuple(as_expr(x) for x in args), a, _checked=True)
+        return Call(op_node, args, a, _checked=True)
 
     builder.__name__ = name.rsplit(".", 1)[-1]
     builder.__qualname__ = builder.__name__

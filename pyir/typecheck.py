@@ -1,0 +1,199 @@
+"""Type inference: bottom-up, iterative, cached.
+
+A node's type depends only on its structure unless it contains a call of a
+global function (its type comes from the module) or a variable without type
+annotation (its type comes from the ``let`` that binds it).  Structural types
+are cached on the node itself (a memo of a pure function of an immutable node);
+context-dependent ones are cached in a dict owned by the caller (the module).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .errors import PyIRError, TypeCheckError, UnknownOpError
+from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from .node import F_GLOBAL, F_UNTYPED, Node, _set_ty, cached_type
+from .types import FuncType, TensorType, TupleType, Type
+
+__all__ = ["infer_type", "check_call"]
+
+_CONTEXT = F_GLOBAL | F_UNTYPED
+
+# Type relations are pure functions of (operator, attrs, argument types); memoize them.
+# Keys hold interned nodes strongly, so the memo is bounded and cleared when full.
+_rel_memo: dict[tuple[Any, ...], Type] = {}
+_REL_MEMO_MAX = 65536
+
+
+def _fmt(t: Type) -> str:
+    from .printer import type_str
+
+    return type_str(t)
+
+
+def _where(node: Node) -> str:
+    from .printer import short_repr
+
+    return short_repr(node)
+
+
+def check_call(call: Call, arg_types: tuple[Type, ...]) -> Type:
+    """Apply the operator's type relation to a call, with a clear error on failure."""
+    op = call.op
+    assert type(op) is Op
+    key = (op, call.attrs, arg_types)
+    t = _rel_memo.get(key)
+    if t is not None:
+        return t
+    odef = op.op_def
+    try:
+        odef.check_arity(len(arg_types))
+        t = odef.type_rel(arg_types, call.attrs)
+        if len(_rel_memo) > _REL_MEMO_MAX:
+            _rel_memo.clear()
+        _rel_memo[key] = t
+        return t
+    except TypeCheckError as e:
+        shapes = ", ".join(_fmt(t) for t in arg_types)
+        raise TypeCheckError(f"{op.name}: {e}\n  in {_where(call)}\n  argument types: ({shapes})") from None
+    except PyIRError:
+        raise
+    except Exception as e:  # a relation bug: still name the op and node
+        raise TypeCheckError(f"{op.name}: type relation failed with {type(e).__name__}: {e}\n"
+                             f"  in {_where(call)}") from e
+
+
+def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = None,
+               global_type: Callable[[GlobalVar], Type] | None = None) -> Type:
+    """The type of ``expr``; raises TypeCheckError naming the offending node.
+
+    ``mod`` supplies the types of global functions; ``cache`` (default: the
+    module's) receives context-dependent types.
+    """
+    if cache is None:
+        cache = mod._type_cache() if mod is not None else {}
+    if global_type is None:
+        if mod is not None:
+            global_type = mod.global_type
+        else:
+            def global_type(g: GlobalVar) -> Type:
+                raise TypeCheckError(f"@{g.name_hint} is a global function: infer types through its module "
+                                     "(pyir.infer_type(expr, mod) or mod.type_of(expr))")
+    env: dict[Var, Type] = {}
+
+    def known(n: Node) -> Type | None:
+        t = cached_type(n)
+        if t is None:
+            t = cache.get(n)  # type: ignore[union-attr]
+        return t  # type: ignore[no-any-return]
+
+    def tyof(n: Node) -> Type:
+        k = type(n)
+        if k is Var:
+            t = n.type_annotation or env.get(n)  # type: ignore[attr-defined]
+            if t is None:
+                raise TypeCheckError(f"cannot infer the type of %{n.name_hint}: it has no type annotation "  # type: ignore[attr-defined]
+                                     "and is not bound by a let in scope")
+            return t  # type: ignore[no-any-return]
+        if k is GlobalVar:
+            return global_type(n)  # type: ignore[arg-type,misc]
+        if k is Op:
+            raise TypeCheckError(f"operator {n.name} used as a value (call it instead)")  # type: ignore[attr-defined]
+        t = known(n)
+        if t is None:  # pragma: no cover - the driver computes children first
+            raise TypeCheckError(f"internal: no type yet for {_where(n)}")
+        return t
+
+    def store(n: Node, t: Type) -> None:
+        if n._mask & _CONTEXT:
+            cache[n] = t  # type: ignore[index]
+        else:
+            _set_ty(n, t)
+
+    stack: list[tuple[Node, int]] = [(expr, 0)]
+    push = stack.append
+    while stack:
+        n, state = stack.pop()
+        k = type(n)
+        if state == 0:
+            if k is Var or k is GlobalVar or k is Op or known(n) is not None:
+                continue
+            if k is Let:
+                push((n, 2))
+                push((n.body, 0))  # type: ignore[attr-defined]
+                push((n, 1))
+                push((n.value, 0))  # type: ignore[attr-defined]
+            elif k is Function:
+                for p in n.params:  # type: ignore[attr-defined]
+                    if p.type_annotation is None:
+                        raise TypeCheckError(f"parameter %{p.name_hint} of {_where(n)} has no type annotation")
+                push((n, 2))
+                push((n.body, 0))  # type: ignore[attr-defined]
+            else:
+                push((n, 2))
+                for c in n.children():
+                    push((c, 0))
+            continue
+        if state == 1:  # a Let's value is typed: bind its variable
+            v = n.var  # type: ignore[attr-defined]
+            vt = tyof(n.value)  # type: ignore[attr-defined]
+            if v.type_annotation is not None and v.type_annotation is not vt:
+                raise TypeCheckError(f"let %{v.name_hint}: annotated {_fmt(v.type_annotation)} "
+                                     f"but the value has type {_fmt(vt)}")
+            env[v] = vt
+            continue
+        if known(n) is not None:
+            continue
+        store(n, _compute(n, tyof))
+    return tyof(expr)
+
+
+def _compute(n: Node, tyof: Callable[[Node], Type]) -> Type:
+    k = type(n)
+    if k is Call:
+        op = n.op  # type: ignore[attr-defined]
+        arg_types = tuple(tyof(a) for a in n.args)  # type: ignore[attr-defined]
+        if type(op) is Op:
+            return check_call(n, arg_types)  # type: ignore[arg-type]
+        ft = tyof(op)
+        if type(ft) is not FuncType:
+            raise TypeCheckError(f"calling a non-function of type {_fmt(ft)} in {_where(n)}")
+        if len(ft.arg_types) != len(arg_types):
+            raise TypeCheckError(f"{_where(n)}: the function takes {len(ft.arg_types)} argument(s), "
+                                 f"got {len(arg_types)}")
+        for i, (want, got) in enumerate(zip(ft.arg_types, arg_types)):
+            if want is not got:
+                raise TypeCheckError(f"{_where(n)}: argument {i} has type {_fmt(got)}, "
+                                     f"the function expects {_fmt(want)}")
+        return ft.ret_type
+    if k is Constant:
+        return TensorType(n.data.shape, n.data.dtype)  # type: ignore[attr-defined]
+    if k is Tuple:
+        return TupleType(tyof(f) for f in n.fields)  # type: ignore[attr-defined]
+    if k is TupleGetItem:
+        t = tyof(n.tuple_value)  # type: ignore[attr-defined]
+        if type(t) is not TupleType:
+            raise TypeCheckError(f"{_where(n)}: indexing a non-tuple of type {_fmt(t)}")
+        if not 0 <= n.index < len(t.fields):  # type: ignore[attr-defined]
+            raise TypeCheckError(f"{_where(n)}: index {n.index} out of range for {_fmt(t)}")  # type: ignore[attr-defined]
+        return t.fields[n.index]  # type: ignore[attr-defined]
+    if k is Function:
+        body_t = tyof(n.body)  # type: ignore[attr-defined]
+        rt = n.ret_type  # type: ignore[attr-defined]
+        if rt is not None and rt is not body_t:
+            raise TypeCheckError(f"{_where(n)}: declared return type {_fmt(rt)} but the body has type "
+                                 f"{_fmt(body_t)}")
+        return FuncType([p.type_annotation for p in n.params], body_t)  # type: ignore[attr-defined]
+    if k is Let:
+        return tyof(n.body)  # type: ignore[attr-defined]
+    if k is If:
+        ct = tyof(n.cond)  # type: ignore[attr-defined]
+        if type(ct) is not TensorType or ct.dtype != "bool" or ct.size != 1:
+            raise TypeCheckError(f"{_where(n)}: the condition must be a bool scalar, got {_fmt(ct)}")
+        tt, ft2 = tyof(n.true_branch), tyof(n.false_branch)  # type: ignore[attr-defined]
+        if tt is not ft2:
+            raise TypeCheckError(f"{_where(n)}: branches have different types {_fmt(tt)} and {_fmt(ft2)}")
+        return tt
+    raise UnknownOpError(f"cannot type a {k.__name__}")
