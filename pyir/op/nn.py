@@ -649,4 +649,5 @@ pad = register_op(
     doc="Pad every axis; ``pad_width`` is flat: (before_0, after_0, before_1, after_1, ...).",
     attrs=(AttrSpec("pad_width", "ints", REQUIRED, "flat (before_0, after_0, before_1, after_1, ...)"),
            AttrSpec("pad_value", "float", 0.0),
-           AttrSpec("pad_mode", "str", "constant", "constant, edge or reflect")))
+           AttrSpec("pad_mode", "str", "constant", "constant, edge or reflect")),
+    canonicalize=_pad_canon)
