@@ -6,7 +6,10 @@ from .errors import __all__ as _errors_all
 from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem,
                    Var, as_expr, const, var)
 from .node import Attrs, Node, live_node_count
+from .functor import ExprMutator, ExprVisitor, rebuild, rewrite, substitute
+from .lineage import derive, eliminate
 from .module import Module
+from . import testing, transform
 from .printer import astext
 from .traverse import count_nodes, free_vars, post_order, pre_order
 from .typecheck import infer_type
@@ -21,4 +24,6 @@ __all__ = [
     "Expr", "Var", "GlobalVar", "Constant", "Op", "Call", "Tuple", "TupleGetItem", "Function",
     "Let", "If", "var", "const", "as_expr", "Module", "astext", "infer_type",
     "post_order", "pre_order", "count_nodes", "free_vars",
+    "ExprVisitor", "ExprMutator", "rewrite", "substitute", "rebuild", "derive", "eliminate",
+    "testing", "transform",
 ]

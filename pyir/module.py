@@ -219,9 +219,35 @@ class Module:
 
     # -- lineage and history (see pyir.lineage) ----------------------------------------------------
     @property
-    def history(self) -> PVector:
-        """The passes that produced this module, oldest first."""
+    def pass_records(self) -> PVector:
+        """The :class:`~pyir.lineage.PassRecord` of every pass that produced this module, oldest first."""
         return self._history
+
+    def find(self, expr_or_id: Any) -> list[Expr]:
+        """Expressions of this module that are, or were derived from, ``expr_or_id``
+        (an expression of any earlier module of the pipeline, or its id); empty if eliminated."""
+        from .lineage import find
+
+        return find(self, expr_or_id)  # type: ignore[return-value]
+
+    def origins(self, expr_or_id: Any) -> set[bytes]:
+        """The root origin ids (before the first recorded pass) that ``expr_or_id`` came from."""
+        from .lineage import origins
+
+        return origins(self, expr_or_id)
+
+    def history(self, expr_or_id: Any) -> list[Any]:
+        """The steps (pass name, before id, after id) that led to ``expr_or_id``, or that
+        carried it forward from an earlier module (``after`` None: eliminated)."""
+        from .lineage import history
+
+        return history(self, expr_or_id)
+
+    def node_by_id(self, node_id: bytes) -> Expr | None:
+        """The expression of this module with id ``node_id``, or None."""
+        from .lineage import module_index
+
+        return module_index(self).get(node_id)  # type: ignore[return-value]
 
     # -- text --------------------------------------------------------------------------------------
     def astext(self, **kw: Any) -> str:

@@ -33,7 +33,7 @@ from .types import FuncType, TensorType, TupleType, Type
 
 __all__ = ["astext", "type_str", "short_repr", "format_attr_value", "INLINE_LIMIT"]
 
-INLINE_LIMIT = 16  # constants with at most this many elements print inline
+INLINE_LIMIT = 4  # constants with at most this many elements print inline
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 _SUFFIX = {"float32": "f", "float64": "f64", "float16": "f16", "int32": "", "int64": "i64",

@@ -1,0 +1,221 @@
+"""Builders of realistic programs, and hypothesis strategies, for tests,
+examples and benchmarks (and for users testing their own passes).
+
+* :func:`resnet` — a ResNet-style network (conv2d + bias/batch_norm + relu,
+  residual adds) with N blocks;
+* :func:`transformer_block` — dense/matmul/softmax attention with layer norm;
+* :func:`elementwise_chain` — a long chain of elementwise ops (depth tests);
+* :func:`shared_dag` — a DAG with heavy sharing;
+* :func:`programs` — a hypothesis strategy drawing random well-typed modules;
+* :func:`random_inputs` — seeded random inputs for a module's ``main``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import op
+from .expr import Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var, const, var
+from .module import Module
+from .types import TensorType
+
+__all__ = ["resnet", "transformer_block", "elementwise_chain", "shared_dag", "programs",
+           "random_inputs", "PROGRAM_SHAPE"]
+
+
+def _w(rng: np.random.Generator, *shape: int, scale: float = 0.1) -> Constant:
+    return const(rng.standard_normal(shape).astype("float32") * scale)
+
+
+def resnet(num_blocks: int = 2, *, channels: int = 8, size: int = 8, batch: int = 1,
+           batch_norm: bool = True, num_classes: int = 10, seed: int = 0) -> Module:
+    """A ResNet-style module: a stem conv, ``num_blocks`` residual blocks, then
+    global pooling and a dense classifier.
+
+    Each block is ``conv-bn-relu-conv-bn (+ input) relu`` (with ``batch_norm=False``:
+    conv + bias_add instead of batch_norm); about 9 calls per block.
+    """
+    rng = np.random.default_rng(seed)
+    x = var("data", shape=(batch, 3, size, size))
+    c = channels
+
+    def norm(h: Expr) -> Expr:
+        if batch_norm:
+            bn = op.nn.batch_norm(h, _w(rng, c, scale=1.0), _w(rng, c),
+                                  _w(rng, c), const(rng.uniform(0.5, 1.5, c).astype("float32")))
+            return TupleGetItem(bn, 0)
+        return op.nn.bias_add(h, _w(rng, c))
+
+    h = op.nn.relu(norm(op.nn.conv2d(x, _w(rng, c, 3, 3, 3), padding=(1, 1))))
+    for _ in range(num_blocks):
+        y = op.nn.relu(norm(op.nn.conv2d(h, _w(rng, c, c, 3, 3), padding=(1, 1))))
+        y = norm(op.nn.conv2d(y, _w(rng, c, c, 3, 3), padding=(1, 1)))
+        h = op.nn.relu(op.add(y, h))
+    h = op.nn.batch_flatten(op.nn.global_avg_pool2d(h))
+    out = op.nn.softmax(op.nn.bias_add(op.nn.dense(h, _w(rng, num_classes, c)), _w(rng, num_classes)))
+    return Module({"main": Function([x], out)})
+
+
+def transformer_block(seq: int = 8, dim: int = 16, heads: int = 2, *, seed: int = 0) -> Module:
+    """One transformer encoder block (multi-head self-attention + MLP, layer norms)."""
+    rng = np.random.default_rng(seed)
+    x = var("tokens", shape=(seq, dim))
+    hd = dim // heads
+
+    def proj(h: Expr, out: int) -> Expr:
+        return op.nn.bias_add(op.nn.dense(h, _w(rng, out, h.checked_type.shape[-1])), _w(rng, out),  # type: ignore[attr-defined]
+                              axis=-1)
+
+    def split_heads(h: Expr) -> Expr:
+        return op.transpose(op.reshape(h, newshape=(seq, heads, hd)), axes=(1, 0, 2))
+
+    q, k, v = (split_heads(proj(x, dim)) for _ in range(3))
+    scores = op.divide(op.matmul(q, op.transpose(k, axes=(0, 2, 1))), const(float(np.sqrt(hd))))
+    attn = op.matmul(op.nn.softmax(scores, axis=-1), v)
+    attn = op.reshape(op.transpose(attn, axes=(1, 0, 2)), newshape=(seq, dim))
+    h = op.nn.layer_norm(op.add(x, proj(attn, dim)), _w(rng, dim, scale=1.0), _w(rng, dim))
+    mlp = proj(op.nn.relu(proj(h, 2 * dim)), dim)
+    out = op.nn.layer_norm(op.add(h, mlp), _w(rng, dim, scale=1.0), _w(rng, dim))
+    return Module({"main": Function([x], out)})
+
+
+def elementwise_chain(n: int, shape: Sequence[int] = (4,)) -> Module:
+    """``main(x)``: ``n`` elementwise calls in one chain (graph depth ``n``)."""
+    x = var("x", shape=shape)
+    one = const(np.ones(shape, "float32"))
+    h: Expr = x
+    ops = (lambda a: op.add(a, one), lambda a: op.multiply(a, one), op.nn.relu, lambda a: op.subtract(a, x))
+    for i in range(n):
+        h = ops[i % 4](h)
+    return Module({"main": Function([x], h)})
+
+
+def shared_dag(n: int, *, seed: int = 0, shape: Sequence[int] = (4,)) -> Module:
+    """A DAG of ``n`` calls where each call uses one or two random earlier nodes."""
+    rng = np.random.default_rng(seed)
+    x = var("x", shape=shape)
+    pool: list[Expr] = [x, op.nn.relu(x)]
+    for i in range(n):
+        a = pool[int(rng.integers(len(pool)))]
+        b = pool[-1 - int(rng.integers(min(len(pool), 8)))]
+        k = i % 3
+        pool.append(op.add(a, b) if k == 0 else op.maximum(a, b) if k == 1 else op.tanh(a))
+    return Module({"main": Function([x], Tuple([pool[-1], pool[len(pool) // 2]]))})
+
+
+# -- random programs ----------------------------------------------------------------------------------
+
+PROGRAM_SHAPE = (1, 2, 4, 4)
+_T = TensorType(PROGRAM_SHAPE, "float32")
+
+
+def random_inputs(mod: Module, seed: int = 0) -> list[np.ndarray]:
+    """Seeded random inputs for ``mod["main"]`` (standard normal floats)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in mod["main"].params:
+        t = p.type_annotation
+        assert isinstance(t, TensorType), "random_inputs needs tensor parameters"
+        if t.dtype == "bool":
+            out.append(rng.integers(0, 2, t.shape).astype(bool))
+        elif np.dtype(t.dtype).kind in "iu":
+            out.append(rng.integers(0, 5, t.shape).astype(t.dtype))
+        else:
+            out.append(rng.standard_normal(t.shape).astype(t.dtype))
+    return out
+
+
+def _build_program(steps: list[tuple[int, int, int, float]], n_params: int, use_let: list[bool]) -> Module:
+    """Deterministically build a well-typed program from drawn integers."""
+    params = [Var(f"p{i}", _T) for i in range(n_params)]
+    pool: list[Expr] = list(params)
+    lets: list[tuple[Var, Expr]] = []
+    c, h, w = PROGRAM_SHAPE[1:]
+    for idx, (kind, a_i, b_i, f) in enumerate(steps):
+        a = pool[a_i % len(pool)]
+        b = pool[b_i % len(pool)]
+        k = kind % 22
+        e: Expr
+        if k == 0:
+            e = op.add(a, b)
+        elif k == 1:
+            e = op.multiply(a, b)
+        elif k == 2:
+            e = op.subtract(a, b)
+        elif k == 3:
+            e = op.maximum(a, b)
+        elif k == 4:
+            e = op.nn.relu(a)
+        elif k == 5:
+            e = op.tanh(a)
+        elif k == 6:
+            e = op.sigmoid(a)
+        elif k == 7:
+            e = op.add(a, const(0.0))
+        elif k == 8:
+            e = op.multiply(a, const(1.0))
+        elif k == 9:
+            e = op.transpose(op.transpose(a, axes=(0, 1, 3, 2)), axes=(0, 1, 3, 2))
+        elif k == 10:
+            e = op.reshape(op.reshape(a, newshape=(c, h * w)), newshape=PROGRAM_SHAPE)
+        elif k == 11:
+            wt = const(np.linspace(-f, f, c * c * 9, dtype="float32").reshape(c, c, 3, 3))
+            e = op.nn.conv2d(a, wt, padding=(1, 1))
+        elif k == 12:
+            e = op.nn.bias_add(a, const(np.full(c, f, "float32")))
+        elif k == 13:
+            bn = op.nn.batch_norm(a, const(np.full(c, 1.0 + f, "float32")), const(np.full(c, f, "float32")),
+                                  const(np.full(c, -f, "float32")), const(np.full(c, 1.5, "float32")))
+            e = TupleGetItem(bn, 0)
+        elif k == 14:
+            e = op.nn.avg_pool2d(a, pool_size=(3, 3), padding=(1, 1))
+        elif k == 15:
+            e = op.nn.softmax(a, axis=1)
+        elif k == 16:
+            e = TupleGetItem(Tuple([a, b]), int(f > 0))
+        elif k == 17:
+            cond = op.greater(op.sum(a), op.sum(b))
+            e = If(cond, op.nn.relu(a), op.negative(b))
+        elif k == 18:
+            e = op.clip(a, a_min=-abs(f), a_max=abs(f) + 0.5)
+        elif k == 19:
+            # a constant subgraph, for FoldConstant
+            e = op.add(a, op.multiply(const(np.full(PROGRAM_SHAPE, f, "float32")), const(2.0)))
+        elif k == 20:
+            e = op.nn.dropout(a)
+        else:
+            e = op.nn.max_pool2d(a, pool_size=(3, 3), padding=(1, 1))
+        if use_let[idx % len(use_let)]:
+            v = Var(f"t{idx}")
+            lets.append((v, e))
+            e = v
+        pool.append(e)
+    body: Expr = pool[-1]
+    if len(pool) > n_params + 2:
+        body = op.add(body, pool[n_params + len(steps) // 2])
+    for v, e in reversed(lets):
+        body = Let(v, e, body)
+    return Module({"main": Function(params, body)})
+
+
+def programs(max_steps: int = 12, *, allow_let: bool = True) -> Any:
+    """A hypothesis strategy of random well-typed modules.
+
+    ``main`` takes 1-3 tensors of shape ``PROGRAM_SHAPE`` (float32) and mixes
+    elementwise, broadcast, layout, conv/pool/batch_norm, tuple, if and let
+    constructs, including patterns that SimplifyExpr, FoldConstant and
+    SimplifyInference rewrite.
+    """
+    from hypothesis import strategies as st
+
+    step = st.tuples(st.integers(0, 21), st.integers(0, 64), st.integers(0, 64),
+                     st.sampled_from([-0.5, -0.25, 0.25, 0.5]))
+    lets = st.lists(st.booleans(), min_size=1, max_size=4) if allow_let else st.just([False])
+    return st.builds(_build_program, st.lists(step, min_size=1, max_size=max_steps),
+                     st.integers(1, 3), lets)
+
+
+

@@ -1,0 +1,220 @@
+"""Pass infrastructure: immutable passes, ``Sequential``, ``PassContext`` and instruments.
+
+A pass is a frozen object with a ``name`` and its options as fields, called as
+``new_mod = pass_(mod)``.  It never modifies its input; a pass that changes
+nothing returns the input module object itself.  Each run that changes the
+module appends one :class:`~pyir.lineage.PassRecord` to the new module's history.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+from ..errors import PassError, PyIRError
+from ..expr import Function
+from ..lineage import PassRecord, Recorder, recording
+from ..module import Module
+
+__all__ = ["Pass", "ModulePass", "FunctionPass", "Sequential", "PassContext", "PassInstrument",
+           "TimingInstrument", "PrintIRInstrument", "module_pass", "function_pass"]
+
+
+class PassInstrument:
+    """Observes pass runs without changing them; override the hooks you need."""
+
+    def enter_pass(self, pass_: Pass, mod: Module) -> None:
+        """Called before a pass runs."""
+
+    def exit_pass(self, pass_: Pass, before: Module, after: Module, seconds: float) -> None:
+        """Called after a pass ran (``after is before`` when it changed nothing)."""
+
+
+class TimingInstrument(PassInstrument):
+    """Collects ``(pass name, seconds)`` for every pass run; ``report()`` formats them."""
+
+    def __init__(self) -> None:
+        self.timings: list[tuple[str, float]] = []
+
+    def exit_pass(self, pass_: Pass, before: Module, after: Module, seconds: float) -> None:
+        if not isinstance(pass_, Sequential):
+            self.timings.append((pass_.name, seconds))
+
+    def report(self) -> str:
+        """A text table of the timings."""
+        lines = [f"{'pass':<32} {'ms':>10}"]
+        lines += [f"{n:<32} {s * 1e3:>10.2f}" for n, s in self.timings]
+        return "\n".join(lines)
+
+
+class PrintIRInstrument(PassInstrument):
+    """Prints the module after each pass that changed something."""
+
+    def __init__(self, file: Any = None) -> None:
+        self.file = file
+
+    def exit_pass(self, pass_: Pass, before: Module, after: Module, seconds: float) -> None:
+        if after is not before and not isinstance(pass_, Sequential):
+            print(f"# IR after {pass_.name}", file=self.file or sys.stdout)
+            print(after.astext(), file=self.file or sys.stdout)
+
+
+_ctx: contextvars.ContextVar[PassContext | None] = contextvars.ContextVar("pyir_pass_ctx", default=None)
+
+
+class PassContext:
+    """Configuration of pass runs: ``with PassContext(instruments=[...]):``."""
+
+    def __init__(self, instruments: Iterable[PassInstrument] = (), *, record_lineage: bool = True) -> None:
+        self.instruments = list(instruments)
+        self.record_lineage = record_lineage
+        self._token: Any = None
+
+    @staticmethod
+    def current() -> PassContext:
+        """The innermost active context (a default one outside any ``with``)."""
+        c = _ctx.get()
+        return c if c is not None else _DEFAULT
+
+    def __enter__(self) -> PassContext:
+        self._token = _ctx.set(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _ctx.reset(self._token)
+
+
+_DEFAULT = PassContext()
+
+
+@dataclasses.dataclass(frozen=True)
+class Pass:
+    """Base of all passes.  Subclasses are frozen dataclasses; fields are options."""
+
+    name: ClassVar[str] = "Pass"
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if "name" not in cls.__dict__:
+            cls.name = cls.__name__
+
+    def run(self, mod: Module) -> Module:
+        """Transform ``mod`` (subclasses implement this)."""
+        raise NotImplementedError
+
+    def options(self) -> str:
+        """The options as ``k=v`` text."""
+        return ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+
+    def __call__(self, mod: Module) -> Module:
+        if not isinstance(mod, Module):
+            raise PassError(f"{self.name}: expected a Module, got {type(mod).__name__}")
+        ctx = PassContext.current()
+        for ins in ctx.instruments:
+            ins.enter_pass(self, mod)
+        t0 = time.perf_counter()
+        try:
+            if isinstance(self, Sequential):
+                out = self.run(mod)
+            else:
+                if ctx.record_lineage:
+                    with recording() as rec:
+                        out = self.run(mod)
+                else:
+                    rec = Recorder()
+                    out = self.run(mod)
+                if out is not mod or rec:
+                    record = PassRecord(self.name, self.options(), tuple(rec.edges),
+                                        frozenset(rec.removed), rec.sources or None,
+                                        time.perf_counter() - t0)
+                    out = out._derive(out.functions(), history=out.pass_records.append(record))
+        except PassError:
+            raise
+        except PyIRError as e:
+            raise PassError(f"pass {self.name} failed: {type(e).__name__}: {e}") from e
+        except RecursionError as e:  # pragma: no cover - would be a pyir bug
+            raise PassError(f"pass {self.name} failed: recursion too deep") from e
+        except Exception as e:
+            raise PassError(f"pass {self.name} failed: {type(e).__name__}: {e}") from e
+        seconds = time.perf_counter() - t0
+        for ins in ctx.instruments:
+            ins.exit_pass(self, mod, out, seconds)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class ModulePass(Pass):
+    """A pass over the whole module: implement ``run(mod)``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionPass(Pass):
+    """A pass applied to each function: implement ``transform_function(func, mod, name)``.
+
+    Primitive (fused) functions are left alone unless ``include_primitive``.
+    """
+
+    include_primitive: ClassVar[bool] = False
+
+    def transform_function(self, func: Function, mod: Module, name: str) -> Function:
+        """Return the transformed function (the same object if unchanged)."""
+        raise NotImplementedError
+
+    def run(self, mod: Module) -> Module:
+        updates = {}
+        for name, f in mod.items():
+            if not self.include_primitive and f.attrs.get("Primitive"):
+                continue
+            nf = self.transform_function(f, mod, name)
+            if nf is not f:
+                updates[name] = nf
+        return mod.with_functions(updates) if updates else mod
+
+
+@dataclasses.dataclass(frozen=True)
+class Sequential(Pass):
+    """Run passes in order: ``Sequential([InferType(), FuseOps()])(mod)``."""
+
+    passes: tuple[Pass, ...] = ()
+    name: ClassVar[str] = "Sequential"
+
+    def __init__(self, passes: Sequence[Pass] = ()) -> None:
+        object.__setattr__(self, "passes", tuple(passes))
+        for p in self.passes:
+            if not isinstance(p, Pass):
+                raise PassError(f"Sequential takes passes, got {p!r}")
+
+    def run(self, mod: Module) -> Module:
+        for p in self.passes:
+            mod = p(mod)
+        return mod
+
+    def options(self) -> str:
+        return "[" + ", ".join(p.name for p in self.passes) + "]"
+
+
+def module_pass(fn: Any = None, *, name: str | None = None) -> Any:
+    """Make a pass from a function ``Module -> Module``: ``@module_pass``."""
+
+    def wrap(f: Any) -> Pass:
+        cls = type(name or f.__name__, (ModulePass,), {"run": lambda self, mod: f(mod),
+                                                        "name": name or f.__name__})
+        return dataclasses.dataclass(frozen=True)(cls)()  # type: ignore[no-any-return]
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def function_pass(fn: Any = None, *, name: str | None = None) -> Any:
+    """Make a pass from a function ``(Function, Module, name) -> Function``."""
+
+    def wrap(f: Any) -> Pass:
+        cls = type(name or f.__name__, (FunctionPass,),
+                   {"transform_function": lambda self, func, mod, nm: f(func, mod, nm),
+                    "name": name or f.__name__})
+        return dataclasses.dataclass(frozen=True)(cls)()  # type: ignore[no-any-return]
+
+    return wrap(fn) if fn is not None else wrap
