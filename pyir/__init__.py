@@ -7,6 +7,7 @@ from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple
                    Var, as_expr, const, var)
 from .node import Attrs, Node, live_node_count
 from .functor import ExprMutator, ExprVisitor, rebuild, rewrite, substitute
+from .interp import evaluate
 from .lineage import derive, eliminate
 from .module import Module
 from . import testing, transform
@@ -25,5 +26,5 @@ __all__ = [
     "Let", "If", "var", "const", "as_expr", "Module", "astext", "infer_type",
     "post_order", "pre_order", "count_nodes", "free_vars",
     "ExprVisitor", "ExprMutator", "rewrite", "substitute", "rebuild", "derive", "eliminate",
-    "testing", "transform",
+    "testing", "transform", "evaluate",
 ]
