@@ -1,16 +1,29 @@
 """pyir: a compiler IR of hash-consed, immutable nodes and persistent modules."""
 
-from . import op
+from . import op, testing, transform
 from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
-from .expr import (Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem,
-                   Var, as_expr, const, var)
-from .node import Attrs, Node, live_node_count
+from .expr import (
+                   Call,
+                   Constant,
+                   Expr,
+                   Function,
+                   GlobalVar,
+                   If,
+                   Let,
+                   Op,
+                   Tuple,
+                   TupleGetItem,
+                   Var,
+                   as_expr,
+                   const,
+                   var,
+)
 from .functor import ExprMutator, ExprVisitor, rebuild, rewrite, substitute
 from .interp import evaluate
 from .lineage import derive, eliminate
 from .module import Module
-from . import testing, transform
+from .node import Attrs, Node, live_node_count
 from .printer import astext
 from .traverse import count_nodes, free_vars, post_order, pre_order
 from .typecheck import infer_type

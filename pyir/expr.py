@@ -241,7 +241,7 @@ class Constant(Expr):
             raise WellFormedError(f"Constant dtype {arr.dtype} is not supported")
         dt = arr.dtype.name
         shape = arr.shape
-        body = digest(memoryview(arr).cast("B")) if arr.size else b""
+        body = digest(memoryview(arr).cast("B")) if arr.size else b""  # type: ignore[arg-type]
         key = digest(b"K%s(%s)" % (dt.encode(), b",".join(b"%d" % d for d in shape)) + body)
 
         def same(n: Node) -> bool:
@@ -312,7 +312,7 @@ class Call(Expr):
     schema (defaults filled in), so equal calls are one node.
     """
 
-    __slots__ = ("op", "args", "attrs")
+    __slots__ = ("args", "attrs", "op")
     _kind = b"C"
     op: Expr
     args: tuple[Expr, ...]
@@ -363,7 +363,7 @@ class Call(Expr):
             node, key = _lookup(key, lambda m: type(m) is Call and m.op is op and m.attrs is attrs
                                 and m.args == args)
             if node is not None:
-                return node  # type: ignore[no-any-return]
+                return node  # type: ignore[return-value]
             node = _new(cls)
             _set_op(node, op)
             _set_args(node, args)
@@ -420,7 +420,7 @@ class Tuple(Expr):
 class TupleGetItem(Expr):
     """``tuple_value[index]``."""
 
-    __slots__ = ("tuple_value", "index")
+    __slots__ = ("index", "tuple_value")
     _kind = b"I"
     tuple_value: Expr
     index: int
@@ -441,7 +441,7 @@ class TupleGetItem(Expr):
 class Function(Expr):
     """``fn (params) -> ret_type { body }`` with attributes (e.g. ``Primitive=1``)."""
 
-    __slots__ = ("params", "body", "ret_type", "attrs")
+    __slots__ = ("attrs", "body", "params", "ret_type")
     _kind = b"F"
     params: tuple[Var, ...]
     body: Expr
@@ -487,7 +487,7 @@ class Function(Expr):
 class Let(Expr):
     """``let var = value; body``."""
 
-    __slots__ = ("var", "value", "body")
+    __slots__ = ("body", "value", "var")
     _kind = b"L"
     var: Var
     value: Expr
@@ -510,7 +510,7 @@ class Let(Expr):
 class If(Expr):
     """``if (cond) { true_branch } else { false_branch }``; cond is a scalar bool."""
 
-    __slots__ = ("cond", "true_branch", "false_branch")
+    __slots__ = ("cond", "false_branch", "true_branch")
     _kind = b"?"
     cond: Expr
     true_branch: Expr

@@ -223,7 +223,7 @@ class _FnMutator(ExprMutator):
         return node if r is None else r
 
 
-_FnMutator._hooks = {k: _FnMutator.visit_any for k in _KINDS}
+_FnMutator._hooks = dict.fromkeys(_KINDS, _FnMutator.visit_any)
 
 
 def rewrite(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Any:
@@ -243,7 +243,7 @@ def rewrite(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Any:
 class _Substitute(ExprMutator):
     def __init__(self, mapping: dict[Var, Expr]) -> None:
         super().__init__()
-        self.memo.update(mapping)
+        self.memo.update(mapping)  # type: ignore[arg-type]
 
 
 def substitute(expr: Expr, mapping: dict[Var, Expr]) -> Any:

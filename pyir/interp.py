@@ -24,7 +24,7 @@ __all__ = ["evaluate", "Closure"]
 
 
 class _Env:
-    __slots__ = ("vars", "parent")
+    __slots__ = ("parent", "vars")
 
     def __init__(self, parent: _Env | None = None) -> None:
         self.vars: dict[Var, Any] = {}
@@ -46,7 +46,7 @@ _MISSING = object()
 class Closure:
     """A function value: a Function with the environment it was created in."""
 
-    __slots__ = ("func", "env")
+    __slots__ = ("env", "func")
 
     def __init__(self, func: Function, env: _Env | None) -> None:
         self.func = func

@@ -35,7 +35,7 @@ class Module:
     names in sorted order with ``main`` first.
     """
 
-    __slots__ = ("_funcs", "_lineage", "_history", "_cache")
+    __slots__ = ("_cache", "_funcs", "_history", "_lineage")
     _funcs: PMap
     _lineage: Any
     _history: PVector
@@ -141,9 +141,9 @@ class Module:
         ev = self._funcs.evolver()
         for k, f in updates.items():
             if f is None:
-                if k in ev:
+                if k in self._funcs:
                     del ev[k]
-            elif ev.get(k) is not f:
+            elif self._funcs.get(k) is not f:
                 if not isinstance(f, Function):
                     raise WellFormedError(f"module entries must be Functions, got {type(f).__name__}")
                 ev[k] = f

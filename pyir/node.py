@@ -24,13 +24,12 @@ from __future__ import annotations
 import struct
 import threading
 import weakref
+from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 from xxhash import xxh3_128_digest
-
-from _weakref import _remove_dead_weakref  # type: ignore[import-not-found]
 
 from .errors import AttrError, ImmutableError
 
@@ -68,7 +67,7 @@ class _Ref(weakref.ref):  # type: ignore[type-arg]
 
 def _drop(ref: _Ref) -> None:
     # Atomic in C: removes the entry only if it still holds this dead reference.
-    _remove_dead_weakref(_table, ref.key)
+    _remove_dead_weakref(_table, ref.key)  # type: ignore[attr-defined]
 
 
 def _collision_key(key: bytes) -> bytes:
@@ -93,7 +92,7 @@ def _publish(node: Node, key: bytes) -> None:
     """Record ``node`` under ``key`` (caller holds ``_lock``)."""
     _set_id(node, key)
     ref = _Ref(node, _drop)
-    ref.key = key
+    ref.key = key  # type: ignore[attr-defined]
     _table[key] = ref
 
 
@@ -136,7 +135,7 @@ class Node:
     Structural equality is identity: ``a == b`` iff ``a is b``.
     """
 
-    __slots__ = ("id", "_mask", "_ty", "__weakref__")
+    __slots__ = ("__weakref__", "_mask", "_ty", "id")
     _setters: ClassVar[dict[str, Any]] = {}
     _kind: ClassVar[bytes] = b"?"
 
@@ -268,7 +267,7 @@ class Attrs(Node):
     (True, 1, False)
     """
 
-    __slots__ = ("_items", "_index")
+    __slots__ = ("_index", "_items")
     _kind = b"A"
     _items: tuple[tuple[str, Any], ...]
     _index: dict[str, Any]

@@ -222,7 +222,7 @@ class _Printer:
         from .traverse import post_order
 
         names = self.names
-        order = post_order(root, self.local_children,
+        order = post_order(root, self.local_children,  # type: ignore[arg-type]
                            stop=lambda n: n in names or type(n) in (Var, GlobalVar, Op, Constant))
         if not include_root:
             order.pop()

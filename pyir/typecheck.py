@@ -92,7 +92,7 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
     def tyof(n: Node) -> Type:
         k = type(n)
         if k is Var:
-            t = n.type_annotation or env.get(n)  # type: ignore[attr-defined]
+            t = n.type_annotation or env.get(n)  # type: ignore[attr-defined,call-overload]
             if t is None:
                 raise TypeCheckError(f"cannot infer the type of %{n.name_hint}: it has no type annotation "  # type: ignore[attr-defined]
                                      "and is not bound by a let in scope")
@@ -128,7 +128,8 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
             elif k is Function:
                 for p in n.params:  # type: ignore[attr-defined]
                     if p.type_annotation is None:
-                        raise TypeCheckError(f"parameter %{p.name_hint} of {_where(n)} has no type annotation")
+                        raise TypeCheckError(
+                            f"parameter %{p.name_hint} of {_where(n)} has no type annotation")
                 push((n, 2))
                 push((n.body, 0))  # type: ignore[attr-defined]
             else:

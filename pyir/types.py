@@ -34,7 +34,7 @@ class TensorType(Type):
     True
     """
 
-    __slots__ = ("shape", "dtype")
+    __slots__ = ("dtype", "shape")
     _kind = b"t"
     shape: tuple[int, ...]
     dtype: str

@@ -221,6 +221,7 @@ def register_op(
     builder.__name__ = name.rsplit(".", 1)[-1]
     builder.__qualname__ = builder.__name__
     schema = ", ".join(f"{a.name}={a.default!r}" if a.default is not REQUIRED else a.name for a in attrs)
-    builder.__doc__ = f"{doc}\n\nOperator ``{name}`` ({pattern.name.lower()}); attributes: {schema or 'none'}."
+    kind = pattern.name.lower()
+    builder.__doc__ = f"{doc}\n\nOperator ``{name}`` ({kind}); attributes: {schema or 'none'}."
     builder.op = op_node  # type: ignore[attr-defined]
     return builder

@@ -203,7 +203,7 @@ def module_pass(fn: Any = None, *, name: str | None = None) -> Any:
     def wrap(f: Any) -> Pass:
         cls = type(name or f.__name__, (ModulePass,), {"run": lambda self, mod: f(mod),
                                                         "name": name or f.__name__})
-        return dataclasses.dataclass(frozen=True)(cls)()  # type: ignore[no-any-return]
+        return dataclasses.dataclass(frozen=True)(cls)()  # type: ignore[no-any-return,misc]
 
     return wrap(fn) if fn is not None else wrap
 
@@ -215,6 +215,6 @@ def function_pass(fn: Any = None, *, name: str | None = None) -> Any:
         cls = type(name or f.__name__, (FunctionPass,),
                    {"transform_function": lambda self, func, mod, nm: f(func, mod, nm),
                     "name": name or f.__name__})
-        return dataclasses.dataclass(frozen=True)(cls)()  # type: ignore[no-any-return]
+        return dataclasses.dataclass(frozen=True)(cls)()  # type: ignore[no-any-return,misc]
 
     return wrap(fn) if fn is not None else wrap
