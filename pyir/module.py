@@ -165,6 +165,8 @@ class Module:
         t = memo.get(name)
         if t is not None:
             return t
+        if name not in self._funcs:
+            raise TypeCheckError(f"@{name} is not a function of this module (it has {self.names()})")
         for fname in self._call_order(name):
             if fname in memo:
                 continue

@@ -1,0 +1,111 @@
+"""Type inference: results, caching, context-dependent types and clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import pyir
+from pyir import op
+from pyir.node import cached_type
+from pyir.testing import programs
+
+
+def test_types_of_every_construct():
+    """Calls, tuples, get-items, lets, ifs and functions get the expected types."""
+    x = pyir.var("x", shape=(1, 3, 8, 8))
+    w = pyir.const(np.zeros((4, 3, 3, 3), "float32"))
+    conv = op.nn.conv2d(x, w, padding=(1, 1), strides=(2, 2))
+    assert conv.checked_type is pyir.TensorType((1, 4, 4, 4))
+    t = pyir.Tuple([conv, x])
+    assert t.checked_type is pyir.TupleType([conv.checked_type, x.type_annotation])
+    assert pyir.TupleGetItem(t, 1).checked_type is x.type_annotation
+    v = pyir.var("v")
+    let = pyir.Let(v, conv, op.nn.relu(v))
+    assert pyir.infer_type(let) is conv.checked_type
+    cond = op.greater(op.sum(x), pyir.const(0.0))
+    assert pyir.If(cond, x, op.negative(x)).checked_type is x.type_annotation
+    f = pyir.Function([x], conv)
+    assert f.checked_type is pyir.FuncType([x.type_annotation], conv.checked_type)
+
+
+def test_structural_types_are_cached_on_nodes_and_context_types_are_not():
+    """A node's type is cached on it unless it depends on an unannotated let var or a global."""
+    x = pyir.var("x", shape=(2,))
+    e = op.exp(x)
+    assert e.checked_type is pyir.TensorType((2,))
+    assert cached_type(e) is pyir.TensorType((2,))
+    v = pyir.var("v")
+    use = op.exp(v)
+    pyir.infer_type(pyir.Let(v, x, use))
+    assert cached_type(use) is None
+    with pytest.raises(pyir.TypeCheckError, match="%v"):
+        use.checked_type
+
+
+def test_global_function_types_come_from_the_module():
+    """Calls of global functions are typed through their module, recursion needs a ret type."""
+    x = pyir.var("x", shape=(3,))
+    helper = pyir.Function([x], op.tanh(x))
+    y = pyir.var("y", shape=(3,))
+    main = pyir.Function([y], pyir.Call(pyir.GlobalVar("helper"), [y]))
+    mod = pyir.Module({"main": main, "helper": helper})
+    assert mod.type_of(main.body) is pyir.TensorType((3,))
+    with pytest.raises(pyir.TypeCheckError, match="module"):
+        pyir.infer_type(main.body)
+    z = pyir.var("z", shape=(3,))
+    rec = pyir.Function([z], pyir.Call(pyir.GlobalVar("rec"), [z]))
+    with pytest.raises(pyir.TypeCheckError, match="recursive"):
+        pyir.Module({"main": rec, "rec": rec}).type_of(rec)
+    rec_annotated = pyir.Function([z], pyir.Call(pyir.GlobalVar("rec"), [z]), pyir.TensorType((3,)))
+    m2 = pyir.Module({"main": rec_annotated, "rec": rec_annotated})
+    assert m2.type_of(rec_annotated.body) is pyir.TensorType((3,))
+
+
+def test_conv2d_channel_mismatch_names_op_node_and_shapes():
+    """A shape error is a TypeCheckError (and TypeError) naming the op, the node and the shapes."""
+    x = pyir.var("x", shape=(1, 3, 8, 8))
+    w = pyir.var("w", shape=(8, 4, 3, 3))
+    bad = op.nn.relu(op.nn.conv2d(x, w))
+    with pytest.raises(TypeError) as info:
+        bad.checked_type
+    assert isinstance(info.value, pyir.TypeCheckError) and isinstance(info.value, pyir.PyIRError)
+    msg = str(info.value)
+    assert "nn.conv2d" in msg and "(1, 3, 8, 8)" in msg and "(8, 4, 3, 3)" in msg and "<Call" in msg
+
+
+@pytest.mark.parametrize("build,needle", [
+    (lambda x: op.add(x, pyir.var("y", shape=(3,))), "do not broadcast"),
+    (lambda x: op.add(x, pyir.const(1)), "dtypes differ"),
+    (lambda x: op.reshape(x, newshape=(7,)), "cannot reshape"),
+    (lambda x: pyir.TupleGetItem(x, 0), "non-tuple"),
+    (lambda x: pyir.If(x, x, x), "bool scalar"),
+    (lambda x: pyir.Call(pyir.Function([pyir.var("p", shape=(5,))], x), [x]), "argument 0"),
+])
+def test_type_errors_are_clear(build, needle):
+    """Each kind of ill-typed program raises TypeCheckError with a specific message."""
+    x = pyir.var("x", shape=(2, 2))
+    with pytest.raises(pyir.TypeCheckError, match=needle):
+        pyir.infer_type(build(x))
+
+
+def test_unannotated_parameter_is_reported():
+    """A function parameter without annotation gives a clear error."""
+    x = pyir.var("x")
+    with pytest.raises(pyir.TypeCheckError, match="parameter %x"):
+        pyir.Function([x], x).checked_type
+
+
+def test_deep_chain_type_checks_without_recursion():
+    """A 10^6-deep chain type-checks (iteratively)."""
+    m = pyir.testing.elementwise_chain(10**6)
+    assert m["main"].body.checked_type is pyir.TensorType((4,))
+
+
+@settings(max_examples=40, deadline=None)
+@given(programs())
+def test_random_programs_are_well_typed(mod):
+    """Every program the strategy draws type-checks to the parameter type."""
+    f = mod["main"]
+    assert mod.type_of(f.body) is f.params[0].type_annotation
