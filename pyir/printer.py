@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .node import Attrs, Node
+from .node import Attrs, Node, _typed_equal
+from .op.registry import REQUIRED
 from .types import FuncType, TensorType, TupleType, Type
 
 __all__ = ["astext", "type_str", "short_repr", "format_attr_value", "INLINE_LIMIT"]
@@ -114,9 +115,6 @@ def _inline_const(c: Constant, limit: int) -> str | None:
 
 
 def _op_attr_text(call: Call) -> list[str]:
-    from .node import _typed_equal
-    from .op.registry import REQUIRED
-
     attrs = call.attrs
     if not attrs:
         return []
@@ -141,6 +139,7 @@ class _Printer:
         self.meta: list[Constant] = []
         self.meta_index: dict[Constant, int] = {}
         self.counter = 0
+        self.const_text: dict[Node, str] = {}
 
     # -- names ----------------------------------------------------------------------
     def var_name(self, v: Var) -> str:
@@ -167,8 +166,12 @@ class _Printer:
         if k is Op:
             return n.name  # type: ignore[attr-defined,no-any-return]
         if k is Constant:
+            s = self.const_text.get(n)
+            if s is not None:
+                return s
             s = _inline_const(n, self.inline_limit)  # type: ignore[arg-type]
             if s is not None:
+                self.const_text[n] = s
                 return s
             i = self.meta_index.get(n)  # type: ignore[call-overload]
             if i is None:

@@ -1,0 +1,93 @@
+"""The Relay-like text printer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import pyir
+from pyir import op
+
+
+def test_module_text_is_relay_like():
+    """A conv2d + relu module prints as the Relay-style text users know."""
+    x = pyir.var("x", shape=(1, 3, 8, 8))
+    w = pyir.var("w", shape=(4, 3, 3, 3))
+    mod = pyir.Module.from_expr(op.nn.relu(op.nn.conv2d(x, w, padding=(1, 1))))
+    assert mod.astext() == (
+        "def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {\n"
+        "  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);\n"
+        "  nn.relu(%0)\n"
+        "}\n")
+    assert str(mod) == mod.astext()
+
+
+def test_shared_subexpressions_are_bound_once_and_names_are_deterministic():
+    """A node used twice is printed once; equal programs print identical text."""
+    def build():
+        x = pyir.var("x", shape=(2,))
+        a = op.exp(x)
+        return pyir.Function([x], op.add(a, a))
+
+    t1, t2 = pyir.astext(build()), pyir.astext(build())
+    assert t1 == t2
+    assert t1.count("exp(") == 1 and "add(%0, %0)" in t1
+
+
+def test_clashing_names_are_uniquified():
+    """Two distinct variables with the same name hint print with distinct names."""
+    a, b = pyir.var("x", shape=(2,)), pyir.var("x", shape=(2,))
+    text = pyir.astext(pyir.Function([a, b], op.add(a, b)))
+    assert "%x: " in text and "%x_1: " in text and "add(%x, %x_1)" in text
+
+
+def test_constants_small_inline_large_summarized():
+    """Scalars and small tensors print inline exactly; large ones as metadata references."""
+    x = pyir.var("x", shape=(3,))
+    e = op.add(op.multiply(x, pyir.const(0.1)), pyir.const(np.array([1, 2, 3], "float32")))
+    e = op.add(e, pyir.const(np.zeros(3, "float32") + np.float32(1e-30)))
+    big = op.add(x, pyir.const(np.ones((64, 3), "float32")))
+    text = pyir.astext(pyir.Tuple([e, big]))
+    assert "0.1f" in text and "tensor([1.0, 2.0, 3.0], float32)" in text and "1e-30" in text
+    assert "meta[Constant][0]" in text and "elided" in text
+    full = pyir.astext(pyir.Tuple([e, big]), show_meta_data=True)
+    assert "#[metadata]" in full and "meta[Constant][0] = float32 (64, 3)" in full
+
+
+def test_default_attrs_are_omitted_and_typed_values_kept():
+    """Attributes equal to the schema default are not printed; function attrs are, typed."""
+    x = pyir.var("x", shape=(1, 2, 4, 4))
+    text = pyir.astext(op.nn.max_pool2d(x, pool_size=(3, 3), strides=(1, 1), ceil_mode=False))
+    assert "pool_size=[3, 3]" in text and "strides" not in text and "ceil_mode" not in text
+    f = pyir.Function([x], op.nn.relu(x), attrs={"Primitive": 1, "Scale": 1.0, "Name": "a\"b"})
+    head = pyir.astext(f).splitlines()[0]
+    assert 'Name="a\\"b", Primitive=1, Scale=1.0' in head
+
+
+def test_let_if_tuple_and_nested_function_print():
+    """Lets print as sequential bindings, ifs with braces, nested functions as bound fn blocks."""
+    x = pyir.var("x", shape=(2,))
+    v = pyir.var("v")
+    inner_p = pyir.var("p", shape=(2,))
+    inner = pyir.Function([inner_p], op.tanh(inner_p), attrs={"Primitive": 1})
+    body = pyir.Let(v, pyir.Call(inner, [x]), pyir.If(op.greater(op.sum(v), pyir.const(0.0)),
+                                                       pyir.TupleGetItem(pyir.Tuple([v, x]), 0), x))
+    text = pyir.astext(pyir.Function([x], body))
+    assert "fn (%p: Tensor[(2), float32], Primitive=1) {" in text
+    assert "let %v = %0(%x);" in text
+    assert "if (%" in text and "} else {" in text and ".0" in text
+
+
+def test_deep_chain_prints():
+    """A 10^6-deep chain prints without recursion, one binding per call."""
+    mod = pyir.testing.elementwise_chain(10**6)
+    text = mod.astext()
+    assert text.count("\n") == 10**6 + 2
+    assert text.splitlines()[-2].startswith("  subtract(%999998, %x)")
+
+
+def test_repr_is_short():
+    """repr of nodes and modules is one short line."""
+    m = pyir.testing.resnet(2)
+    assert repr(m).startswith("<Module [@main]") and "\n" not in repr(m)
+    r = repr(m["main"].body)
+    assert r.startswith("<Call nn.softmax(") and len(r) < 200
