@@ -237,7 +237,7 @@ def _concat_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         if t.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(t.shape, ts[0].shape)) if i != ax):
             raise fail(f"cannot concatenate shapes {[x.shape for x in ts]} on axis {attrs['axis']}")
     shape = list(ts[0].shape)
-    shape[ax] = sum(t.shape[ax] for t in ts)
+    shape[ax] = int(np.sum([t.shape[ax] for t in ts], dtype=np.int64))  # `sum` is the reduction op here
     return TensorType(shape, dt)
 
 
