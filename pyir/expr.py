@@ -28,12 +28,15 @@ from .node import (
     F_VAR,
     Attrs,
     Node,
+    _drop,
     _get,
     _lock,
     _lookup,
     _new,
-    _publish,
+    _Ref,
+    _set_id,
     _set_mask,
+    _table,
     attrs_of,
     cached_type,
     digest,
@@ -274,9 +277,10 @@ class Constant(Expr):
 class Op(Expr):
     """A registered primitive operator, by name: ``Op("nn.relu")``."""
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "_def")
     _kind = b"O"
     name: str
+    _def: Any
 
     def __new__(cls, name: str) -> Op:
         from .op.registry import get_op_def
@@ -285,7 +289,8 @@ class Op(Expr):
             raise UnknownOpError(f"operator names are str, got {name!r}")
         odef = get_op_def(name)
         return intern(cls, digest(b"O" + name.encode()),  # type: ignore[no-any-return]
-                      lambda n: type(n) is Op and n.name == name, {"name": name}, odef.mask)
+                      lambda n: type(n) is Op and n.name == name, {"name": name, "_def": odef},
+                      odef.mask)
 
     @staticmethod
     def get(name: str) -> Op:
@@ -295,9 +300,7 @@ class Op(Expr):
     @property
     def op_def(self) -> Any:
         """The registry entry (:class:`pyir.op.registry.OpDef`)."""
-        from .op.registry import get_op_def
-
-        return get_op_def(self.name)
+        return self._def
 
 
 # -- Call: the hot path -----------------------------------------------------------------
@@ -326,9 +329,11 @@ class Call(Expr):
             if type(op) is str:
                 op = Op(op)
             if type(op) is Op:
-                odef = op.op_def
-                odef.check_arity(len(args))
-                attrs = odef.normalize_attrs(attrs) if (attrs or odef.attrs) else None
+                odef = op._def
+                if odef.num_inputs != len(args):
+                    odef.check_arity(len(args))
+                if attrs or odef.attrs:
+                    attrs = odef.normalize_attrs(attrs)
             elif not isinstance(op, Expr):
                 raise WellFormedError(f"Call target must be an Op or an expression, got {op!r}")
             for a in args:
@@ -359,23 +364,33 @@ class Call(Expr):
             node = r()
             if node is not None and node.op is op and node.attrs is attrs and node.args == args:
                 return node  # type: ignore[no-any-return]
-        with _lock:
-            node, key = _lookup(key, lambda m: type(m) is Call and m.op is op and m.attrs is attrs
-                                and m.args == args)
-            if node is not None:
-                return node  # type: ignore[return-value]
-            node = _new(cls)
-            _set_op(node, op)
-            _set_args(node, args)
-            _set_attrs(node, attrs)
-            _set_mask(node, mask)
-            _publish(node, key)
-            return node  # type: ignore[no-any-return]
+        return _new_call(cls, op, args, attrs, key, mask)  # type: ignore[arg-type]
 
     def children(self) -> tuple[Node, ...]:
         if type(self.op) is Op:
             return self.args
         return (self.op, *self.args)
+
+
+def _new_call(cls: type, op: Expr, args: tuple[Expr, ...], attrs: Attrs, key: bytes, mask: int) -> Call:
+    """The miss path of Call interning (under the lock; handles races and collisions)."""
+    with _lock:
+        r = _get(key)
+        if r is not None and r() is not None:  # a race or a digest collision: probe exactly
+            node, key = _lookup(key, lambda m: type(m) is Call and m.op is op and m.attrs is attrs
+                                and m.args == args)
+            if node is not None:
+                return node  # type: ignore[return-value]
+        node = _new(cls)
+        _set_op(node, op)
+        _set_args(node, args)
+        _set_attrs(node, attrs)
+        _set_mask(node, mask)
+        _set_id(node, key)
+        ref = _Ref(node, _drop)
+        ref.key = key  # type: ignore[attr-defined]
+        _table[key] = ref
+        return node  # type: ignore[return-value]
 
 
 _set_op = Call.__dict__["op"].__set__
