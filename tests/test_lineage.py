@@ -1,0 +1,137 @@
+"""Lineage through passes: find, origins, history for every shape of rewrite."""
+
+from __future__ import annotations
+
+import pyir
+from pyir import op
+from pyir.transform import Sequential, module_pass
+
+
+def _rewrite_pass(name, fn):
+    """A module pass applying ``pyir.rewrite(main, fn)``."""
+    @module_pass(name=name)
+    def p(mod):
+        return mod.with_function("main", pyir.rewrite(mod["main"], fn))
+    return p
+
+
+relu_to_tanh = _rewrite_pass("ReluToTanh", lambda n: op.tanh(n.args[0])
+                             if isinstance(n, pyir.Call) and n.op is pyir.Op("nn.relu") else None)
+tanh_to_sigmoid = _rewrite_pass("TanhToSigmoid", lambda n: op.sigmoid(n.args[0])
+                                if isinstance(n, pyir.Call) and n.op is pyir.Op("tanh") else None)
+exp_to_log = _rewrite_pass("ExpToLog", lambda n: op.log(n.args[0])
+                           if isinstance(n, pyir.Call) and n.op is pyir.Op("exp") else None)
+
+
+def _model():
+    x = pyir.var("x", shape=(4,))
+    r = op.nn.relu(x)
+    e = op.exp(r)
+    return pyir.Module.from_expr(op.add(e, x)), x, r, e
+
+
+def test_one_to_one_rewrite_is_found_automatically():
+    """After a rewrite pass, find(old) is the node that replaced it, origins go back to it."""
+    mod, x, r, e = _model()
+    new = relu_to_tanh(mod)
+    (t,) = new.find(r)
+    assert t is op.tanh(x)
+    assert new.origins(t) == {r.id}
+    assert new.find(x) == [x]
+    # the rebuilt parent derives from the old parent
+    (e2,) = new.find(e)
+    assert e2 is op.exp(t)
+    steps = new.history(t)
+    assert [(s.pass_name, s.before, s.after) for s in steps] == [("ReluToTanh", r.id, t.id)]
+
+
+def test_chains_across_five_passes():
+    """find and origins follow an expression through 5+ passes, unchanged passes included."""
+    mod, x, r, e = _model()
+    noop = _rewrite_pass("Noop", lambda n: None)
+    pipeline = Sequential([relu_to_tanh, noop, tanh_to_sigmoid, exp_to_log, noop, relu_to_tanh])
+    new = pipeline(mod)
+    (s,) = new.find(r)
+    assert s is op.sigmoid(x)
+    assert new.origins(s) == {r.id}
+    (lg,) = new.find(e)
+    assert lg is op.log(s)
+    assert [st.pass_name for st in new.history(s)] == ["ReluToTanh", "TanhToSigmoid"]
+    assert [rec.name for rec in new.pass_records] == ["ReluToTanh", "TanhToSigmoid", "ExpToLog"]
+
+
+def test_no_change_pass_returns_same_module_and_records_nothing():
+    """A pass that changes nothing returns the input module object, with no new record."""
+    mod, *_ = _model()
+    noop = _rewrite_pass("Noop", lambda n: None)
+    assert noop(mod) is mod
+    assert len(noop(mod).pass_records) == 0
+
+
+def test_merge_and_split_with_explicit_derive():
+    """derive(new, *olds) records merges (one from many) and splits (many from one)."""
+    mod, x, r, e = _model()
+
+    @module_pass(name="Merge")
+    def merge(m):
+        main = m["main"]
+        fused = op.nn.leaky_relu(x, alpha=0.5)
+        pyir.derive(fused, r, e)
+        return m.with_function("main", pyir.Function(main.params, op.add(fused, x)))
+
+    merged = merge(mod)
+    (f,) = merged.find(r)
+    assert merged.find(e) == [f]
+    assert merged.origins(f) == {r.id, e.id}
+
+    @module_pass(name="Split")
+    def split(m):
+        main = m["main"]
+        a, b = op.nn.relu(x), op.nn.relu(op.negative(x))
+        pyir.derive(a, f)
+        pyir.derive(b, f)
+        return m.with_function("main", pyir.Function(main.params, op.add(a, b)))
+
+    out = split(merged)
+    assert set(out.find(r)) == {op.nn.relu(x), op.nn.relu(op.negative(x))}
+
+
+def test_elimination_gives_empty_find_and_a_history_naming_the_pass():
+    """An eliminated expression: find is empty, history ends with the eliminating pass."""
+    mod, x, r, e = _model()
+
+    @module_pass(name="DropExp")
+    def drop(m):
+        pyir.eliminate(e)
+        return m.with_function("main", pyir.Function(m["main"].params, op.add(r, x)))
+
+    out = drop(mod)
+    assert out.find(e) == []
+    assert out.history(e)[-1].pass_name == "DropExp" and out.history(e)[-1].after is None
+
+
+def test_input_lineage_is_never_changed():
+    """Running passes never changes the history of the input module."""
+    mod, *_ = _model()
+    one = relu_to_tanh(mod)
+    records = list(one.pass_records)
+    tanh_to_sigmoid(one)
+    exp_to_log(one)
+    assert list(one.pass_records) == records and len(mod.pass_records) == 0
+
+
+def test_structurally_equal_expressions_share_lineage():
+    """Hash-consing: two equal expressions are one node, so they share find results."""
+    x = pyir.var("x", shape=(4,))
+    a = op.nn.relu(x)
+    mod = pyir.Module.from_expr(pyir.Tuple([op.exp(a), op.nn.relu(x)]))
+    new = relu_to_tanh(mod)
+    assert new.find(op.nn.relu(x)) == [op.tanh(x)]
+
+
+def test_find_accepts_ids_and_unknown_ids():
+    """find takes an expression or its 16-byte id; an unknown id finds nothing."""
+    mod, x, r, e = _model()
+    new = relu_to_tanh(mod)
+    assert new.find(r.id) == new.find(r)
+    assert new.find(bytes(16)) == []
