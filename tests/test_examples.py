@@ -1,0 +1,32 @@
+"""Every example script runs and prints what it promises."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+
+def _run(name: str) -> str:
+    proc = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_quickstart_runs():
+    """examples/quickstart.py builds, prints, evaluates, transforms and tracks an expression."""
+    out = _run("quickstart.py")
+    assert "def @main(%x: Tensor[(1, 3, 8, 8), float32])" in out
+    assert "relu became: <Call tanh(" in out and "unchanged subtree shared: True" in out
+
+
+@pytest.mark.skipif(not (EXAMPLES / "track_through_passes.py").exists(), reason="added with the passes")
+def test_track_through_passes_runs():
+    """examples/track_through_passes.py recovers an expression after FuseOps, DefuseOps and more."""
+    out = _run("track_through_passes.py")
+    assert "recovered the very same expression: True" in out
