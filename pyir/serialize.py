@@ -1,0 +1,855 @@
+"""Serialization of modules and expressions: a fast binary format, JSON, and pickle.
+
+* :func:`dumps` / :func:`loads` and :func:`save` / :func:`load` — the binary format;
+* :func:`to_json` / :func:`from_json` — the same node table as JSON text;
+* ``pickle`` of nodes and modules goes through the binary format
+  (``Node.__reduce__`` and ``Module.__reduce__`` call :func:`_reduce_node` and
+  :func:`_reduce_module`), so deep graphs pickle without recursion.
+
+What is stored is a *node table*: every distinct node (expressions, the
+operators they call, the types and attribute sets they reference) once, in
+topological order (children before parents), children as integer indices, so
+sharing is preserved and loading is a single loop.  Loading re-interns each
+node through the normal constructors: within one process
+``loads(dumps(m))["main"] is m["main"]``, across processes the ids are equal.
+A module's pass history (:attr:`Module.pass_records`) is stored too, so
+lineage queries (``mod.find`` ...) work after a round trip.
+
+:func:`loads` returns what was dumped: a :class:`~pyir.module.Module` for a
+module, the node itself for a single node (expression, type or ``Attrs``).
+
+Binary layout (all integers little-endian)::
+
+    header   magic b"PYIR" | version u16 | flags u16 | payload length u64 | XXH3-128(payload) 16 bytes
+    payload  six section lengths u64, then the sections:
+             kinds    one byte per node (its kind code)
+             ints     int64 array: the fields of every node record, then the root, then the history
+             strlens  int64 array: byte length of each string of the string table
+             strdata  the UTF-8 strings, concatenated
+             ids      16-byte node ids referenced by the history, concatenated
+             blob     raw bytes of constants (each 16-byte aligned)
+
+No code is ever run and no name is ever imported from the data: the decoder
+reads integer arrays and UTF-8 strings only.  Any defect (truncation, bad
+checksum, out-of-range or forward references, unknown kinds or operators,
+invalid dtypes, wrong field types in JSON ...) raises
+:class:`~pyir.errors.SerializationError`.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import struct
+import sys
+from array import array
+from collections.abc import Callable
+from typing import IO, Any
+
+import numpy as np
+from pyrsistent import pmap, pvector
+from xxhash import xxh3_128_digest
+
+from .errors import SerializationError
+from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from .lineage import PassRecord
+from .module import Module
+from .node import Attrs, Node
+from .traverse import post_order
+from .types import FuncType, TensorType, TupleType
+
+__all__ = ["save", "load", "dumps", "loads", "to_json", "from_json", "FORMAT_VERSION", "MAGIC"]
+
+MAGIC = b"PYIR"
+FORMAT_VERSION = 1
+_HEADER = struct.Struct("<4sHHQ16s")
+_SECTIONS = struct.Struct("<6Q")
+FLAG_MODULE = 1  # the root is a Module (else a single node)
+_KNOWN_FLAGS = FLAG_MODULE
+_ALIGN = 16
+
+# node kind codes
+K_VAR, K_GLOBAL, K_CONST, K_OP, K_CALL, K_TUPLE, K_GETITEM, K_FUNC, K_LET, K_IF = range(10)
+K_TENSOR_T, K_TUPLE_T, K_FUNC_T, K_ATTRS = range(10, 14)
+KIND_NAMES = ("Var", "GlobalVar", "Constant", "Op", "Call", "Tuple", "TupleGetItem", "Function", "Let",
+              "If", "TensorType", "TupleType", "FuncType", "Attrs")
+_KIND_OF_TYPE: dict[type, int] = {
+    Var: K_VAR, GlobalVar: K_GLOBAL, Constant: K_CONST, Op: K_OP, Call: K_CALL, Tuple: K_TUPLE,
+    TupleGetItem: K_GETITEM, Function: K_FUNC, Let: K_LET, If: K_IF, TensorType: K_TENSOR_T,
+    TupleType: K_TUPLE_T, FuncType: K_FUNC_T, Attrs: K_ATTRS,
+}
+
+# attribute value tags (in the ints column)
+V_NONE, V_FALSE, V_TRUE, V_INT, V_BIGINT, V_FLOAT, V_STR, V_TUPLE, V_REF = range(9)
+_MAX_ATTR_DEPTH = 64
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+_q = struct.Struct("<q")
+_d = struct.Struct("<d")
+_qq = struct.Struct("<qq")
+_BIG_ENDIAN = sys.byteorder == "big"
+
+
+def _float_bits(x: float) -> int:
+    return _q.unpack(_d.pack(x))[0]  # type: ignore[no-any-return]
+
+
+def _bits_float(b: int) -> float:
+    return _d.unpack(_q.pack(b))[0]  # type: ignore[no-any-return]
+
+
+class _Bad(Exception):
+    """Internal: a defect found by the decoder (turned into SerializationError with context)."""
+
+
+# -- dtypes ------------------------------------------------------------------------------------------
+
+_dtype_ok: dict[str, np.dtype] = {}
+_dtype_name: dict[np.dtype, str] = {}
+
+
+def _name_of(dt: np.dtype) -> str:
+    # ``dtype.name`` is computed in Python by numpy: cache it.
+    name = _dtype_name.get(dt)
+    if name is None:
+        name = _dtype_name[dt] = dt.name
+    return name
+
+
+def _check_dtype(name: Any) -> np.dtype:
+    """The numpy dtype for a stored dtype name; only plain numeric/bool dtypes are accepted."""
+    dt = _dtype_ok.get(name) if type(name) is str else None
+    if dt is not None:
+        return dt
+    if type(name) is not str or not 0 < len(name) <= 16 or not name.isalnum():
+        raise _Bad(f"invalid dtype {name!r}")
+    try:
+        dt = np.dtype(name)
+    except Exception:
+        raise _Bad(f"invalid dtype {name!r}") from None
+    if dt.kind not in "biufc" or dt.name != name:
+        raise _Bad(f"invalid dtype {name!r} (only bool, int, uint, float and complex dtypes)")
+    dt = dt.newbyteorder("<")
+    _dtype_ok[name] = dt
+    return dt
+
+
+# -- encoding ----------------------------------------------------------------------------------------
+
+
+def _attr_refs(v: Any, out: list[Node]) -> None:
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if type(x) is tuple:
+            stack.extend(reversed(x))
+        elif isinstance(x, Node):
+            out.append(x)
+
+
+def _refs(n: Node) -> tuple[Node, ...]:
+    """Every node ``n`` references (expression children, operators, types, attributes)."""
+    t = type(n)
+    if t is Call:
+        return (n.op, n.attrs, *n.args)  # type: ignore[attr-defined]
+    if t is Var:
+        ta = n.type_annotation  # type: ignore[attr-defined]
+        return () if ta is None else (ta,)
+    if t is Function:
+        rt = n.ret_type  # type: ignore[attr-defined]
+        tail = (n.attrs,) if rt is None else (rt, n.attrs)  # type: ignore[attr-defined]
+        return (*n.params, n.body, *tail)  # type: ignore[attr-defined]
+    if t is Attrs:
+        out: list[Node] = []
+        for _, v in n.items():  # type: ignore[attr-defined]
+            _attr_refs(v, out)
+        return tuple(out)
+    return n.children()
+
+
+def _node_table(roots: list[Node]) -> list[Node]:
+    return post_order(roots, children=_refs)
+
+
+class _Strings:
+    """A deduplicating string table."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.items: list[str] = []
+
+    def __call__(self, s: str) -> int:
+        i = self.index.get(s)
+        if i is None:
+            i = self.index[s] = len(self.items)
+            self.items.append(s)
+        return i
+
+
+def _encode_value(v: Any, ix: dict[Node, int], S: _Strings, out: list[int]) -> None:
+    """Append the tagged encoding of an attribute value to ``out`` (iterative)."""
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if x is None:
+            out.append(V_NONE)
+        elif t is bool:
+            out.append(V_TRUE if x else V_FALSE)
+        elif t is int:
+            if _I64_MIN <= x <= _I64_MAX:
+                out += (V_INT, x)
+            else:
+                out += (V_BIGINT, S(str(x)))
+        elif t is float:
+            out += (V_FLOAT, _float_bits(x))
+        elif t is str:
+            out += (V_STR, S(x))
+        elif t is tuple:
+            out += (V_TUPLE, len(x))
+            stack.extend(reversed(x))
+        elif isinstance(x, Node):
+            out += (V_REF, ix[x])
+        else:
+            raise SerializationError(f"cannot serialize attribute value {x!r}")
+
+
+def _encode(obj: Module | Node) -> _Columns:
+    """The columns of the node table, root and history of ``obj``."""
+    if isinstance(obj, Module):
+        names = obj.names()
+        roots: list[Node] = [obj[n] for n in names]
+        flags = FLAG_MODULE
+    elif isinstance(obj, Node):
+        roots = [obj]
+        flags = 0
+    else:
+        raise SerializationError(f"can only serialize a Module or a Node, got {type(obj).__name__}")
+    table = _node_table(roots)
+    ix: dict[Node, int] = {}
+    S = _Strings()
+    kinds = bytearray()
+    ints: list[int] = []
+    blob: list[bytes] = []
+    blob_len = 0
+    get = ix.__getitem__
+    kind_of = _KIND_OF_TYPE
+    for i, n in enumerate(table):
+        t = type(n)
+        k = kind_of.get(t)
+        if k is None:
+            raise SerializationError(f"cannot serialize node of type {t.__name__}")
+        kinds.append(k)
+        if k == K_CALL:
+            args = n.args  # type: ignore[attr-defined]
+            ints += (ix[n.op], ix[n.attrs], len(args))  # type: ignore[attr-defined]
+            ints += map(get, args)
+        elif k == K_CONST:
+            arr = n.data  # type: ignore[attr-defined]
+            if _BIG_ENDIAN or arr.dtype.byteorder == ">":
+                arr = arr.astype(arr.dtype.newbyteorder("<"))
+            raw = arr.tobytes()
+            pad = -blob_len % _ALIGN
+            if pad:
+                blob.append(b"\0" * pad)
+                blob_len += pad
+            ints += (S(_name_of(arr.dtype)), arr.ndim, *arr.shape, blob_len, len(raw))  # type: ignore[attr-defined]
+            blob.append(raw)
+            blob_len += len(raw)
+        elif k == K_GETITEM:
+            ints += (ix[n.tuple_value], n.index)  # type: ignore[attr-defined]
+        elif k == K_ATTRS:
+            items = n.items()  # type: ignore[attr-defined]
+            ints.append(len(items))
+            for key, v in items:
+                ints.append(S(key))
+                _encode_value(v, ix, S, ints)
+        elif k == K_VAR:
+            ta = n.type_annotation  # type: ignore[attr-defined]
+            ints += (S(n.name_hint), *_qq.unpack(n.uid), -1 if ta is None else ix[ta])  # type: ignore[attr-defined]
+        elif k == K_OP:
+            ints.append(S(n.name))  # type: ignore[attr-defined]
+        elif k == K_GLOBAL:
+            ints.append(S(n.name_hint))  # type: ignore[attr-defined]
+        elif k in (K_TUPLE, K_TUPLE_T):
+            fs = n.fields  # type: ignore[attr-defined]
+            ints.append(len(fs))
+            ints += map(get, fs)
+        elif k == K_FUNC:
+            ps = n.params  # type: ignore[attr-defined]
+            rt = n.ret_type  # type: ignore[attr-defined]
+            ints.append(len(ps))
+            ints += map(get, ps)
+            ints += (ix[n.body], -1 if rt is None else ix[rt], ix[n.attrs])  # type: ignore[attr-defined]
+        elif k == K_LET:
+            ints += (ix[n.var], ix[n.value], ix[n.body])  # type: ignore[attr-defined]
+        elif k == K_IF:
+            ints += (ix[n.cond], ix[n.true_branch], ix[n.false_branch])  # type: ignore[attr-defined]
+        elif k == K_TENSOR_T:
+            ints += (S(n.dtype), len(n.shape), *n.shape)  # type: ignore[attr-defined]
+        else:  # K_FUNC_T
+            ats = n.arg_types  # type: ignore[attr-defined]
+            ints.append(len(ats))
+            ints += map(get, ats)
+            ints.append(ix[n.ret_type])  # type: ignore[attr-defined]
+        ix[n] = i
+    # root
+    if flags & FLAG_MODULE:
+        ints.append(len(names))
+        for name, r in zip(names, roots):
+            ints += (S(name), ix[r])
+    else:
+        ints.append(ix[roots[0]])
+    # history
+    ids = _Strings()  # reused as an id table (bytes keys)
+    if flags & FLAG_MODULE:
+        _encode_history(obj.pass_records, S, ids, ints)  # type: ignore[union-attr]
+    else:
+        ints.append(0)
+    return _Columns(flags, bytes(kinds), ints, S.items, ids.items, blob)  # type: ignore[arg-type]
+
+
+class _Columns:
+    """The decoded (or to-be-encoded) content of a payload."""
+
+    __slots__ = ("flags", "kinds", "ints", "strs", "ids", "blob")
+
+    def __init__(self, flags: int, kinds: bytes, ints: list[int], strs: list[str], ids: list[bytes],
+                 blob: Any) -> None:
+        self.flags = flags
+        self.kinds = kinds
+        self.ints = ints
+        self.strs = strs
+        self.ids = ids
+        self.blob = blob  # bytes-like, or a list of bytes parts to concatenate
+
+
+def _assemble(c: _Columns) -> bytes:
+    """The complete file (header and payload) for ``c``."""
+    sbytes = [s.encode("utf-8", "surrogatepass") for s in c.strs]
+    ints_b = _i64_bytes(c.ints)
+    lens_b = _i64_bytes([len(b) for b in sbytes])
+    strdata = b"".join(sbytes)
+    ids_b = b"".join(c.ids)
+    pre = _SECTIONS.size + len(c.kinds) + len(ints_b) + len(lens_b) + len(strdata) + len(ids_b)
+    pad = -(_HEADER.size + pre) % _ALIGN
+    blob_b = b"".join(c.blob) if type(c.blob) is list else bytes(c.blob)
+    head = _SECTIONS.pack(len(c.kinds), len(ints_b), len(lens_b), len(strdata), len(ids_b) + pad,
+                          len(blob_b))
+    payload = b"".join((head, c.kinds, ints_b, lens_b, strdata, ids_b, b"\0" * pad, blob_b))
+    return _HEADER.pack(MAGIC, FORMAT_VERSION, c.flags, len(payload), xxh3_128_digest(payload)) + payload
+
+
+def _i64_bytes(values: list[int]) -> bytes:
+    try:
+        a = array("q", values)
+    except OverflowError as e:  # pragma: no cover - every stored int is range-checked
+        raise SerializationError(f"integer out of the int64 range: {e}") from None
+    if _BIG_ENDIAN:  # pragma: no cover
+        a.byteswap()
+    return a.tobytes()
+
+
+def _encode_history(records: Any, S: _Strings, ids: Any, ints: list[int]) -> None:
+    def idref(x: Any) -> int:
+        if type(x) is not bytes or len(x) != 16:
+            raise SerializationError(f"pass history: expected a 16-byte node id, got {x!r}")
+        return ids(x)  # type: ignore[no-any-return]
+
+    ints.append(len(records))
+    for rec in records:
+        ints += (S(rec.name), S(rec.options), _float_bits(float(rec.seconds)), len(rec.edges))
+        for new, olds in rec.edges:
+            ints += (idref(new), len(olds))
+            ints += map(idref, olds)
+        removed = sorted(rec.removed)
+        ints.append(len(removed))
+        ints += map(idref, removed)
+        src = rec.sources
+        if src is None:
+            ints.append(-1)
+        else:
+            keys = list(src)
+            ints.append(len(keys))
+            ints += map(idref, keys)
+            ints.append(S(_json_value_text([src[k] for k in keys], rec.name)))
+
+
+def _json_value_text(values: Any, pass_name: str) -> str:
+    try:
+        return json.dumps(values, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise SerializationError(f"pass {pass_name!r}: lineage sources must be JSON-able: {e}") from None
+
+
+def dumps(obj: Module | Node) -> bytes:
+    """Serialize a module, or a single node (expression, type, ``Attrs``), to bytes.
+
+    >>> import pyir
+    >>> x = pyir.var("x", shape=(2,))
+    >>> y = pyir.op.nn.relu(x)
+    >>> loads(dumps(y)) is y
+    True
+    """
+    enabled = gc.isenabled()
+    gc.disable()  # the encoder allocates many small, long-lived objects: skip useless collections
+    try:
+        cols = _encode(obj)
+    finally:
+        if enabled:
+            gc.enable()
+    return _assemble(cols)
+
+
+def save(obj: Module | Node, path_or_file: str | os.PathLike[str] | IO[bytes]) -> None:
+    """Write ``dumps(obj)`` to a path or a binary file object."""
+    data = dumps(obj)
+    if hasattr(path_or_file, "write"):
+        path_or_file.write(data)  # type: ignore[union-attr]
+    else:
+        with open(path_or_file, "wb") as f:  # type: ignore[arg-type]
+            f.write(data)
+
+
+# -- decoding ----------------------------------------------------------------------------------------
+
+
+def _bytes_view(data: Any) -> memoryview:
+    try:
+        mv = memoryview(data)
+    except TypeError:
+        raise SerializationError(f"expected bytes, got {type(data).__name__}") from None
+    if mv.ndim != 1 or mv.itemsize != 1:
+        mv = mv.cast("B")
+    return mv
+
+
+def _i64_list(mv: memoryview, what: str) -> list[int]:
+    if len(mv) % 8:
+        raise SerializationError(f"{what} section length {len(mv)} is not a multiple of 8")
+    a = array("q")
+    a.frombytes(mv)
+    if _BIG_ENDIAN:  # pragma: no cover
+        a.byteswap()
+    return a.tolist()
+
+
+def loads(data: bytes | bytearray | memoryview) -> Any:
+    """Rebuild what :func:`dumps` wrote: a Module, or a single node.
+
+    Raises :class:`SerializationError` for any malformed input.
+    """
+    return _build(_sections(data))
+
+
+def _sections(data: Any) -> _Columns:
+    """Check the header and checksum of ``data`` and decode its columns."""
+    mv = _bytes_view(data)
+    n = len(mv)
+    if n < _HEADER.size:
+        raise SerializationError(f"truncated data: {n} bytes, the header alone has {_HEADER.size}")
+    magic, version, flags, plen, checksum = _HEADER.unpack_from(mv)
+    if magic != MAGIC:
+        raise SerializationError(f"not a pyir file: magic {bytes(magic)!r}, expected {MAGIC!r}")
+    if version != FORMAT_VERSION:
+        raise SerializationError(f"unsupported format version {version} (this pyir reads {FORMAT_VERSION})")
+    if flags & ~_KNOWN_FLAGS:
+        raise SerializationError(f"unknown flags 0x{flags:04x}")
+    if n - _HEADER.size != plen:
+        what = "truncated data" if n - _HEADER.size < plen else "trailing bytes after the payload"
+        raise SerializationError(f"{what}: payload has {n - _HEADER.size} bytes, header says {plen}")
+    payload = mv[_HEADER.size:]
+    if xxh3_128_digest(payload) != checksum:
+        raise SerializationError("checksum mismatch: the data is corrupted")
+    if plen < _SECTIONS.size:
+        raise SerializationError("truncated payload: no section table")
+    sizes = _SECTIONS.unpack_from(payload)
+    if _SECTIONS.size + sum(sizes) != plen:
+        raise SerializationError(f"section sizes {list(sizes)} do not add up to the payload length {plen}")
+    parts = []
+    off = _SECTIONS.size
+    for s in sizes:
+        parts.append(payload[off:off + s])
+        off += s
+    kinds_mv, ints_mv, lens_mv, str_mv, ids_mv, blob = parts
+    ints = _i64_list(ints_mv, "ints")
+    lens = _i64_list(lens_mv, "string length")
+    strs = _decode_strings(lens, str_mv)
+    ids_raw = bytes(ids_mv)
+    ids_raw = ids_raw[:len(ids_raw) - len(ids_raw) % 16]  # alignment padding follows the ids
+    ids = [ids_raw[i:i + 16] for i in range(0, len(ids_raw), 16)]
+    return _Columns(flags, bytes(kinds_mv), ints, strs, ids, blob)
+
+
+def _decode_strings(lens: list[int], data: memoryview) -> list[str]:
+    if any(x < 0 for x in lens) or sum(lens) != len(data):
+        raise SerializationError("string table: lengths do not match the string data")
+    out = []
+    off = 0
+    try:
+        for ln in lens:
+            out.append(str(data[off:off + ln], "utf-8", "surrogatepass"))
+            off += ln
+    except UnicodeDecodeError as e:
+        raise SerializationError(f"string table: invalid UTF-8 in string {len(out)}: {e}") from None
+    return out
+
+
+def load(path_or_file: str | os.PathLike[str] | IO[bytes]) -> Any:
+    """Read a module (or node) written by :func:`save` from a path or a binary file object."""
+    if hasattr(path_or_file, "read"):
+        data = path_or_file.read()  # type: ignore[union-attr]
+    else:
+        with open(path_or_file, "rb") as f:  # type: ignore[arg-type]
+            data = f.read()
+    return loads(data)
+
+
+def _build(c: _Columns) -> Any:
+    """Construct the nodes, the root and the history from decoded columns."""
+    kinds, ints, strs, ids, blob, flags = c.kinds, c.ints, c.strs, c.ids, c.blob, c.flags
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        nodes, p = _build_nodes(kinds, ints, strs, blob)
+        root, p = _build_root(nodes, ints, strs, p, flags)
+        history, p = _build_history(ints, strs, ids, p)
+        if p != len(ints):
+            raise _Bad(f"{len(ints) - p} unread integers after the history")
+    except SerializationError:
+        raise
+    except _Bad as e:
+        raise SerializationError(f"invalid module root or pass history: {e}") from None
+    except Exception as e:
+        raise SerializationError(f"invalid module root or pass history: {type(e).__name__}: {e}") from e
+    finally:
+        if enabled:
+            gc.enable()
+    if flags & FLAG_MODULE:
+        return Module()._derive(pmap(root), history=pvector(history))
+    return root
+
+
+class _NodeError(SerializationError):
+    """A SerializationError raised while building a particular node."""
+
+
+def _idx(j: int, i: int) -> int:
+    if not 0 <= j < i:
+        raise _Bad(f"reference {j} out of range (must be a smaller index)")
+    return j
+
+
+def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], blob: Any) -> tuple[list[Node], int]:
+    nodes: list[Node] = []
+    push = nodes.append
+    p = 0
+    call_ok: set[tuple[Node, Node, int]] = set()
+    nstr = len(strs)
+    i = 0
+    k = -1
+    try:
+        for i, k in enumerate(kinds):
+            if k == K_CALL:
+                o = ints[p]
+                a = ints[p + 1]
+                na = ints[p + 2]
+                q = p + 3 + na
+                if not (0 <= o < i and 0 <= a < i and na >= 0 and q <= len(ints)):
+                    raise _Bad(f"Call fields out of range: op {o}, attrs {a}, {na} args")
+                js = ints[p + 3:q]
+                p = q
+                for j in js:
+                    if not 0 <= j < i:
+                        raise _Bad(f"argument reference {j} out of range (must be a smaller index)")
+                op = nodes[o]
+                at = nodes[a]
+                args = tuple([nodes[j] for j in js])
+                key = (op, at, na)
+                if key not in call_ok:
+                    _check_call(op, at, na)
+                    call_ok.add(key)
+                for x in args:
+                    if not isinstance(x, Expr):
+                        raise _Bad(f"a Call argument is a {type(x).__name__}, not an expression")
+                push(Call(op, args, at, _checked=True))  # type: ignore[arg-type]
+            elif k == K_CONST:
+                s = ints[p]
+                nd = ints[p + 1]
+                if not (0 <= s < nstr and 0 <= nd <= 64):
+                    raise _Bad(f"Constant fields out of range: dtype {s}, ndim {nd}")
+                shape = tuple(ints[p + 2:p + 2 + nd])
+                off, nb = ints[p + 2 + nd], ints[p + 3 + nd]
+                p += 4 + nd
+                dt = _check_dtype(strs[s])
+                size = 1
+                for d in shape:
+                    if d < 0:
+                        raise _Bad(f"negative dimension in Constant shape {shape}")
+                    size *= d
+                if nb != size * dt.itemsize or off < 0 or off + nb > len(blob):
+                    raise _Bad(f"Constant data ({nb} bytes at {off}) does not match {strs[s]}{list(shape)} "
+                               f"or lies outside the data section")
+                if size:
+                    arr = np.frombuffer(blob, dtype=dt, count=size, offset=off).reshape(shape)
+                else:
+                    arr = np.empty(shape, dtype=dt)
+                push(Constant(arr))
+            elif k == K_GETITEM:
+                t = _idx(ints[p], i)
+                push(TupleGetItem(nodes[t], ints[p + 1]))  # type: ignore[arg-type]
+                p += 2
+            elif k == K_ATTRS:
+                na = ints[p]
+                if not 0 <= na <= len(ints):
+                    raise _Bad(f"Attrs with {na} entries")
+                p += 1
+                d: dict[str, Any] = {}
+                for _ in range(na):
+                    s = ints[p]
+                    if not 0 <= s < nstr:
+                        raise _Bad(f"string reference {s} out of range")
+                    v, p = _read_value(ints, p + 1, i, nodes, strs, 0)
+                    if strs[s] in d:
+                        raise _Bad(f"duplicate attribute {strs[s]!r}")
+                    d[strs[s]] = v
+                push(Attrs(d))
+            elif k == K_VAR:
+                s, lo, hi, t = ints[p:p + 4]
+                p += 4
+                if not 0 <= s < nstr:
+                    raise _Bad(f"string reference {s} out of range")
+                ty = None if t == -1 else nodes[_idx(t, i)]
+                push(Var(strs[s], ty, _qq.pack(lo, hi)))  # type: ignore[arg-type]
+            elif k in (K_OP, K_GLOBAL):
+                s = ints[p]
+                p += 1
+                if not 0 <= s < nstr:
+                    raise _Bad(f"string reference {s} out of range")
+                push(Op(strs[s]) if k == K_OP else GlobalVar(strs[s]))
+            elif k in (K_TUPLE, K_TUPLE_T):
+                nf = ints[p]
+                fs, p = _refs_at(ints, p + 1, nf, i)
+                push(Tuple([nodes[j] for j in fs]) if k == K_TUPLE
+                     else TupleType([nodes[j] for j in fs]))  # type: ignore[misc]
+            elif k == K_FUNC:
+                ps, p = _refs_at(ints, p + 1, ints[p], i)
+                b, rt, at_i = ints[p:p + 3]
+                p += 3
+                if len(ps) and len(set(ps)) != len(ps):
+                    raise _Bad("repeated Function parameter")
+                ret = None if rt == -1 else nodes[_idx(rt, i)]
+                at = nodes[_idx(at_i, i)]
+                if type(at) is not Attrs:
+                    raise _Bad(f"Function attrs is a {type(at).__name__}")
+                push(Function([nodes[j] for j in ps], nodes[_idx(b, i)], ret, at))  # type: ignore[arg-type]
+            elif k in (K_LET, K_IF):
+                a0, a1, a2 = (nodes[_idx(j, i)] for j in ints[p:p + 3])
+                p += 3
+                push(Let(a0, a1, a2) if k == K_LET else If(a0, a1, a2))  # type: ignore[arg-type]
+            elif k == K_TENSOR_T:
+                s, nd = ints[p], ints[p + 1]
+                if not (0 <= s < nstr and 0 <= nd <= 64):
+                    raise _Bad(f"TensorType fields out of range: dtype {s}, ndim {nd}")
+                shape = tuple(ints[p + 2:p + 2 + nd])
+                p += 2 + nd
+                if len(shape) != nd or any(d < 0 for d in shape):
+                    raise _Bad(f"invalid TensorType shape {shape}")
+                _check_dtype(strs[s])
+                push(TensorType(shape, strs[s]))
+            elif k == K_FUNC_T:
+                ats, p = _refs_at(ints, p + 1, ints[p], i)
+                ret = nodes[_idx(ints[p], i)]
+                p += 1
+                push(FuncType([nodes[j] for j in ats], ret))  # type: ignore[misc]
+            else:
+                raise _Bad(f"unknown node kind {k}")
+        if len(nodes) != len(kinds):
+            raise _Bad("truncated node table")
+    except _Bad as e:
+        raise _NodeError(f"invalid node {i} ({_kind_name(k)}): {e}") from None
+    except Exception as e:
+        raise _NodeError(f"invalid node {i} ({_kind_name(k)}): {type(e).__name__}: {e}") from e
+    return nodes, p
+
+
+def _kind_name(k: int) -> str:
+    return KIND_NAMES[k] if 0 <= k < len(KIND_NAMES) else f"kind {k}"
+
+
+def _refs_at(ints: list[int], p: int, n: int, i: int) -> tuple[list[int], int]:
+    """``n`` node references starting at ``ints[p]``, each checked to be < ``i``."""
+    if not 0 <= n <= len(ints) - p:
+        raise _Bad(f"bad reference count {n}")
+    js = ints[p:p + n]
+    for j in js:
+        if not 0 <= j < i:
+            raise _Bad(f"reference {j} out of range (must be a smaller index)")
+    return js, p + n
+
+
+def _check_call(op: Node, at: Node, na: int) -> None:
+    """Validate a call target and its attributes once per distinct (op, attrs, arity)."""
+    if type(at) is not Attrs:
+        raise _Bad(f"Call attrs is a {type(at).__name__}")
+    if type(op) is Op:
+        odef = op.op_def
+        odef.check_arity(na)
+        if at or odef.attrs:
+            odef.normalize_attrs(at)
+    elif not isinstance(op, Expr):
+        raise _Bad(f"Call target is a {type(op).__name__}, not an expression")
+
+
+def _read_value(ints: list[int], p: int, i: int, nodes: list[Node], strs: list[str],
+                depth: int) -> tuple[Any, int]:
+    """Decode one tagged attribute value at ``ints[p]``; returns (value, next position)."""
+    tag = ints[p]
+    if tag == V_NONE:
+        return None, p + 1
+    if tag == V_FALSE:
+        return False, p + 1
+    if tag == V_TRUE:
+        return True, p + 1
+    if tag == V_INT:
+        return ints[p + 1], p + 2
+    if tag == V_FLOAT:
+        return _bits_float(ints[p + 1]), p + 2
+    if tag in (V_STR, V_BIGINT):
+        s = ints[p + 1]
+        if not 0 <= s < len(strs):
+            raise _Bad(f"string reference {s} out of range")
+        if tag == V_STR:
+            return strs[s], p + 2
+        txt = strs[s]
+        if not (txt.lstrip("-").isdigit() and txt.isascii() and len(txt) < 4400):
+            raise _Bad(f"invalid big integer {txt[:40]!r}")
+        return int(txt), p + 2
+    if tag == V_REF:
+        return nodes[_idx(ints[p + 1], i)], p + 2
+    if tag == V_TUPLE:
+        n = ints[p + 1]
+        if not 0 <= n <= len(ints) or depth >= _MAX_ATTR_DEPTH:
+            raise _Bad(f"bad attribute tuple (length {n}, depth {depth})")
+        p += 2
+        out = []
+        for _ in range(n):
+            v, p = _read_value(ints, p, i, nodes, strs, depth + 1)
+            out.append(v)
+        return tuple(out), p
+    raise _Bad(f"unknown attribute value tag {tag}")
+
+
+def _build_root(nodes: list[Node], ints: list[int], strs: list[str], p: int, flags: int) -> tuple[Any, int]:
+    n = len(nodes)
+    if not flags & FLAG_MODULE:
+        r = ints[p]
+        if not 0 <= r < n:
+            raise _Bad(f"root reference {r} out of range")
+        return nodes[r], p + 1
+    nf = ints[p]
+    if not 0 <= nf <= n:
+        raise _Bad(f"bad function count {nf}")
+    p += 1
+    funcs: dict[str, Function] = {}
+    for _ in range(nf):
+        s, r = ints[p], ints[p + 1]
+        p += 2
+        if not (0 <= s < len(strs) and 0 <= r < n):
+            raise _Bad(f"module function entry ({s}, {r}) out of range")
+        f = nodes[r]
+        if type(f) is not Function:
+            raise _Bad(f"module entry @{strs[s]} is a {type(f).__name__}, not a Function")
+        if strs[s] in funcs:
+            raise _Bad(f"duplicate module function @{strs[s]}")
+        funcs[strs[s]] = f
+    return funcs, p
+
+
+def _build_history(ints: list[int], strs: list[str], ids: list[bytes],
+                   p: int) -> tuple[list[PassRecord], int]:
+    nid = len(ids)
+    nstr = len(strs)
+
+    def idrefs(q: int, n: int) -> tuple[bytes, ...]:
+        if not 0 <= n <= len(ints) - q:
+            raise _Bad(f"bad id count {n}")
+        js = ints[q:q + n]
+        for j in js:
+            if not 0 <= j < nid:
+                raise _Bad(f"id reference {j} out of range")
+        return tuple([ids[j] for j in js])
+
+    def sref(s: int) -> str:
+        if not 0 <= s < nstr:
+            raise _Bad(f"string reference {s} out of range")
+        return strs[s]
+
+    nrec = ints[p]
+    if not 0 <= nrec <= len(ints):
+        raise _Bad(f"bad pass record count {nrec}")
+    p += 1
+    out = []
+    for _ in range(nrec):
+        name, options = sref(ints[p]), sref(ints[p + 1])
+        seconds = _bits_float(ints[p + 2])
+        ne = ints[p + 3]
+        if not 0 <= ne <= len(ints):
+            raise _Bad(f"bad edge count {ne}")
+        p += 4
+        edges = []
+        for _ in range(ne):
+            (new,) = idrefs(p, 1)
+            olds = idrefs(p + 2, ints[p + 1])
+            p += 2 + len(olds)
+            edges.append((new, olds))
+        removed = idrefs(p + 1, ints[p])
+        p += 1 + len(removed)
+        ns = ints[p]
+        sources: dict[bytes, Any] | None = None
+        if ns != -1:
+            keys = idrefs(p + 1, ns)
+            p += 1 + ns
+            try:
+                values = json.loads(sref(ints[p]))
+            except json.JSONDecodeError as e:
+                raise _Bad(f"pass {name!r}: invalid lineage sources: {e}") from None
+            p += 1
+            if type(values) is not list or len(values) != ns:
+                raise _Bad(f"pass {name!r}: lineage sources do not match their ids")
+            sources = dict(zip(keys, values))
+        else:
+            p += 1
+        out.append(PassRecord(name, options, tuple(edges), frozenset(removed), sources, seconds))
+    return out, p
+
+
+# -- JSON (in pyir.serialize_json) ----------------------------------------------------------------
+
+
+def to_json(obj: Module | Node, *, indent: int | None = None) -> str:
+    """The node table of a module (or node) as JSON text; see :mod:`pyir.serialize_json`."""
+    from .serialize_json import to_json as _to_json
+
+    return _to_json(obj, indent=indent)
+
+
+def from_json(text: str | bytes) -> Any:
+    """Rebuild what :func:`to_json` wrote (a Module or a single node); SerializationError if invalid."""
+    from .serialize_json import from_json as _from_json
+
+    return _from_json(text)
+
+
+# -- pickle ------------------------------------------------------------------------------------------
+
+
+def _reduce_node(node: Node) -> tuple[Callable[[bytes], Any], tuple[bytes]]:
+    """``Node.__reduce__``: pickle a node as its binary serialization."""
+    return loads, (dumps(node),)
+
+
+def _reduce_module(mod: Module) -> tuple[Callable[[bytes], Any], tuple[bytes]]:
+    """``Module.__reduce__``: pickle a module (with its pass history) as its binary serialization."""
+    return loads, (dumps(mod),)

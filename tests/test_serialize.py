@@ -1,0 +1,458 @@
+"""Tests of pyir.serialize: binary, JSON and pickle round trips, history, and rejection of bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pyir
+from pyir import op
+from pyir.errors import SerializationError
+from pyir.expr import Call, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var, const
+from pyir.functor import rewrite
+from pyir.lineage import PassRecord
+from pyir.module import Module
+from pyir.node import Attrs
+from pyir.serialize import (
+    FORMAT_VERSION,
+    _assemble,
+    _sections,
+    dumps,
+    from_json,
+    load,
+    loads,
+    save,
+    to_json,
+)
+from pyir.testing import elementwise_chain, programs, resnet, shared_dag, transformer_block
+from pyir.transform.base import module_pass
+from pyir.types import FuncType, TensorType, TupleType
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _all_kinds_module() -> Module:
+    """A module using every node kind, type kind and attribute value kind."""
+    t = TensorType((2,), "float32")
+    x = Var("x", t)
+    y = Var("y")  # no annotation
+    f_t = Var("f", FuncType([t], t))
+    tup_t = Var("tt", TupleType([t, TensorType((), "int64")]))
+    consts = [
+        const(np.array([True, False])),
+        const(np.arange(3, dtype="int64")),
+        const(np.array([1.5, -0.0], dtype="float16")),
+        const(np.float32(2.5)),  # 0-d
+        const(np.zeros((0, 3), "float32")),  # empty
+        const(np.array([[1, 2], [3, 4]], dtype="uint8")),
+        const(np.array([1 + 2j], dtype="complex64")),
+    ]
+    helper_x = Var("hx", t)
+    helper = Function([helper_x], op.nn.relu(helper_x), t, {"Primitive": 1, "name": "helper"})
+    attrs = {
+        "none": None, "yes": True, "no": False, "one": 1, "onef": 1.0, "negzero": -0.0, "nan": float("nan"),
+        "inf": float("-inf"), "big": 10**30, "neg": -(2**63), "s": "héllo\u2603", "empty": (),
+        "nested": (1, (2.0, ("x", None)), True), "type": t, "expr": consts[0],
+    }
+    call_g = Call(GlobalVar("helper"), [x], attrs)
+    conv = op.nn.conv2d(Var("img", TensorType((1, 1, 4, 4))), const(np.ones((1, 1, 3, 3), "float32")),
+                        padding=(1, 1))
+    tup = Tuple([call_g, x, *consts])
+    v = Var("v")
+    body = Let(v, TupleGetItem(tup, 0),
+               If(op.greater(op.sum(v), const(0.0)), op.add(v, y), op.nn.relu(v)))
+    main = Function([x, y, f_t, tup_t], Tuple([body, conv, Op("nn.relu"), Call(f_t, [x])]),
+                    None, {"Compiler": "test", "flags": (1, 1.0, True)})
+    return Module({"main": main, "helper": helper})
+
+
+def _check_same(a: Module, b: Module) -> None:
+    assert isinstance(b, Module)
+    assert b.names() == a.names()
+    for name in a.names():
+        assert b[name] is a[name]
+
+
+# -- round trips ---------------------------------------------------------------------------------------------
+
+
+def test_every_kind_binary_round_trip() -> None:
+    """Binary dumps/loads preserves every node kind, attribute value kind and dtype, by identity."""
+    m = _all_kinds_module()
+    data = dumps(m)
+    _check_same(m, loads(data))
+    assert loads(bytearray(data))["main"] is m["main"]
+    assert loads(memoryview(data))["main"] is m["main"]
+    assert dumps(loads(data)) == data  # deterministic
+
+
+def test_every_kind_json_round_trip() -> None:
+    """JSON round trip preserves every node kind, attribute value kind and dtype, by identity."""
+    m = _all_kinds_module()
+    text = to_json(m)
+    json.loads(text)  # standard JSON (no NaN literals)
+    assert "NaN" not in text and "Infinity" not in text
+    _check_same(m, from_json(text))
+    assert from_json(text.encode()).names() == m.names()
+    assert to_json(from_json(text)) == text
+
+
+def test_every_kind_pickle_round_trip() -> None:
+    """pickle of modules and of nodes goes through the serializer and preserves identity."""
+    m = _all_kinds_module()
+    for proto in (2, pickle.HIGHEST_PROTOCOL):
+        _check_same(m, pickle.loads(pickle.dumps(m, protocol=proto)))
+        assert pickle.loads(pickle.dumps(m["main"], protocol=proto)) is m["main"]
+    assert pickle.loads(pickle.dumps(Attrs(a=1))) is Attrs(a=1)
+    assert pickle.loads(pickle.dumps(TensorType((3,), "int8"))) is TensorType((3,), "int8")
+
+
+def test_attr_value_kinds_stay_distinct() -> None:
+    """1, 1.0 and True (and 0.0 / -0.0) stay distinct attribute values through every format."""
+    x = Var("x", TensorType((2,)))
+    for value in (1, 1.0, True, 0.0, -0.0, (1,), (1.0,), (True,)):
+        e = Call(GlobalVar("g"), [x], {"a": value})
+        for back in (loads(dumps(e)), from_json(to_json(e)), pickle.loads(pickle.dumps(e))):
+            assert back is e
+            got = back.attrs["a"]
+            assert type(got) is type(value) and got == value
+            if type(value) is float:
+                assert np.signbit(got) == np.signbit(value)
+
+
+def test_loads_returns_what_was_dumped() -> None:
+    """A single expression, type or Attrs round-trips to itself; a module to a Module."""
+    x = pyir.var("x", shape=(3,))
+    e = op.tanh(op.nn.relu(x))
+    for obj in (e, x, TensorType((1, 2), "bool"), Attrs(k=(1, "a")), GlobalVar("g"), Op("add"),
+                const(np.ones(3, "float64"))):
+        assert loads(dumps(obj)) is obj
+        assert from_json(to_json(obj)) is obj
+    assert isinstance(loads(dumps(Module.from_expr(e))), Module)
+
+
+@pytest.mark.parametrize("build", [lambda: resnet(3), transformer_block, lambda: shared_dag(500)],
+                         ids=["resnet3", "transformer", "shared_dag500"])
+def test_models_round_trip(build) -> None:
+    """The test models round-trip through binary, JSON and pickle with sharing and identity preserved."""
+    m = build()
+    _check_same(m, loads(dumps(m)))
+    _check_same(m, from_json(to_json(m)))
+    _check_same(m, pickle.loads(pickle.dumps(m)))
+
+
+@given(programs())
+@settings(max_examples=30, deadline=None)
+def test_random_programs_round_trip(m) -> None:
+    """Random well-typed programs round-trip through binary and JSON by identity."""
+    _check_same(m, loads(dumps(m)))
+    _check_same(m, from_json(to_json(m)))
+
+
+def test_save_load_paths_and_files(tmp_path) -> None:
+    """save/load accept paths (str and PathLike) and binary file objects."""
+    m = resnet(1)
+    save(m, tmp_path / "a.pyir")
+    save(m, str(tmp_path / "b.pyir"))
+    with open(tmp_path / "c.pyir", "wb") as f:
+        save(m, f)
+    _check_same(m, load(tmp_path / "a.pyir"))
+    _check_same(m, load(str(tmp_path / "b.pyir")))
+    with open(tmp_path / "c.pyir", "rb") as f:
+        _check_same(m, load(f))
+
+
+def test_deep_chain_binary_and_pickle() -> None:
+    """A 10**6-deep chain saves, loads and pickles without RecursionError."""
+    m = elementwise_chain(10**6)
+    assert loads(dumps(m))["main"] is m["main"]
+    assert pickle.loads(pickle.dumps(m["main"].body)) is m["main"].body
+
+
+def test_cross_process_ids_equal(tmp_path) -> None:
+    """A module saved here and loaded in another Python process has the same function ids."""
+    m = _all_kinds_module()
+    path = tmp_path / "m.pyir"
+    save(m, path)
+    code = ("import sys; from pyir.serialize import load, from_json; m = load(sys.argv[1]); "
+            "j = from_json(open(sys.argv[2]).read()); "
+            "print(m['main'].hexid, m['helper'].hexid, j['main'].hexid)")
+    (tmp_path / "m.json").write_text(to_json(m))
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "m.json")],
+                         capture_output=True, text=True, env=env, check=True).stdout.split()
+    assert out == [m["main"].hexid, m["helper"].hexid, m["main"].hexid]
+
+
+# -- lineage / history ---------------------------------------------------------------------------------------
+
+
+@module_pass(name="ReluToTanh")
+def _relu_to_tanh(mod: Module) -> Module:
+    relu = Op("nn.relu")
+
+    def fn(n):
+        if type(n) is Call and n.op is relu:
+            return op.tanh(n.args[0])
+        return None
+
+    return mod.with_functions({k: rewrite(f, fn) for k, f in mod.items()})
+
+
+def test_history_survives_round_trip() -> None:
+    """Pass records (edges, removed ids, sources, timing) and lineage queries survive every format."""
+    x = pyir.var("x", shape=(4,))
+    r = op.nn.relu(op.exp(x))
+    m0 = Module.from_expr(op.add(r, const(1.0)))
+    m1 = _relu_to_tanh(m0)
+    assert m1 is not m0 and len(m1.pass_records) == 1
+    extra = PassRecord("Frontend", "opset=13", ((m1["main"].body.id, (r.id,)),), frozenset({x.id}),
+                       {r.id: {"onnx": "Relu_0", "inputs": [1, 2.5, None, True]}, x.id: None}, 0.25)
+    m1 = m1._derive(m1.functions(), history=m1.pass_records.append(extra))
+    found = m1.find(r)
+    tanh = op.tanh(op.exp(x))
+    assert tanh in found and m1["main"].body in found
+    for back in (loads(dumps(m1)), from_json(to_json(m1)), pickle.loads(pickle.dumps(m1))):
+        assert back["main"] is m1["main"]
+        assert len(back.pass_records) == 2
+        for a, b in zip(m1.pass_records, back.pass_records):
+            assert (a.name, a.options, a.edges, a.removed, a.sources, a.seconds) == \
+                   (b.name, b.options, b.edges, b.removed, b.sources, b.seconds)
+        assert back.find(r) == found
+        assert back.origins(tanh) == m1.origins(tanh)
+
+
+def test_unserializable_sources_rejected() -> None:
+    """Lineage sources that are not JSON-able are refused at save time with SerializationError."""
+    m = Module.from_expr(op.nn.relu(pyir.var("x", shape=(2,))))
+    rec = PassRecord("P", "", (), frozenset(), {m["main"].id: object()}, 0.0)
+    bad = m._derive(m.functions(), history=m.pass_records.append(rec))
+    with pytest.raises(SerializationError, match="JSON"):
+        dumps(bad)
+    with pytest.raises(SerializationError):
+        dumps(object())  # type: ignore[arg-type]
+
+
+# -- bad input --------------------------------------------------------------------------------
+
+_VALID = dumps(_all_kinds_module())
+_VALID_JSON = to_json(_all_kinds_module())
+
+
+def _resign(cols) -> bytes:
+    return _assemble(cols)
+
+
+def _tamper(fn) -> bytes:
+    """A file whose columns were changed by ``fn`` and whose checksum was recomputed."""
+    x = pyir.var("x", shape=(2,))
+    m = Module.from_expr(op.add(op.nn.relu(x), const(np.ones(2, "float32"))))
+    cols = _sections(dumps(m))
+    fn(cols)
+    return _assemble(cols)
+
+
+def _kind_pos(cols, kind: int) -> tuple[int, int]:
+    """(node index, position in ints) of the first node of ``kind``; walks the simple test module."""
+    widths = {0: 4, 3: 1}  # Var (name, uid lo, uid hi, type), Op (name)
+    p = 0
+    for i, k in enumerate(cols.kinds):
+        if k == kind:
+            return i, p
+        if k == 2:  # Constant
+            p += 4 + cols.ints[p + 1]
+        elif k == 10:  # TensorType
+            p += 2 + cols.ints[p + 1]
+        elif k == 13:  # Attrs (empty in the test module)
+            p += 1
+        elif k == 4:  # Call
+            p += 3 + cols.ints[p + 2]
+        else:
+            p += widths[k]
+    raise AssertionError("kind not found")
+
+
+def test_header_errors() -> None:
+    """Wrong magic, version, flags, truncation, trailing bytes and checksum mismatch are reported."""
+    cases = {
+        "magic": b"NOPE" + _VALID[4:],
+        "version": _VALID[:4] + (FORMAT_VERSION + 1).to_bytes(2, "little") + _VALID[6:],
+        "flags": _VALID[:6] + (0x80).to_bytes(2, "little") + _VALID[8:],
+        "truncated": _VALID[:-1],
+        "trailing": _VALID + b"\0",
+        "checksum": _VALID[:40] + bytes([_VALID[40] ^ 1]) + _VALID[41:],
+        "truncated data": _VALID[:10],
+    }
+    for what, data in cases.items():
+        with pytest.raises(SerializationError, match=what):
+            loads(data)
+    with pytest.raises(SerializationError):
+        loads("not bytes")  # type: ignore[arg-type]
+    with pytest.raises(SerializationError):
+        loads(b"")
+
+
+def test_forward_and_out_of_range_references() -> None:
+    """A child index not smaller than the node's own index, or negative, is rejected."""
+    def forward(c):
+        i, p = _kind_pos(c, 4)
+        c.ints[p + 3] = i  # a call argument referring to the call itself
+    def negative(c):
+        _i, p = _kind_pos(c, 4)
+        c.ints[p + 3] = -1
+    def huge(c):
+        _i, p = _kind_pos(c, 4)
+        c.ints[p] = 10**9
+    for fn in (forward, negative, huge):
+        with pytest.raises(SerializationError, match="out of range"):
+            loads(_tamper(fn))
+
+
+def test_unknown_kind_op_and_dtype() -> None:
+    """Unknown node kinds, unknown operators and invalid dtypes are rejected with clear messages."""
+    def kind(c):
+        c.kinds = bytes([99]) + c.kinds[1:]
+    def unknown_op(c):
+        _i, p = _kind_pos(c, 3)
+        c.strs[c.ints[p]] = "no.such.op"
+    def dtype(c):
+        _i, p = _kind_pos(c, 2)
+        c.strs[c.ints[p]] = "object"
+    for fn, msg in ((kind, "unknown node kind"), (unknown_op, "unknown operator"), (dtype, "invalid dtype")):
+        with pytest.raises(SerializationError, match=msg):
+            loads(_tamper(fn))
+
+
+def test_wrong_node_kinds_and_arity() -> None:
+    """References to nodes of the wrong kind, wrong arity and extra data are rejected."""
+    def call_on_type(c):  # a call argument that is a TensorType
+        _i, p = _kind_pos(c, 4)
+        c.ints[p + 3] = c.kinds.index(10)
+    def arity(c):  # relu with two arguments
+        _i, p = _kind_pos(c, 4)
+        c.ints[p + 2] = 2
+        c.ints.insert(p + 3, c.ints[p + 3])
+    def extra(c):
+        c.ints.append(0)
+    def bad_const_size(c):
+        _i, p = _kind_pos(c, 2)
+        c.ints[p + 3 + c.ints[p + 1]] += 4
+    for fn in (call_on_type, arity, extra, bad_const_size):
+        with pytest.raises(SerializationError):
+            loads(_tamper(fn))
+
+
+@FUZZ
+@given(st.data())
+def test_fuzz_byte_flips_and_truncations(data) -> None:
+    """Random byte flips and truncations of a valid file raise SerializationError."""
+    buf = bytearray(_VALID)
+    if data.draw(st.booleans()):
+        for pos in data.draw(st.sets(st.integers(0, len(buf) - 1), min_size=1, max_size=4)):
+            buf[pos] ^= data.draw(st.integers(1, 255))
+    else:
+        buf = buf[:data.draw(st.integers(0, len(buf) - 1))]
+    with pytest.raises(SerializationError):
+        loads(bytes(buf))
+
+
+@FUZZ
+@given(st.binary(max_size=200), st.booleans())
+def test_fuzz_garbage(garbage, with_magic) -> None:
+    """Random garbage (with or without a valid magic and version) raises SerializationError."""
+    data = (_VALID[:8] + garbage) if with_magic else garbage
+    with pytest.raises(SerializationError):
+        loads(data)
+
+
+@FUZZ
+@given(st.data())
+def test_fuzz_resigned_payload_mutations(data) -> None:
+    """Mutated payloads with a recomputed checksum load or raise SerializationError, nothing else."""
+    raw = _VALID[32:]
+    buf = bytearray(raw)
+    for _ in range(data.draw(st.integers(1, 6))):
+        pos = data.draw(st.integers(0, len(buf) - 1))
+        buf[pos] = data.draw(st.integers(0, 255))
+    from xxhash import xxh3_128_digest
+
+    header = _VALID[:16] + xxh3_128_digest(bytes(buf))
+    try:
+        loads(header + bytes(buf))
+    except SerializationError:
+        pass
+
+
+_INT_FIELDS = st.one_of(st.integers(-3, 200), st.integers(-(2**70), 2**70))
+_JSON_VALUES = st.one_of(st.none(), st.booleans(), _INT_FIELDS, st.floats(allow_nan=False),
+                         st.text(max_size=5), st.lists(st.integers(-2, 50), max_size=3),
+                         st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+@FUZZ
+@given(st.data())
+def test_fuzz_json_mutations(data) -> None:
+    """Random mutations of a JSON document load or raise SerializationError, never anything else."""
+    doc = json.loads(_VALID_JSON)
+    for _ in range(data.draw(st.integers(1, 3))):
+        where = data.draw(st.sampled_from(["node", "field", "top", "history", "drop"]))
+        nodes = doc["nodes"]
+        if where == "node" and nodes:
+            nodes[data.draw(st.integers(0, len(nodes) - 1))] = data.draw(_JSON_VALUES)
+        elif where == "field" and nodes:
+            rec = nodes[data.draw(st.integers(0, len(nodes) - 1))]
+            if isinstance(rec, list) and rec:
+                rec[data.draw(st.integers(0, len(rec) - 1))] = data.draw(_JSON_VALUES)
+        elif where == "top":
+            doc[data.draw(st.sampled_from(["format", "version", "functions", "nodes", "node"]))] = \
+                data.draw(_JSON_VALUES)
+        elif where == "history":
+            doc["history"] = [{"name": "p", "edges": data.draw(_JSON_VALUES),
+                               "removed": data.draw(_JSON_VALUES), "sources": data.draw(_JSON_VALUES)}]
+        elif nodes:
+            del nodes[data.draw(st.integers(0, len(nodes) - 1))]
+    try:
+        from_json(json.dumps(doc))
+    except SerializationError:
+        pass
+
+
+@FUZZ
+@given(st.text(max_size=100))
+def test_fuzz_json_garbage(text) -> None:
+    """Random text and JSON values that are not pyir documents raise SerializationError."""
+    with pytest.raises(SerializationError):
+        from_json(text)
+    with pytest.raises(SerializationError):
+        from_json(json.dumps(text))
+
+
+def test_json_field_type_errors() -> None:
+    """JSON fields of the wrong type (bools as indices, strings as ints, bad base64) are rejected."""
+    doc = json.loads(_VALID_JSON)
+    call = next(i for i, r in enumerate(doc["nodes"]) if r[0] == "Call")
+    const_i = next(i for i, r in enumerate(doc["nodes"]) if r[0] == "Constant")
+    mutations = [
+        lambda d: d["nodes"][call].__setitem__(1, True),
+        lambda d: d["nodes"][call].__setitem__(3, "0"),
+        lambda d: d["nodes"][call].__setitem__(1, call + 5),
+        lambda d: d["nodes"][const_i].__setitem__(3, "@@@"),
+        lambda d: d["nodes"][const_i].__setitem__(1, "object"),
+        lambda d: d["nodes"].append(["Bogus", 1]),
+        lambda d: d.__setitem__("version", 99),
+        lambda d: d.__setitem__("format", "other"),
+    ]
+    for mutate in mutations:
+        d = json.loads(_VALID_JSON)
+        mutate(d)
+        with pytest.raises(SerializationError):
+            from_json(json.dumps(d))
