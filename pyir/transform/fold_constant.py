@@ -1,0 +1,197 @@
+"""``FoldConstant``: evaluate closed subgraphs at compile time.
+
+A node is *closed* when no variable, global function, function, let or if
+occurs beneath it; the per-node summary mask (``Node._mask``) answers this in
+O(1).  The pass finds every maximal closed subgraph (a closed node with a
+non-closed user, or a closed function body) that is more than a constant (or a
+tuple of constants), evaluates them all at once with the reference interpreter
+and replaces each by a ``Constant`` (a ``Tuple`` of constants for tuple
+values).  A subgraph whose evaluation raises is left as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ..errors import EvaluationError
+from ..expr import Expr, Function, Tuple, const
+from ..functor import ExprMutator
+from ..interp import evaluate
+from ..lineage import derive
+from ..module import Module
+from ..node import F_CONST, F_FUNC, F_GLOBAL, F_IF, F_LET, F_TUPLE, F_VAR, Node
+from ..traverse import post_order
+from ..types import TensorType, TupleType, Type
+from .base import FunctionPass
+
+__all__ = ["FoldConstant"]
+
+#: A node whose mask has none of these bits can be evaluated on its own.
+_OPEN = F_VAR | F_GLOBAL | F_FUNC | F_LET | F_IF
+#: A closed node whose mask has only these bits is already a constant (tuple).
+_LITERAL = F_CONST | F_TUPLE
+
+
+def _closed(n: Node) -> bool:
+    return not (n._mask & _OPEN)
+
+
+def _num_elements(t: Type) -> int:
+    """Number of scalar elements of a (possibly tuple) type, iteratively."""
+    total = 0
+    stack = [t]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, TensorType):
+            total += int(np.prod(s.shape, dtype=np.int64))
+        elif isinstance(s, TupleType):
+            stack.extend(s.fields)
+    return total
+
+
+def _to_expr(value: Any, ty: Type) -> Expr:
+    """The constant expression of an evaluated ``value`` of type ``ty`` (iterative for nested tuples)."""
+    # Build bottom-up: a post-order over (value, type) pairs.
+    out: list[Expr] = []
+    stack: list[tuple[Any, Type, bool]] = [(value, ty, False)]
+    while stack:
+        v, t, done = stack.pop()
+        if isinstance(t, TupleType):
+            if not isinstance(v, tuple) or len(v) != len(t.fields):
+                raise EvaluationError(f"FoldConstant: expected a tuple of {len(t.fields)} values, got {v!r}")
+            if done:
+                n = len(t.fields)
+                fields = out[len(out) - n:]
+                del out[len(out) - n:]
+                out.append(Tuple(fields))
+            else:
+                stack.append((v, t, True))
+                for fv, ft in reversed(list(zip(v, t.fields))):
+                    stack.append((fv, ft, False))
+        elif isinstance(t, TensorType):
+            arr = np.asarray(v)
+            if arr.shape != t.shape:
+                raise EvaluationError(f"FoldConstant: evaluation gave shape {arr.shape}, "
+                                      f"but the type says {t.shape}")
+            if arr.dtype.name != t.dtype:
+                arr = arr.astype(t.dtype)
+            out.append(const(arr))
+        else:
+            raise EvaluationError(f"FoldConstant: cannot make a constant of type {t!r}")
+    return out[0]
+
+
+_FAILED = object()
+
+
+def _evaluate_all(roots: list[Expr]) -> list[Any]:
+    """Values of ``roots``, evaluated together (shared subgraphs once).
+
+    Should evaluation fail (say, an out-of-range ``take`` in a branch that never
+    runs), the roots are evaluated one by one and the failing ones are left
+    unfolded (``_FAILED``): an error there is the program's, at run time.
+    Floating-point warnings are silenced likewise.
+    """
+    with np.errstate(all="ignore"):
+        try:
+            if len(roots) == 1:
+                return [evaluate(roots[0])]
+            return list(evaluate(Tuple(roots)))
+        except EvaluationError:
+            pass
+        out: list[Any] = []
+        for r in roots:
+            try:
+                out.append(evaluate(r))
+            except EvaluationError:
+                out.append(_FAILED)
+        return out
+
+
+class _Replace(ExprMutator):
+    """Substitutes folded roots (pre-seeded in ``memo``), walking only non-closed nodes."""
+
+    def __init__(self, replacements: dict[Node, Expr], expanded: set[Node]) -> None:
+        super().__init__()
+        memo = self.memo
+        for old, new in replacements.items():
+            memo[old] = new
+            # The new constants are leaves of the result: mark them as such so that
+            # the automatic lineage of rebuilt parents does not claim them.
+            memo.setdefault(new, new)
+        self.expanded = expanded
+
+    def should_visit(self, node: Node) -> bool:
+        return bool(node._mask & _OPEN) or node in self.expanded
+
+
+@dataclasses.dataclass(frozen=True)
+class FoldConstant(FunctionPass):
+    """Replace every maximal closed subgraph (op calls, tuples, tuple-get-items over
+    constants) by the constant it evaluates to.
+
+    ``max_elements`` (default None: no limit) skips folding a node whose result
+    would hold more than that many elements (e.g. a broadcast of a scalar to a
+    huge shape); its closed inputs are still folded.  Each new constant derives
+    (lineage) from every node of the subgraph it replaces, so
+    ``new_mod.find(old_node)`` returns it.
+
+    Before::
+
+        def @main(%x: Tensor[(1, 2, 3, 3), float32]) {
+          %0 = multiply(2.0f, 3.0f);
+          add(%x, %0)
+        }
+
+    After::
+
+        def @main(%x: Tensor[(1, 2, 3, 3), float32]) {
+          add(%x, 6.0f)
+        }
+    """
+
+    max_elements: int | None = None
+
+    def transform_function(self, func: Function, mod: Module, name: str) -> Function:
+        """Fold the closed subgraphs of ``func`` (returns ``func`` itself if there are none)."""
+        expanded: set[Node] = set()
+        seen: set[Node] = set()
+        replacements: dict[Node, Expr] = {}
+        candidates: list[Node] = [n for n in post_order(func, stop=_closed) if _closed(n)]
+        while candidates:
+            roots = self._roots(candidates, seen, expanded)
+            candidates = []
+            for r, v in zip(roots, _evaluate_all(roots)):
+                if v is _FAILED:  # keep it, but fold its inputs
+                    expanded.add(r)
+                    candidates.extend(r.children())
+                    continue
+                new = _to_expr(v, r.checked_type)
+                if new is not r:
+                    replacements[r] = new
+                    derive(new, *post_order(r))
+        if not replacements:
+            return func
+        return _Replace(replacements, expanded).visit(func)  # type: ignore[no-any-return]
+
+    def _roots(self, candidates: list[Node], seen: set[Node], expanded: set[Node]) -> list[Expr]:
+        """The closed subgraphs worth folding among ``candidates``; nodes too large to fold
+        (``max_elements``) go to ``expanded`` and their inputs are considered instead."""
+        limit = self.max_elements
+        roots: list[Expr] = []
+        while candidates:
+            n = candidates.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            if not (n._mask & ~_LITERAL):  # a constant or a tuple of constants
+                continue
+            if limit is not None and _num_elements(n.checked_type) > limit:  # type: ignore[attr-defined]
+                expanded.add(n)
+                candidates.extend(n.children())
+                continue
+            roots.append(n)  # type: ignore[arg-type]
+        return roots
