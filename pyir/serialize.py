@@ -169,17 +169,18 @@ def _refs(n: Node) -> tuple[Node, ...]:
 
 
 def _node_table(roots: list[Node]) -> list[Node]:
-    return post_order(roots, children=_refs)
+    """Every node reachable from ``roots`` (through :func:`_refs`), children first."""
+    return post_order(roots, children=_refs)  # type: ignore[arg-type]
 
 
 class _Strings:
-    """A deduplicating string table."""
+    """A deduplicating table of strings (or of 16-byte ids)."""
 
     def __init__(self) -> None:
-        self.index: dict[str, int] = {}
-        self.items: list[str] = []
+        self.index: dict[Any, int] = {}
+        self.items: list[Any] = []
 
-    def __call__(self, s: str) -> int:
+    def __call__(self, s: Any) -> int:
         i = self.index.get(s)
         if i is None:
             i = self.index[s] = len(self.items)
@@ -231,7 +232,7 @@ def _encode(obj: Module | Node) -> _Columns:
     S = _Strings()
     kinds = bytearray()
     ints: list[int] = []
-    blob: list[bytes] = []
+    blob: list[Any] = []
     blob_len = 0
     get = ix.__getitem__
     kind_of = _KIND_OF_TYPE
@@ -249,14 +250,15 @@ def _encode(obj: Module | Node) -> _Columns:
             arr = n.data  # type: ignore[attr-defined]
             if _BIG_ENDIAN or arr.dtype.byteorder == ">":
                 arr = arr.astype(arr.dtype.newbyteorder("<"))
-            raw = arr.tobytes()
+            nb = arr.nbytes
             pad = -blob_len % _ALIGN
             if pad:
                 blob.append(b"\0" * pad)
                 blob_len += pad
-            ints += (S(_name_of(arr.dtype)), arr.ndim, *arr.shape, blob_len, len(raw))  # type: ignore[attr-defined]
-            blob.append(raw)
-            blob_len += len(raw)
+            ints += (S(_name_of(arr.dtype)), arr.ndim, *arr.shape, blob_len, nb)  # type: ignore[attr-defined]
+            if nb:
+                blob.append(memoryview(arr).cast("B"))  # no copy: constant data is C-contiguous
+            blob_len += nb
         elif k == K_GETITEM:
             ints += (ix[n.tuple_value], n.index)  # type: ignore[attr-defined]
         elif k == K_ATTRS:
@@ -605,16 +607,16 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], blob: Any) -> t
                 if not 0 <= na <= len(ints):
                     raise _Bad(f"Attrs with {na} entries")
                 p += 1
-                d: dict[str, Any] = {}
+                amap: dict[str, Any] = {}
                 for _ in range(na):
                     s = ints[p]
                     if not 0 <= s < nstr:
                         raise _Bad(f"string reference {s} out of range")
                     v, p = _read_value(ints, p + 1, i, nodes, strs, 0)
-                    if strs[s] in d:
+                    if strs[s] in amap:
                         raise _Bad(f"duplicate attribute {strs[s]!r}")
-                    d[strs[s]] = v
-                push(Attrs(d))
+                    amap[strs[s]] = v
+                push(Attrs(amap))
             elif k == K_VAR:
                 s, lo, hi, t = ints[p:p + 4]
                 p += 4
@@ -643,7 +645,7 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], blob: Any) -> t
                 at = nodes[_idx(at_i, i)]
                 if type(at) is not Attrs:
                     raise _Bad(f"Function attrs is a {type(at).__name__}")
-                push(Function([nodes[j] for j in ps], nodes[_idx(b, i)], ret, at))  # type: ignore[arg-type]
+                push(Function([nodes[j] for j in ps], nodes[_idx(b, i)], ret, at))  # type: ignore[misc,arg-type]
             elif k in (K_LET, K_IF):
                 a0, a1, a2 = (nodes[_idx(j, i)] for j in ints[p:p + 3])
                 p += 3
@@ -662,7 +664,7 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], blob: Any) -> t
                 ats, p = _refs_at(ints, p + 1, ints[p], i)
                 ret = nodes[_idx(ints[p], i)]
                 p += 1
-                push(FuncType([nodes[j] for j in ats], ret))  # type: ignore[misc]
+                push(FuncType([nodes[j] for j in ats], ret))  # type: ignore[misc,arg-type]
             else:
                 raise _Bad(f"unknown node kind {k}")
         if len(nodes) != len(kinds):

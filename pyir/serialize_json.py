@@ -215,7 +215,11 @@ def _list(x: Any, what: str) -> list[Any]:
 
 
 def _ref_or_null(x: Any, what: str) -> int:
-    return -1 if x is None else _int(x, what)
+    if x is None:
+        return -1
+    if _int(x, what) < 0:
+        raise _Bad(f"{what} must be a node index or null, got {x}")
+    return x  # type: ignore[no-any-return]
 
 
 def _hex_id(x: Any, what: str) -> bytes:
