@@ -1,0 +1,56 @@
+"""Benchmark of the text parser: print and parse time per node on ResNet-style modules.
+
+Run ``python benchmarks/bench_parse.py`` (about 10**4 and 10**5 calls) or with
+``--quick`` (about 10**3 and 10**4 calls).  Parse time per node should stay flat
+as the text grows tenfold (linear time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+
+import pyir
+from pyir.parser import parse
+from pyir.traverse import count_nodes, iter_calls
+
+
+def measure(blocks: int) -> dict[str, float]:
+    """Print and parse ``resnet(blocks, channels=4, size=4)``; times in seconds and counts."""
+    mod = pyir.testing.resnet(blocks, channels=4, size=4)
+    main = mod["main"]
+    nodes = count_nodes(main)
+    calls = sum(1 for _ in iter_calls(main))
+    gc.collect()
+    t0 = time.perf_counter()
+    text = mod.astext(show_meta_data=True)
+    t1 = time.perf_counter()
+    parsed = parse(text)
+    t2 = time.perf_counter()
+    assert parsed.astext(show_meta_data=True) == text, "round trip changed the text"
+    return {"nodes": nodes, "calls": calls, "chars": len(text), "print": t1 - t0, "parse": t2 - t1}
+
+
+def main() -> None:
+    """Run the benchmark and print a table."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (10**3 and 10**4 calls)")
+    args = ap.parse_args()
+    sizes = [110, 1100] if args.quick else [1100, 11000]  # ~9 calls per block
+    print(f"{'blocks':>7} {'calls':>8} {'nodes':>8} {'MB':>6} {'print s':>8} {'parse s':>8} "
+          f"{'print us/node':>14} {'parse us/node':>14} {'parse us/call':>14}")
+    rows = []
+    for n in sizes:
+        r = measure(n)
+        rows.append(r)
+        print(f"{n:>7} {r['calls']:>8} {r['nodes']:>8} {r['chars'] / 1e6:>6.2f} {r['print']:>8.2f} "
+              f"{r['parse']:>8.2f} {r['print'] / r['nodes'] * 1e6:>14.2f} "
+              f"{r['parse'] / r['nodes'] * 1e6:>14.2f} {r['parse'] / r['calls'] * 1e6:>14.2f}")
+    a, b = rows
+    print(f"growth x{b['chars'] / a['chars']:.1f} text -> x{b['parse'] / a['parse']:.1f} parse time, "
+          f"x{b['print'] / a['print']:.1f} print time")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1228 @@
+"""The text parser: reads back exactly what :mod:`pyir.printer` writes.
+
+::
+
+    mod = pyir.parse(text)          # ``def @name(...) { ... }`` definitions (+ ``#[metadata]``)
+    e = pyir.parse_expr(text)       # the expression form printed by ``pyir.astext(expr)``
+
+``parse(mod.astext(show_meta_data=True))`` is alpha-equivalent to ``mod`` (same
+structure, variables renamed consistently) and prints back to the same text.
+
+Design
+------
+* The lexer is one regular expression with a named group per token kind; each
+  match also swallows the whitespace and comments (``/* ... */``, ``// ...``)
+  before its token.  Tokens are plain ``(kind, text, offset)`` tuples produced
+  lazily in batches; line and column are computed from the offset only when
+  needed (errors, :func:`tokenize`), which keeps lexing cheap.
+* Parser methods come in pairs: ``parse_optional_x`` returns None and consumes
+  nothing when ``x`` is absent, ``parse_x`` raises :class:`~pyir.errors.ParseError`.
+* Depth: a deep graph prints as a long sequence of bindings, parsed by a loop.
+  Block nesting (``def``/``fn``/``if``/``{ ... }`` bodies) uses an **explicit
+  stack** of generators (like the printer), so arbitrarily deep nested blocks
+  parse fine.  Inline nesting (parenthesized or nested call arguments, tuple
+  and function types, attribute lists, tensor literals) uses **bounded
+  recursion**: past :data:`MAX_NESTING` levels it raises
+  ``ParseError("nesting too deep ...")``.  The printer never nests those.
+* The cyclic garbage collector is paused while parsing (no cycles are created;
+  its passes over the many new objects would cost about a third of the time).
+* Nodes are built with the normal constructors; operator attributes are
+  normalized through the operator schema (memoized per operator and attribute
+  text).  Errors of the constructors (``AttrError``, ``UnknownOpError``,
+  ``WellFormedError``, arity ``TypeCheckError``) are re-raised as ParseError at
+  the position of the offending token, with the original message.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import gc
+import json
+import re
+from collections.abc import Generator, Iterator, Mapping
+from itertools import islice
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .errors import ParseError, PyIRError
+from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from .module import Module
+from .types import FuncType, TensorType, TupleType, Type, normalize_dtype
+
+__all__ = ["parse", "parse_expr", "parse_type", "tokenize", "Token", "Parser", "MAX_NESTING"]
+
+MAX_NESTING = 200
+"""Maximum depth of inline nesting (parentheses, brackets, types); blocks are unbounded."""
+
+_STRING = r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+_PLAIN_NUM = r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+# One alternative per token kind, tried in order (frequent and compound kinds first).  Compound
+# tokens (BIND ``%0 =``, CALLEE ``nn.relu(``, KEY ``axis=``, NUMLIST ``[1, 1]``, TENSOR
+# ``tensor([...], float32)``) cut the token count of printed text about in half; when they do
+# not match (e.g. a comment inside), the text lexes into the basic tokens, which the parser
+# accepts as well.
+_TOKEN_RE = re.compile(
+    r"(?:\s+|//[^\n]*|/\*.*?\*/)*+"  # whitespace and comments before the token (possessive)
+    r"(?:(?P<COMMA>,)|(?P<RP>\))|(?P<SEMI>;)"
+    r"|(?P<BIND>%(?:[A-Za-z0-9_.]+|" + _STRING + r")[ \t]*=(?![=>]))"
+    r"|(?P<LOCAL>%(?:[A-Za-z0-9_.]+|" + _STRING + r"))"
+    r"|(?P<TENSOR>tensor\(\s*\[[-+0-9.,\s\[\]A-Za-z]*\]\s*,\s*[a-z][a-z0-9]*\s*\))"
+    r"|(?P<CALLEE>(?!(?:fn|if|else|let|def|meta|tensor|Tensor|True|False|None)\()"
+    r"[A-Za-z_][A-Za-z0-9_.]*\()"
+    r"|(?P<KEY>[A-Za-z_][A-Za-z0-9_]*[ \t]*=(?![=>]))"
+    r"|(?P<META>meta\[[A-Za-z_][A-Za-z0-9_]*\]\[[0-9]+\])"
+    r"|(?P<NUMLIST>\[\s*(?:" + _PLAIN_NUM + r"(?:\s*,\s*" + _PLAIN_NUM + r")*\s*)?\])"
+    r"|(?P<NUM>-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf(?![A-Za-z0-9_.])|nan(?![A-Za-z0-9_.]))"
+    r"(?:[A-Za-z_][A-Za-z0-9_]*)?)"
+    r"|(?P<IDENT>[A-Za-z_][A-Za-z0-9_.]*)"
+    r"|(?P<GLOBAL>@(?:[A-Za-z_][A-Za-z0-9_.]*|" + _STRING + r"))"
+    r"|(?P<LP>\()|(?P<EQ>=)|(?P<LB>\[)|(?P<RB>\])"
+    r"|(?P<LC>\{)|(?P<RC>\})|(?P<COLON>:)|(?P<ARROW>->)|(?P<DOT>\.)"
+    r"|(?P<STR>" + _STRING + r")"
+    r"|(?P<METASEC>\#\[metadata\])"
+    r"|(?P<EOF>\Z)"
+    r"|(?P<BADCOMMENT>/\*)"
+    r"|(?P<BADSTR>\")"
+    r"|(?P<ERR>.))",
+    re.DOTALL,
+)
+_BATCH = 4096
+_LOOKAHEAD = 2
+
+_DESCR = {"LP": "'('", "RP": "')'", "COMMA": "','", "SEMI": "';'", "EQ": "'='", "LB": "'['",
+          "RB": "']'", "LC": "'{'", "RC": "'}'", "COLON": "':'", "ARROW": "'->'", "DOT": "'.'",
+          "LOCAL": "a %name", "GLOBAL": "a @name", "NUM": "a number", "IDENT": "an identifier",
+          "STR": "a string", "META": "a meta[...] reference", "EOF": "end of input",
+          "METASEC": "'#[metadata]'", "BIND": "a binding '%name ='", "CALLEE": "a call",
+          "KEY": "an attribute 'name='", "NUMLIST": "a list of numbers", "TENSOR": "a tensor literal"}
+
+_NUM_RE = re.compile(r"(-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan))([A-Za-z_][A-Za-z0-9_]*)?\Z")
+_SUFFIX_DTYPE = {"f": "float32", "f16": "float16", "f32": "float32", "f64": "float64",
+                 "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+                 "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64"}
+_BLOCK_WORDS = frozenset(("fn", "if", "let", "def", "else"))
+_MISSING: Any = object()
+
+Tok = tuple[str, str, int]  # (kind, text, offset)
+
+
+class Token(NamedTuple):
+    """A token with its 1-based position (see :func:`tokenize`)."""
+
+    kind: str
+    text: str
+    line: int
+    column: int
+
+
+def line_col(text: str, pos: int) -> tuple[int, int]:
+    """1-based (line, column) of character offset ``pos`` in ``text``."""
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return line, col
+
+
+def tokenize(text: str) -> Iterator[Token]:
+    """The tokens of ``text`` with line and column (comments and whitespace skipped).
+
+    Ends with an ``EOF`` token; malformed characters give ``ERR``/``BADSTR``/``BADCOMMENT``.
+
+    >>> [(t.kind, t.text, t.line, t.column) for t in tokenize("%0 = f(%x);")][:3]
+    [('LOCAL', '%0', 1, 1), ('EQ', '=', 1, 4), ('IDENT', 'f', 1, 6)]
+    """
+    line, line_start, scanned = 1, 0, 0
+    for m in _TOKEN_RE.finditer(text):
+        kind = m.lastgroup or "EOF"
+        pos = m.start(kind)
+        nl = text.count("\n", scanned, pos)
+        if nl:
+            line += nl
+            line_start = text.rfind("\n", scanned, pos) + 1
+        scanned = pos
+        yield Token(kind, m.group(kind), line, pos - line_start + 1)
+
+
+# -- the parser --------------------------------------------------------------------------------------
+
+
+class Parser:
+    """A recursive-descent parser over one token stream (a slice of ``text``).
+
+    ``meta`` maps metadata indices to constants (None: the text has no
+    ``#[metadata]`` section).  ``free_vars``: undefined ``%names`` become fresh
+    free variables instead of errors (used by :func:`parse_expr`).
+    """
+
+    def __init__(self, text: str, start: int = 0, end: int | None = None, *,
+                 meta: dict[int, Constant] | None = None, free_vars: bool = False,
+                 env: Mapping[str, Expr] | None = None) -> None:
+        self.text = text
+        self._it = _TOKEN_RE.finditer(text, start, len(text) if end is None else end)
+        self.toks: list[Tok] = []
+        self.i = 0
+        self.limit = 0
+        self._done = False
+        self._refill(0)
+        self.tok: Tok = self.toks[0]
+        self.meta = meta
+        self.free_vars = free_vars
+        self.free: dict[str, Var] = {}
+        self.env: dict[str, Expr] = dict(env) if env else {}
+        self.globals_used: dict[str, int] = {}
+        self.depth = 0
+        self._attr_cache: dict[tuple[str, str], Any] = {}
+        self._const_cache: dict[str, Constant] = {}
+        self._ops: dict[str, Op] = {}
+
+    # -- token stream ------------------------------------------------------------------------------
+    def _refill(self, i: int) -> int:
+        rest = self.toks[i:]
+        if self._done:  # stay on the EOF token
+            self.toks = rest
+            return 0
+        batch = [(m.lastgroup, m.group(m.lastgroup), m.start(m.lastgroup))
+                 for m in islice(self._it, _BATCH)]
+        toks = rest + batch  # type: ignore[operator]
+        if len(batch) < _BATCH:
+            self._done = True
+            eof = toks[-1] if toks and toks[-1][0] == "EOF" else ("EOF", "", len(self.text))
+            toks.extend([eof] * (_LOOKAHEAD + 2))
+            self.limit = len(toks) - 1
+        else:
+            self.limit = len(toks) - _LOOKAHEAD
+        self.toks = toks  # type: ignore[assignment]
+        return 0
+
+    def advance(self) -> Tok:
+        """Consume the current token and return it."""
+        t = self.tok
+        i = self.i + 1
+        if i >= self.limit:
+            if self._done:
+                i = min(i, len(self.toks) - 1)
+            else:
+                i = self._refill(i)
+        self.i = i
+        self.tok = self.toks[i]
+        return t
+
+    def peek(self, k: int = 1) -> Tok:
+        """The token ``k`` (at most 2) places after the current one."""
+        return self.toks[min(self.i + k, len(self.toks) - 1)]
+
+    # -- errors ------------------------------------------------------------------------------------
+    def error(self, message: str, pos: int | None = None) -> ParseError:
+        """A ParseError at character offset ``pos`` (default: the current token)."""
+        if pos is None:
+            pos = self.tok[2]
+        line, col = line_col(self.text, pos)
+        return ParseError(message, self.text, line, col)
+
+    def _found(self) -> str:
+        k, s, _ = self.tok
+        if k == "EOF":
+            return "end of input"
+        if k == "BADSTR":
+            return "an unterminated string"
+        if k == "BADCOMMENT":
+            return "an unterminated comment"
+        if k == "METASEC":
+            return "'#[metadata]'"
+        return repr(s if len(s) <= 40 else s[:37] + "...")
+
+    def expected(self, what: str) -> ParseError:
+        """A ParseError ``expected <what>, found <current token>``."""
+        return self.error(f"expected {what}, found {self._found()}")
+
+    def _nest(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.error(f"nesting too deep (more than {MAX_NESTING} levels of parentheses, "
+                             "brackets or nested types)")
+
+    def build(self, ctor: Any, pos: int, *args: Any) -> Any:
+        """``ctor(*args)``, re-raising construction errors as ParseError at ``pos``."""
+        try:
+            return ctor(*args)
+        except PyIRError as e:
+            raise self.error(str(e), pos) from e
+
+    # -- tokens ------------------------------------------------------------------------------------
+    def parse_optional_token(self, kind: str) -> Tok | None:
+        """Consume and return a token of ``kind``, or None."""
+        if self.tok[0] == kind:
+            return self.advance()
+        return None
+
+    def parse_token(self, kind: str, context: str = "") -> Tok:
+        """Consume a token of ``kind`` or raise."""
+        if self.tok[0] == kind:
+            return self.advance()
+        raise self.expected(_DESCR.get(kind, kind) + (f" {context}" if context else ""))
+
+    def parse_optional_keyword(self, word: str) -> Tok | None:
+        """Consume the identifier ``word``, or return None."""
+        t = self.tok
+        if t[0] == "IDENT" and t[1] == word:
+            return self.advance()
+        return None
+
+    def parse_keyword(self, word: str, context: str = "") -> Tok:
+        """Consume the identifier ``word`` or raise."""
+        t = self.parse_optional_keyword(word)
+        if t is None:
+            raise self.expected(f"'{word}'" + (f" {context}" if context else ""))
+        return t
+
+    def parse_int(self, what: str = "an integer") -> int:
+        """A plain (unsuffixed) integer literal."""
+        k, s, p = self.tok
+        if k != "NUM" or not s.lstrip("-").isdigit():
+            raise self.expected(what)
+        self.advance()
+        return self._int(s, p)
+
+    def _int(self, s: str, pos: int) -> int:
+        try:
+            return int(s)
+        except ValueError:
+            raise self.error(f"integer literal too long: {s[:20]}...", pos) from None
+
+    # -- types -------------------------------------------------------------------------------------
+    def parse_optional_type(self) -> Type | None:
+        """``Tensor[(d0, d1), dtype]``, ``(T1, T2)``, ``(T,)``, ``()`` or ``fn (T1) -> T2``."""
+        k, s, p = self.tok
+        if k == "IDENT":
+            if s == "Tensor":
+                self.advance()
+                self.parse_token("LB", "after 'Tensor'")
+                shape = self.parse_shape()
+                self.parse_token("COMMA", "after the shape of a tensor type")
+                dtype = self.parse_dtype()
+                self.parse_token("RB", "closing the tensor type")
+                return self.build(TensorType, p, shape, dtype)  # type: ignore[no-any-return]
+            if s == "fn":
+                self.advance()
+                self._nest()
+                self.parse_token("LP", "after 'fn' in a function type")
+                args = self._type_list()
+                self.parse_token("ARROW", "in a function type")
+                ret = self.parse_type()
+                self.depth -= 1
+                return self.build(FuncType, p, args, ret)  # type: ignore[no-any-return]
+            return None
+        if k == "LP":
+            self.advance()
+            self._nest()
+            fields: list[Type] = []
+            trailing = False
+            while self.tok[0] != "RP":
+                fields.append(self.parse_type())
+                trailing = self.parse_optional_token("COMMA") is not None
+                if not trailing:
+                    break
+            self.parse_token("RP", "closing a tuple type")
+            self.depth -= 1
+            if len(fields) == 1 and not trailing:
+                return fields[0]
+            return self.build(TupleType, p, fields)  # type: ignore[no-any-return]
+        return None
+
+    def parse_type(self) -> Type:
+        """A type, or raise."""
+        t = self.parse_optional_type()
+        if t is None:
+            raise self.expected("a type")
+        return t
+
+    def _type_list(self) -> list[Type]:
+        out: list[Type] = []
+        while self.tok[0] != "RP":
+            out.append(self.parse_type())
+            if self.parse_optional_token("COMMA") is None:
+                break
+        self.parse_token("RP", "closing a type list")
+        return out
+
+    def parse_shape(self) -> tuple[int, ...]:
+        """``(d0, d1, ...)``: ``()``, ``(5)``, ``(5,)``, ``(1, 3)``."""
+        self.parse_token("LP", "opening a shape")
+        dims: list[int] = []
+        while self.tok[0] != "RP":
+            p = self.tok[2]
+            d = self.parse_int("a dimension")
+            if d < 0:
+                raise self.error(f"negative dimension {d}", p)
+            dims.append(d)
+            if self.parse_optional_token("COMMA") is None:
+                break
+        self.parse_token("RP", "closing a shape")
+        return tuple(dims)
+
+    def parse_dtype(self) -> str:
+        """A dtype name (``float32``, ``bool``, ...)."""
+        k, s, p = self.tok
+        if k != "IDENT":
+            raise self.expected("a dtype")
+        self.advance()
+        if _dtype_kind(s) is None:
+            raise self.error(f"unknown dtype {s!r}", p)
+        return s
+
+    # -- attribute values --------------------------------------------------------------------------
+    def parse_optional_attr_value(self) -> Any:
+        """``1``, ``1.0``, ``inf``, ``True``, ``None``, ``"s"``, ``[...]`` or a type; _MISSING if absent."""
+        k, s, p = self.tok
+        if k == "NUM":
+            self.advance()
+            m = _NUM_RE.match(s)
+            if m is None or m.group(2):
+                raise self.error(f"attribute values take no numeric suffix: {s!r}", p)
+            if s.lstrip("-").isdigit():
+                return self._int(s, p)
+            return float(s)
+        if k == "STR":
+            self.advance()
+            return self._string(s, p)
+        if k == "IDENT":
+            if s == "True" or s == "False":
+                self.advance()
+                return s == "True"
+            if s == "None":
+                self.advance()
+                return None
+            if s == "Tensor" or s == "fn":
+                return self.parse_type()
+            return _MISSING
+        if k == "NUMLIST":
+            self.advance()
+            return tuple(self._numlist(s, p, False))
+        if k == "LB":
+            self.advance()
+            self._nest()
+            items = []
+            while self.tok[0] != "RB":
+                items.append(self.parse_attr_value())
+                if self.parse_optional_token("COMMA") is None:
+                    break
+            self.parse_token("RB", "closing an attribute list")
+            self.depth -= 1
+            return tuple(items)
+        if k == "LP":
+            return self.parse_type()
+        return _MISSING
+
+    def parse_attr_value(self) -> Any:
+        """An attribute value, or raise."""
+        v = self.parse_optional_attr_value()
+        if v is _MISSING:
+            raise self.expected("an attribute value")
+        return v
+
+    def _numlist(self, s: str, pos: int, as_text: bool) -> list[Any]:
+        """The numbers of a NUMLIST token ``[1, 2.5]`` (their texts if ``as_text``)."""
+        inner = s[1:-1].strip()
+        if not inner:
+            return []
+        items = [x.strip() for x in inner.split(",")]
+        if as_text:
+            return items
+        return [self._int(x, pos) if x.lstrip("-").isdigit() else float(x) for x in items]
+
+    def _key(self) -> str | None:
+        """Consume an attribute key (``name=``) and return the name, or None."""
+        k, s, _ = self.tok
+        if k == "KEY":
+            self.advance()
+            return s[:-1].rstrip()
+        if k == "IDENT" and self.peek()[0] == "EQ" and "." not in s:
+            self.advance()
+            self.advance()
+            return s
+        return None
+
+    def _string(self, s: str, pos: int) -> str:
+        try:
+            return json.loads(s)  # type: ignore[no-any-return]
+        except ValueError as e:
+            raise self.error(f"bad string literal: {e}", pos) from None
+
+    # -- constants ---------------------------------------------------------------------------------
+    def parse_optional_constant(self) -> Constant | None:
+        """``1.5f``, ``7``, ``7i64``, ``True``, ``tensor([...], dtype)`` or ``meta[Constant][i]``."""
+        k, s, p = self.tok
+        if k == "NUM":
+            self.advance()
+            c = self._const_cache.get(s)
+            if c is None:
+                c = self._const_cache[s] = self._scalar(s, p)
+            return c
+        if k == "META":
+            self.advance()
+            return self._meta_ref(s, p)
+        if k == "TENSOR":
+            self.advance()
+            c = self._const_cache.get(s)
+            if c is None:
+                c = self._const_cache[s] = self._tensor_token(s, p)
+            return c
+        if k == "IDENT":
+            if s == "True" or s == "False":
+                self.advance()
+                return Constant(np.array(s == "True"))
+            if s == "tensor" and self.peek()[0] == "LP":
+                return self._tensor_literal()
+        return None
+
+    def parse_constant(self) -> Constant:
+        """A constant, or raise."""
+        c = self.parse_optional_constant()
+        if c is None:
+            raise self.expected("a constant")
+        return c
+
+    def _scalar(self, s: str, pos: int) -> Constant:
+        m = _NUM_RE.match(s)
+        if m is None:  # pragma: no cover - the lexer only makes matching NUM tokens
+            raise self.error(f"bad number {s!r}", pos)
+        num, suffix = m.group(1), m.group(2) or ""
+        is_int = num.lstrip("-").isdigit()
+        if suffix:
+            dtype = _SUFFIX_DTYPE.get(suffix)
+            if dtype is None:
+                raise self.error(f"unknown numeric suffix {suffix!r} (use f, f16, f64, i8-i64, u8-u64)", pos)
+        else:
+            dtype = "int32" if is_int else "float32"
+        if dtype[0] != "f" and not is_int:
+            raise self.error(f"{num!r} is not an integer, but suffix {suffix!r} makes an {dtype}", pos)
+        try:
+            value = np.array(self._int(num, pos) if is_int else float(num), dtype=dtype)
+        except (OverflowError, ValueError):
+            raise self.error(f"{num} is out of range for {dtype}", pos) from None
+        return Constant(value)
+
+    def _tensor_token(self, s: str, pos: int) -> Constant:
+        """A whole ``tensor([...], dtype)`` token: elements read as JSON (bracket depth bounded)."""
+        head, _, dtype = s[7:-1].rpartition(",")
+        dtype = dtype.strip()
+        head = head.strip()
+        if _FLAT_LIST.match(head) is not None:  # fast path: a flat list of plain numbers
+            kind = _dtype_kind(dtype)
+            if kind == "f" or kind == "c":
+                return self._make_tensor([float(x) for x in head[1:-1].split(",")], dtype, pos)
+        if head.count("[") > MAX_NESTING and _bracket_depth(head) > MAX_NESTING:
+            raise self.error(f"nesting too deep (more than {MAX_NESTING} levels of brackets)", pos)
+        if _JSON_WORDS.search(head) is not None:
+            head = _JSON_WORDS.sub(lambda m: _JSON_WORD[m.group()], head)
+        try:
+            elems = json.loads(head)
+        except ValueError:
+            raise self.error("bad tensor literal: elements must be [...] lists of numbers, True or False",
+                             pos) from None
+        return self._make_tensor(elems, dtype, pos)
+
+    def _make_tensor(self, elems: Any, dtype: str, pos: int) -> Constant:
+        kind = _dtype_kind(dtype)
+        if kind is None:
+            raise self.error(f"unknown dtype {dtype!r} in a tensor literal", pos)
+        if kind == "b":
+            good = _all_leaves(elems, lambda x: type(x) is bool)
+        elif kind in "iu":
+            good = _all_leaves(elems, lambda x: type(x) is int)
+        else:
+            good = _all_leaves(elems, lambda x: type(x) is float or type(x) is int)
+        if not good:
+            raise self.error(f"bad tensor literal: elements do not fit dtype {dtype}", pos)
+        try:
+            arr = np.array(elems, dtype=dtype)
+        except (ValueError, OverflowError, TypeError) as e:
+            raise self.error(f"bad tensor literal: {e}", pos) from None
+        if arr.ndim == 0:
+            raise self.error("bad tensor literal: elements must be a [...] list", pos)
+        return Constant(arr)  # type: ignore[no-any-return]
+
+    def _tensor_literal(self) -> Constant:
+        p = self.advance()[2]  # 'tensor'
+        self.parse_token("LP", "after 'tensor'")
+        if self.tok[0] != "LB" and self.tok[0] != "NUMLIST":
+            raise self.expected("'[' starting the elements of a tensor literal")
+        start = self.tok[2]
+        elems = self._elements()
+        self.parse_token("COMMA", "before the dtype of a tensor literal")
+        if self.tok[0] != "IDENT":
+            raise self.expected("a dtype")
+        dtype = self.advance()[1]
+        self.parse_token("RP", "closing a tensor literal")
+        key = self.text[start:self.tok[2]]
+        c = self._const_cache.get(key)
+        if c is None:
+            try:
+                conv = _map_leaves(elems, _leaf_value)
+            except ValueError:
+                raise self.error("bad tensor literal: elements must be numbers, True or False "
+                                 "(no suffix)", p) from None
+            c = self._const_cache[key] = self._make_tensor(conv, dtype, p)
+        return c
+
+    def _elements(self) -> Any:
+        """A nested ``[...]`` list of scalar token texts (bounded recursion)."""
+        k, s, p = self.tok
+        if k == "LB":
+            self.advance()
+            self._nest()
+            out = []
+            while self.tok[0] != "RB":
+                out.append(self._elements())
+                if self.parse_optional_token("COMMA") is None:
+                    break
+            self.parse_token("RB", "closing a list of tensor elements")
+            self.depth -= 1
+            return out
+        if k == "NUMLIST":
+            self.advance()
+            return self._numlist(s, p, True)
+        if k == "NUM" or (k == "IDENT" and s in ("True", "False")):
+            self.advance()
+            return s
+        raise self.expected("a tensor element")
+
+    def _meta_ref(self, s: str, pos: int) -> Constant:
+        kind = s[5:s.index("]")]
+        idx = int(s[s.rindex("[") + 1:-1]) if len(s) < 60 else -1
+        if kind != "Constant":
+            raise self.error(f"unsupported metadata kind {kind!r} (only Constant)", pos)
+        if self.meta is None:
+            raise self.error(f"{s} refers to the metadata section, which is missing: print with "
+                             "astext(show_meta_data=True) to include the large constants", pos)
+        c = self.meta.get(idx)
+        if c is None:
+            raise self.error(f"{s} is not in the metadata section ({len(self.meta)} constant(s))", pos)
+        return c
+
+    # -- expressions -------------------------------------------------------------------------------
+    def parse_optional_expr(self) -> Expr | None:
+        """A flat expression: a name, constant, call, tuple or ``e.i``; None if absent.
+
+        Blocks (``fn``, ``if``, ``{ ... }``) are statements' values, see :meth:`value`.
+        """
+        k, s, p = self.tok
+        e: Expr
+        if k == "LOCAL":
+            self.advance()
+            e = self._resolve_local(s, p)
+        elif k == "CALLEE":
+            self.advance()
+            e = self._op_call(s[:-1], p)
+        elif k == "IDENT":
+            if self.peek()[0] == "LP" and s not in _BLOCK_WORDS and s != "tensor":
+                self.advance()
+                self.advance()
+                e = self._op_call(s, p)
+            elif s == "True" or s == "False" or s == "tensor":
+                e = self.parse_constant()
+            elif s in _BLOCK_WORDS:
+                return None
+            elif s == "meta":
+                raise self.error("malformed metadata reference (expected meta[Constant][<index>])", p)
+            else:
+                self.advance()
+                e = self._op(s, p)
+        elif k == "NUM" or k == "META" or k == "TENSOR":
+            e = self.parse_constant()
+        elif k == "GLOBAL":
+            self.advance()
+            name = self._string(s[1:], p + 1) if s[1] == '"' else s[1:]
+            if name not in self.globals_used:
+                self.globals_used[name] = p
+            e = self.build(GlobalVar, p, name)
+        elif k == "LP":
+            e = self._paren()
+        else:
+            return None
+        k = self.tok[0]
+        if k == "LP" or k == "DOT":
+            return self._postfix(e)
+        return e
+
+    def _postfix(self, e: Expr) -> Expr:
+        """Calls of non-operator callees ``e(...)`` and tuple indexing ``e.i``."""
+        while True:
+            k, _, p = self.tok
+            if k == "LP":
+                self.advance()
+                args, attrs, _ = self._call_args()
+                e = self.build(Call, p, e, args, attrs)
+            elif k == "DOT":
+                self.advance()
+                k2, s2, p2 = self.tok
+                if k2 != "NUM" or not s2.replace(".", "").isdigit() or s2.endswith("."):
+                    raise self.expected("a tuple index after '.'")
+                self.advance()
+                for part in s2.split("."):
+                    e = self.build(TupleGetItem, p2, e, self._int(part, p2))
+            else:
+                return e
+
+    def parse_expr(self) -> Expr:
+        """A flat expression, or raise."""
+        e = self.parse_optional_expr()
+        if e is None:
+            raise self.expected("an expression")
+        return e
+
+    def _resolve_local(self, s: str, pos: int) -> Expr:
+        if s[1] == '"':
+            name = self._string(s[1:], pos + 1)
+            e = self.env.get(name)
+            if e is not None:
+                return e
+            return self._undefined(name, pos)
+        name = s[1:]
+        e = self.env.get(name)
+        if e is not None:
+            return e
+        # ``%a.0.1``: tuple indexing of ``%a`` (names may contain dots, so try the longest first)
+        base = name
+        idx: list[int] = []
+        while "." in base:
+            base, _, last = base.rpartition(".")
+            if not last.isdigit():
+                break
+            idx.append(self._int(last, pos))
+            e = self.env.get(base) or (self.free.get(base) if self.free_vars else None)
+            if e is not None:
+                for i in reversed(idx):
+                    e = self.build(TupleGetItem, pos, e, i)
+                return e
+        return self._undefined(name, pos)
+
+    def _undefined(self, name: str, pos: int) -> Expr:
+        if self.free_vars:
+            v = self.free.get(name)
+            if v is None:
+                v = self.free[name] = self.build(Var, pos, name)
+            return v
+        raise self.error(f"undefined variable %{name}", pos)
+
+    def _op(self, name: str, pos: int) -> Op:
+        return self._op_entry(name, pos)[0]  # type: ignore[no-any-return]
+
+    def _op_entry(self, name: str, pos: int) -> tuple[Any, ...]:
+        ent = self._ops.get(name)
+        if ent is None:
+            op = self.build(Op, pos, name)
+            odef = op.op_def
+            ent = self._ops[name] = (op, odef, odef.num_inputs, bool(odef.attrs))
+        return ent
+
+    def _op_call(self, name: str, pos: int) -> Call:
+        """The rest of ``name(args, attrs)`` after ``name(``: a call of an operator."""
+        op, odef, n_in, has_attrs = self._ops.get(name) or self._op_entry(name, pos)
+        args, attrs, span = self._call_args()
+        try:
+            if n_in != len(args):
+                odef.check_arity(len(args))
+            a = None
+            if attrs or has_attrs:
+                key = (name, span)
+                a = self._attr_cache.get(key)
+                if a is None:
+                    a = self._attr_cache[key] = odef.normalize_attrs(attrs)
+            return Call(op, args, a, _checked=True)  # type: ignore[no-any-return]
+        except PyIRError as e:
+            raise self.error(str(e), pos) from e
+
+    def _call_args(self) -> tuple[tuple[Expr, ...], dict[str, Any] | None, str]:
+        """After ``(``: positional arguments, then ``key=value`` attributes, then ``)``."""
+        args: list[Expr] = []
+        attrs: dict[str, Any] | None = None
+        attr_start = 0
+        self._nest()
+        env = self.env
+        consts = self._const_cache
+        while True:
+            k, s, p = self.tok
+            if attrs is None and (k == "LOCAL" or k == "TENSOR" or k == "NUM"):
+                # fast path for the atoms of printed text
+                e: Any = None
+                if k == "LOCAL":
+                    if s[1] != '"':
+                        e = env.get(s[1:])
+                else:
+                    e = consts.get(s)
+                if e is None:
+                    e = self.parse_expr()
+                else:
+                    self.advance()
+                    nk = self.tok[0]
+                    if nk == "LP" or nk == "DOT":
+                        e = self._postfix(e)
+                args.append(e)
+            elif k == "RP":
+                break
+            else:
+                key = self._key() if (k == "KEY" or k == "IDENT") else None
+                if key is not None:
+                    if attrs is None:
+                        attrs = {}
+                        attr_start = p
+                    elif key in attrs:
+                        raise self.error(f"duplicate attribute {key!r}", p)
+                    attrs[key] = self.parse_attr_value()
+                elif attrs is not None:
+                    raise self.expected("an attribute 'name=value' (arguments come before attributes)")
+                else:
+                    e = self.parse_optional_expr()
+                    if e is None:
+                        raise self.expected("an argument or ')'")
+                    args.append(e)
+            if self.tok[0] != "COMMA":
+                break
+            self.advance()
+        if self.tok[0] != "RP":
+            raise self.expected("',' or ')' in an argument list")
+        span = self.text[attr_start:self.tok[2]] if attrs is not None else ""
+        self.advance()
+        self.depth -= 1
+        return tuple(args), attrs, span
+
+    def _paren(self) -> Expr:
+        p = self.advance()[2]
+        self._nest()
+        fields: list[Expr] = []
+        trailing = False
+        while self.tok[0] != "RP":
+            e = self.parse_optional_expr()
+            if e is None:
+                raise self.expected("an expression or ')'")
+            fields.append(e)
+            trailing = self.parse_optional_token("COMMA") is not None
+            if not trailing:
+                break
+        self.parse_token("RP", "closing a tuple")
+        self.depth -= 1
+        if len(fields) == 1 and not trailing:
+            return fields[0]
+        return self.build(Tuple, p, fields)  # type: ignore[no-any-return]
+
+    # -- scopes ------------------------------------------------------------------------------------
+    def bind(self, name: str, value: Expr, undo: list[tuple[str, Any]]) -> None:
+        """Bind ``%name`` in the current scope (shadowing), recording how to undo it."""
+        env = self.env
+        undo.append((name, env.get(name, _MISSING)))
+        env[name] = value
+
+    def unbind(self, undo: list[tuple[str, Any]]) -> None:
+        """Undo the bindings of a scope."""
+        env = self.env
+        for name, old in reversed(undo):
+            if old is _MISSING:
+                del env[name]
+            else:
+                env[name] = old
+
+    def _binder_name(self, context: str) -> tuple[str, int]:
+        k, s, p = self.tok
+        if k != "LOCAL":
+            raise self.expected(f"a %name {context}")
+        self.advance()
+        return (self._string(s[1:], p + 1) if s[1] == '"' else s[1:]), p
+
+    def _bind_target(self) -> str:
+        """Consume ``%name =`` (one BIND token, or LOCAL and EQ) and return the name."""
+        k, s, p = self.advance()
+        if k == "BIND":
+            s = s[:-1].rstrip()
+        else:
+            self.advance()
+        return self._string(s[1:], p + 1) if s[1] == '"' else s[1:]
+
+    def parse_params(self, undo: list[tuple[str, Any]]) -> tuple[list[Var], dict[str, Any]]:
+        """``(%x: T, %y, Attr=value, ...)``; binds the parameters."""
+        self.parse_token("LP", "opening a parameter list")
+        params: list[Var] = []
+        attrs: dict[str, Any] = {}
+        seen: set[str] = set()
+        while self.tok[0] != "RP":
+            k, _, p = self.tok
+            key = self._key() if (k == "KEY" or k == "IDENT") else None
+            if key is not None:
+                if key in attrs:
+                    raise self.error(f"duplicate attribute {key!r}", p)
+                attrs[key] = self.parse_attr_value()
+            elif attrs:
+                raise self.expected("an attribute 'name=value' (parameters come before attributes)")
+            else:
+                name, p = self._binder_name("(a parameter)")
+                if name in seen:
+                    raise self.error(f"duplicate parameter %{name}", p)
+                seen.add(name)
+                ty = self.parse_type() if self.parse_optional_token("COLON") else None
+                params.append(self.build(Var, p, name, ty))
+            if self.parse_optional_token("COMMA") is None:
+                break
+        self.parse_token("RP", "closing a parameter list")
+        for v in params:
+            self.bind(v.name_hint, v, undo)
+        return params, attrs
+
+    def _is_block(self) -> bool:
+        k, s, _ = self.tok
+        return k == "LC" or (k == "IDENT" and (s == "fn" or s == "if"))
+
+    def value(self) -> Generator[Any, Any, Expr]:
+        """A statement's value: ``fn``/``if``/``{ ... }`` block or flat expression (a generator)."""
+        k, s, _ = self.tok
+        if k == "LC":
+            self.advance()
+            e = yield self.body()
+            self.parse_token("RC", "closing a block")
+            return e  # type: ignore[no-any-return]
+        if s == "fn":
+            return (yield from self.function())
+        if s == "if":
+            return (yield from self.if_())
+        return self.parse_expr()
+
+    def body(self) -> Generator[Any, Any, Expr]:
+        """Bindings ``%N = v;`` / ``let %x: T = v;`` then a tail expression (a generator).
+
+        Nested blocks are requested by yielding their generators to :meth:`run`.
+        """
+        undo: list[tuple[str, Any]] = []
+        lets: list[tuple[Var, Expr, int]] = []
+        env = self.env
+        while True:
+            k, s, p = self.tok
+            if k == "BIND" or (k == "LOCAL" and self.peek()[0] == "EQ"):
+                name = self._bind_target()
+                k, s, p = self.tok
+                if k == "CALLEE":  # the common case, inlined
+                    self.advance()
+                    val = self._op_call(s[:-1], p)
+                    k = self.tok[0]
+                    if k == "LP" or k == "DOT":
+                        val = self._postfix(val)
+                else:
+                    val = (yield from self.value()) if self._is_block() else self.parse_expr()
+                if self.tok[0] != "SEMI":
+                    raise self.expected("';' after a binding")
+                self.advance()
+                undo.append((name, env.get(name, _MISSING)))
+                env[name] = val
+            elif k == "IDENT" and s == "let":
+                self.advance()
+                vp = self.tok[2]
+                if self.tok[0] == "BIND":
+                    name, ty = self._bind_target(), None
+                else:
+                    name, vp = self._binder_name("after 'let'")
+                    ty = self.parse_type() if self.parse_optional_token("COLON") else None
+                    self.parse_token("EQ", "in a let binding")
+                v = self.build(Var, vp, name, ty)
+                recursive = self.tok[1] == "fn" and self.tok[0] == "IDENT"
+                if recursive:  # a let-bound function may call itself
+                    self.bind(name, v, undo)
+                val = (yield from self.value()) if self._is_block() else self.parse_expr()
+                self.parse_token("SEMI", "after a let binding")
+                lets.append((v, val, p))
+                if not recursive:
+                    self.bind(name, v, undo)
+            else:
+                if self._is_block():
+                    tail = yield from self.value()
+                else:
+                    e = self.parse_optional_expr()
+                    if e is None:
+                        raise self.expected("an expression or a binding")
+                    tail = e
+                break
+        for v, val, p in reversed(lets):
+            tail = self.build(Let, p, v, val, tail)
+        self.unbind(undo)
+        return tail
+
+    def function(self) -> Generator[Any, Any, Function]:
+        """``fn (params) -> T { body }`` (a generator)."""
+        p = self.advance()[2]
+        undo: list[tuple[str, Any]] = []
+        params, attrs = self.parse_params(undo)
+        ret = self.parse_type() if self.parse_optional_token("ARROW") else None
+        self.parse_token("LC", "opening a function body")
+        b = yield self.body()
+        self.parse_token("RC", "closing a function body")
+        self.unbind(undo)
+        return self.build(Function, p, params, b, ret, attrs)  # type: ignore[no-any-return]
+
+    def if_(self) -> Generator[Any, Any, If]:
+        """``if (cond) { ... } else { ... }`` (a generator)."""
+        p = self.advance()[2]
+        self.parse_token("LP", "after 'if'")
+        cond = self.parse_expr()
+        self.parse_token("RP", "closing the condition")
+        self.parse_token("LC", "opening the true branch")
+        t = yield self.body()
+        self.parse_token("RC", "closing the true branch")
+        self.parse_keyword("else")
+        self.parse_token("LC", "opening the false branch")
+        f = yield self.body()
+        self.parse_token("RC", "closing the false branch")
+        return self.build(If, p, cond, t, f)  # type: ignore[no-any-return]
+
+    def definition(self) -> Generator[Any, Any, tuple[str, Function, int]]:
+        """``def @name(params) -> T { body }`` (a generator)."""
+        self.parse_keyword("def")
+        k, s, p = self.tok
+        if k != "GLOBAL":
+            raise self.expected("a @name after 'def'")
+        self.advance()
+        name = self._string(s[1:], p + 1) if s[1] == '"' else s[1:]
+        undo: list[tuple[str, Any]] = []
+        params, attrs = self.parse_params(undo)
+        ret = self.parse_type() if self.parse_optional_token("ARROW") else None
+        self.parse_token("LC", "opening a function body")
+        b = yield self.body()
+        self.parse_token("RC", "closing a function body")
+        self.unbind(undo)
+        return name, self.build(Function, p, params, b, ret, attrs), p
+
+    @staticmethod
+    def run(gen: Generator[Any, Any, Any]) -> Any:
+        """Drive a block generator and the nested ones it requests with an explicit stack."""
+        stack = [gen]
+        val: Any = None
+        while True:
+            try:
+                req = stack[-1].send(val)
+            except StopIteration as stop:
+                stack.pop()
+                if not stack:
+                    return stop.value
+                val = stop.value
+                continue
+            stack.append(req)
+            val = None
+
+    # -- top level ---------------------------------------------------------------------------------
+    def parse_module(self) -> Module:
+        """Definitions until the end of input."""
+        funcs: dict[str, Function] = {}
+        while self.tok[0] != "EOF":
+            if self.tok[0] != "IDENT" or self.tok[1] != "def":
+                raise self.expected("'def' or end of input")
+            name, f, p = self.run(self.definition())
+            if name in funcs:
+                raise self.error(f"@{name} is defined twice", p)
+            funcs[name] = f
+        for name, p in self.globals_used.items():
+            if name not in funcs:
+                raise self.error(f"undefined global function @{name}", p)
+        return self.build(Module, self.tok[2], funcs)  # type: ignore[no-any-return]
+
+    def parse_toplevel_expr(self) -> Expr:
+        """A body (bindings and a tail expression) until the end of input."""
+        e = self.run(self.body())
+        if self.tok[0] != "EOF":
+            raise self.expected("';' or end of input")
+        return e  # type: ignore[no-any-return]
+
+    def parse_metadata(self, out: dict[int, Constant] | None = None, header: bool = True
+                       ) -> dict[int, Constant]:
+        """``#[metadata]`` (if ``header``) then ``meta[Constant][i] = dtype (shape) "base64"`` lines.
+
+        Entries go into ``out`` (which may hold the entries read before this parser's start).
+        """
+        if header:
+            self.parse_token("METASEC")
+        if out is None:
+            out = {}
+        while self.tok[0] != "EOF":
+            k, s, p = self.tok
+            if k != "META":
+                raise self.expected("'meta[Constant][<index>] = ...' in the metadata section")
+            self.advance()
+            kind = s[5:s.index("]")]
+            if kind != "Constant":
+                raise self.error(f"unsupported metadata kind {kind!r} (only Constant)", p)
+            idx = self._int(s[s.rindex("[") + 1:-1], p)
+            if idx in out:
+                raise self.error(f"{s} is defined twice", p)
+            self.parse_token("EQ", "in a metadata entry")
+            dp = self.tok[2]
+            dtype = self.parse_dtype()
+            shape = self.parse_shape()
+            k2, blob, bp = self.tok
+            if k2 != "STR":
+                raise self.expected("a base64 string")
+            self.advance()
+            try:
+                raw = base64.b64decode(blob[1:-1], validate=True)
+                arr = np.frombuffer(raw, dtype=dtype).reshape(shape)
+            except (ValueError, binascii.Error) as e:
+                raise self.error(f"bad data for {s} ({dtype} {shape}): {e}", bp) from None
+            out[idx] = self.build(Constant, dp, arr)
+        return out
+
+
+_FLAT_LIST = re.compile(r"\[\s*" + _PLAIN_NUM + r"(?:\s*,\s*" + _PLAIN_NUM + r")*\s*\]\Z")
+_META_LINE = re.compile(r'\s*meta\[Constant\]\[([0-9]+)\] = ([a-z][a-z0-9]*) \(((?:[0-9]+(?:, [0-9]+)*)?)\) '
+                        r'"([A-Za-z0-9+/=]*)"[ \t]*(?=\n|\Z)')
+_JSON_WORD = {"True": "true", "False": "false", "inf": "Infinity", "nan": "NaN"}
+_JSON_WORDS = re.compile(r"\b(?:True|False|inf|nan)\b")
+_LEAF_RE = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan)\Z")
+
+
+_DTYPE_KINDS: dict[str, str | None] = {}
+
+
+def _dtype_kind(name: str) -> str | None:
+    """The numpy kind of a canonical numeric or bool dtype name, else None (memoized)."""
+    kind = _DTYPE_KINDS.get(name, "?")
+    if kind == "?":
+        try:
+            dt = normalize_dtype(name)
+            kind = np.dtype(dt).kind if dt == name and np.dtype(dt).kind in "biufc" else None
+        except (PyIRError, TypeError, ValueError):
+            kind = None
+        if len(_DTYPE_KINDS) < 1000:
+            _DTYPE_KINDS[name] = kind
+    return kind
+
+
+def _leaf_value(s: str) -> Any:
+    """The value of a tensor element text (ValueError if it is not a plain number or bool)."""
+    if s == "True" or s == "False":
+        return s == "True"
+    if _LEAF_RE.match(s) is None:
+        raise ValueError(s)
+    if s.lstrip("-").isdigit():
+        return int(s)
+    return float(s)
+
+
+def _bracket_depth(s: str) -> int:
+    depth = best = 0
+    for c in s:
+        if c == "[":
+            depth += 1
+            best = max(best, depth)
+        elif c == "]":
+            depth -= 1
+    return best
+
+
+def _all_leaves(x: Any, pred: Any) -> bool:
+    stack = [x]
+    while stack:
+        y = stack.pop()
+        if type(y) is list:
+            stack.extend(y)
+        elif not pred(y):
+            return False
+    return True
+
+
+def _map_leaves(x: Any, f: Any) -> Any:
+    if type(x) is list:
+        return [_map_leaves(y, f) for y in x]  # depth is bounded by MAX_NESTING
+    return f(x)
+
+
+def _metadata_start(text: str) -> int:
+    """Offset of the last ``#[metadata]`` line, or -1."""
+    i = len(text)
+    while True:
+        i = text.rfind("#[metadata]", 0, i)
+        if i <= 0 or text[i - 1] == "\n":
+            return i
+        i -= 1
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: parsing allocates many objects but no cycles,
+    and the collector's passes over them would cost about a third of the parse time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _split(text: str) -> tuple[int, dict[int, Constant] | None]:
+    if not isinstance(text, str):
+        raise ParseError(f"expected text (str), got {type(text).__name__}")
+    md = _metadata_start(text)
+    if md < 0:
+        return len(text), None
+    # Fast path: one regex per well-formed entry; from the first other line on, the token parser
+    # takes over (and reports errors with their position).
+    out: dict[int, Constant] = {}
+    pos = md + len("#[metadata]")
+    n = len(text)
+    match = _META_LINE.match
+    while pos < n:
+        m = match(text, pos)
+        if m is None:
+            break
+        idx, dtype, dims, blob = m.groups()
+        if len(idx) > 18 or int(idx) in out or _dtype_kind(dtype) is None:
+            break
+        try:
+            shape = tuple(int(d) for d in dims.split(",")) if dims else ()
+            arr = np.frombuffer(base64.b64decode(blob, validate=True), dtype=dtype).reshape(shape)
+            c = Constant(arr)
+        except (ValueError, binascii.Error, PyIRError):
+            break
+        out[int(idx)] = c
+        pos = m.end()
+    if pos < n and text[pos:].strip():
+        Parser(text, pos).parse_metadata(out, header=False)
+    return md, out
+
+
+def parse(text: str) -> Module:
+    """Parse module text (as printed by ``mod.astext(show_meta_data=True)``).
+
+    Raises :class:`~pyir.errors.ParseError` (with line and column) on malformed text.
+
+    >>> import pyir
+    >>> mod = parse("def @main(%x: Tensor[(2), float32]) { nn.relu(%x) }")
+    >>> print(mod.astext(), end="")
+    def @main(%x: Tensor[(2), float32]) {
+      nn.relu(%x)
+    }
+    """
+    with _gc_paused():
+        end, meta = _split(text)
+        return Parser(text, 0, end, meta=meta).parse_module()
+
+
+def parse_expr(text: str, env: Mapping[str, Expr] | None = None, *, free_vars: bool = True) -> Expr:
+    """Parse the expression form printed by ``pyir.astext(expr)``.
+
+    ``env`` maps names (without ``%``) to expressions.  Other undefined ``%names``
+    become fresh (untyped) free variables, one per name, unless ``free_vars=False``
+    (then they are errors).  ``@names`` are not checked (there is no module).
+
+    >>> print(parse_expr("%0 = add(%a, 1f);\\nnegative(%0)"), end="")
+    %0 = add(%a, 1f);
+    negative(%0)
+    """
+    with _gc_paused():
+        end, meta = _split(text)
+        return Parser(text, 0, end, meta=meta, free_vars=free_vars, env=env).parse_toplevel_expr()
+
+
+def parse_type(text: str) -> Type:
+    """Parse a type printed by ``pyir.astext(type)``."""
+    p = Parser(text)
+    t = p.parse_type()
+    if p.tok[0] != "EOF":
+        raise p.expected("end of input")
+    return t
