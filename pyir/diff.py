@@ -1,0 +1,270 @@
+"""``diff(before, after)``: what changed between two modules or two expressions.
+
+Because nodes are hash-consed, an unchanged subgraph is the *same object* in
+both versions, so a diff is a question of reachability: the new nodes are
+those reachable from ``after`` but not from ``before``, the removed nodes the
+converse.
+
+The walk is proportional to the change, not to the graph
+--------------------------------------------------------
+Every node gets a *height* (1 + the largest height of its children, 0 for
+leaves), kept in a weak side table so it is computed once per node: the first
+diff involving a module walks it fully, later diffs only walk nodes they have
+never seen (in a pipeline, the new nodes of each pass).
+
+Both graphs are then explored together from their roots in *decreasing
+height* (a heap).  Each discovered node carries the set of sides it was reached
+from.  A node is popped only after every parent that can reach it (parents are
+higher), so when it is popped its sides are final:
+
+* reached from ``after`` only: new;  from ``before`` only: removed;
+* reached from both: shared.  Its subgraph is shared too, so it is expanded
+  only while some node of one side only is still pending below it (such a
+  node may also sit under the shared one); as soon as no one-sided node is
+  pending, the walk stops.
+
+For an edit of a chain (the common pass rewrite), the work is the changed
+nodes plus their frontier; for a wide DAG with a change near the leaves the
+walk may cover the shared region above the change (never more than both
+graphs).  ``benchmarks/bench_equality.py`` measures it against a full walk.
+"""
+
+from __future__ import annotations
+
+import difflib
+import heapq
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .equality import gc_paused
+from .errors import WellFormedError
+from .expr import Expr, Function
+from .module import Module
+from .node import Node
+from .printer import astext
+
+__all__ = ["diff", "Diff", "FunctionDiff", "height", "changed_nodes"]
+
+_heights: weakref.WeakKeyDictionary[Node, int] = weakref.WeakKeyDictionary()
+
+
+def _ensure_heights(roots: Iterable[Node]) -> dict[Node, int]:
+    """Heights of everything reachable from ``roots`` that has none yet; returns a lookup dict."""
+    table = _heights
+    local: dict[Node, int] = {}
+    stack: list[tuple[Node, bool]] = [(r, False) for r in roots]
+    push = stack.append
+    pop = stack.pop
+    while stack:
+        n, done = pop()
+        if done:
+            h = 0
+            for c in n.children():
+                hc = local[c] if c in local else table[c]
+                if hc >= h:
+                    h = hc + 1
+            local[n] = h
+            continue
+        if n in local or n in table:
+            continue
+        kids = n.children()
+        if not kids:
+            local[n] = 0
+            continue
+        push((n, True))
+        for c in kids:
+            if c not in local and c not in table:
+                push((c, False))
+    if local:
+        table.update(local)
+    return local
+
+
+def height(node: Node) -> int:
+    """Length of the longest path from ``node`` down to a leaf (cached per node)."""
+    h = _heights.get(node)
+    if h is None:
+        with gc_paused():
+            _ensure_heights([node])
+        h = _heights[node]
+    return h
+
+
+def changed_nodes(before: Iterable[Node], after: Iterable[Node]) -> tuple[list[Node], list[Node], list[Node]]:
+    """``(new, removed, frontier)``: nodes only reachable from ``after``, only from
+    ``before``, and the shared nodes where the walk stopped (see the module docstring)."""
+    before = list(before)
+    after = list(after)
+    with gc_paused():
+        _ensure_heights(before + after)
+        table = _heights
+        side: dict[Node, int] = {}
+        heap: list[tuple[int, int, Node]] = []
+        seq = 0
+        pending = 0  # queued nodes reached from one side only
+        for bit, roots in ((1, after), (2, before)):
+            for r in roots:
+                old = side.get(r, 0)
+                if old == 0:
+                    heapq.heappush(heap, (-table[r], seq, r))
+                    seq += 1
+                    pending += 1
+                elif old != bit and old != 3:
+                    pending -= 1
+                side[r] = old | bit
+        new: list[Node] = []
+        removed: list[Node] = []
+        frontier: list[Node] = []
+        pop = heapq.heappop
+        hpush = heapq.heappush
+        while heap and pending:
+            _, _, n = pop(heap)
+            s = side[n]
+            if s == 3:
+                frontier.append(n)
+            else:
+                pending -= 1
+                (new if s == 1 else removed).append(n)
+            for c in n.children():
+                old = side.get(c, 0)
+                if old == 0:
+                    hpush(heap, (-table[c], seq, c))
+                    seq += 1
+                    side[c] = s
+                    if s != 3:
+                        pending += 1
+                elif old | s != old:
+                    if old != 3:
+                        pending -= 1  # becomes shared
+                    side[c] = 3
+        # frontier nodes still queued are shared and reached: count them too
+        frontier.extend(n for _, _, n in heap if side[n] == 3)
+    return new, removed, frontier
+
+
+@dataclass
+class FunctionDiff:
+    """Changes of one function (or expression): new, removed and shared-frontier nodes."""
+
+    name: str
+    before: Expr | None
+    after: Expr | None
+    new: list[Node] = field(default_factory=list)
+    removed: list[Node] = field(default_factory=list)
+    frontier: list[Node] = field(default_factory=list)
+
+    @property
+    def shared(self) -> int:
+        """Number of nodes of ``after`` that were already in ``before`` (walks ``after``)."""
+        if self.after is None:
+            return 0
+        from .traverse import count_nodes
+
+        return count_nodes(self.after) - len(self.new)
+
+
+@dataclass
+class Diff:
+    """The result of :func:`diff`: function names added/removed/changed, and per changed
+    function a :class:`FunctionDiff`.  ``str(d)`` is a unified text diff; in a
+    notebook it renders side by side (``pyir.display``)."""
+
+    before: Any
+    after: Any
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+    functions: dict[str, FunctionDiff]
+
+    @property
+    def new_nodes(self) -> list[Node]:
+        """All new nodes, over every changed or added function."""
+        return [n for fd in self.functions.values() for n in fd.new]
+
+    @property
+    def removed_nodes(self) -> list[Node]:
+        """All removed nodes, over every changed or removed function."""
+        return [n for fd in self.functions.values() for n in fd.removed]
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+    def summary(self) -> str:
+        """One line per added/removed/changed function with node counts."""
+        if not self:
+            return "no changes"
+        out = []
+        for name in self.added:
+            out.append(f"+ @{name}: added ({len(self.functions[name].new)} new nodes)")
+        for name in self.removed:
+            out.append(f"- @{name}: removed ({len(self.functions[name].removed)} nodes)")
+        for name in self.changed:
+            fd = self.functions[name]
+            out.append(f"~ @{name}: {len(fd.new)} new, {len(fd.removed)} removed nodes")
+        return "\n".join(out)
+
+    def text_pair(self, name: str) -> tuple[list[str], list[str]]:
+        """The printed lines of function ``name`` before and after."""
+        fd = self.functions[name]
+        return (_lines(fd.before, name), _lines(fd.after, name))
+
+    def __str__(self) -> str:
+        parts = [self.summary()]
+        for name in [*self.removed, *self.added, *self.changed]:
+            a, b = self.text_pair(name)
+            parts.extend(difflib.unified_diff(a, b, f"before @{name}", f"after @{name}", lineterm="", n=2))
+        return "\n".join(parts) + "\n"
+
+    def __repr__(self) -> str:
+        return (f"<Diff +{len(self.added)} -{len(self.removed)} ~{len(self.changed)} functions, "
+                f"{len(self.new_nodes)} new / {len(self.removed_nodes)} removed nodes>")
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(str(self))
+
+    def _repr_html_(self) -> str:
+        from .display import diff_html
+
+        return diff_html(self)
+
+
+def _lines(e: Expr | None, name: str) -> list[str]:
+    if e is None:
+        return []
+    if isinstance(e, Function) and name != "<expr>":
+        return astext(Module({name: e})).splitlines()
+    return astext(e).splitlines()
+
+
+def diff(before: Module | Expr, after: Module | Expr) -> Diff:
+    """Compare two modules (function by function) or two expressions.
+
+    Time is proportional to the changed region (see the module docstring);
+    unchanged functions (the same object) cost nothing.
+    """
+    if isinstance(before, Module) and isinstance(after, Module):
+        fb, fa = before.functions(), after.functions()
+        added = sorted(n for n in fa if n not in fb)
+        removed = sorted(n for n in fb if n not in fa)
+        changed = sorted(n for n in fa if n in fb and fa[n] is not fb[n])
+        funcs: dict[str, FunctionDiff] = {}
+        for n in added:
+            new, _, _ = changed_nodes([], [fa[n]])
+            funcs[n] = FunctionDiff(n, None, fa[n], new)
+        for n in removed:
+            _, rem, _ = changed_nodes([fb[n]], [])
+            funcs[n] = FunctionDiff(n, fb[n], None, [], rem)
+        for n in changed:
+            new, rem, fr = changed_nodes([fb[n]], [fa[n]])
+            funcs[n] = FunctionDiff(n, fb[n], fa[n], new, rem, fr)
+        return Diff(before, after, added, removed, changed, funcs)
+    if isinstance(before, Expr) and isinstance(after, Expr):
+        if before is after:
+            return Diff(before, after, [], [], [], {})
+        new, rem, fr = changed_nodes([before], [after])
+        fd = FunctionDiff("<expr>", before, after, new, rem, fr)
+        return Diff(before, after, [], [], ["<expr>"], {"<expr>": fd})
+    raise WellFormedError(f"diff compares two modules or two expressions, got {type(before).__name__} "
+                          f"and {type(after).__name__}")

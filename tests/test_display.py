@@ -1,0 +1,158 @@
+"""Tests for pyir.display: every HTML rendering parses, is balanced and escaped."""
+
+from html.parser import HTMLParser
+
+import pyir
+from pyir import display, op
+from pyir.diff import diff
+from pyir.report import ReportInstrument
+from pyir.transform.base import PassContext, Sequential
+
+display.install()
+
+_VOID = {"br", "hr", "img", "meta", "input", "link", "col", "wbr"}
+
+
+class _Checker(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.stack = []
+        self.text = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in _VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack[-1] == tag, f"unbalanced </{tag}>, open: {self.stack[-5:]}"
+        self.stack.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def check_html(s):
+    """Parse ``s``; assert tags are balanced; return the text content."""
+    assert isinstance(s, str) and s
+    p = _Checker()
+    p.feed(s)
+    p.close()
+    assert not p.stack, f"unclosed tags {p.stack}"
+    return "".join(p.text)
+
+
+def _pipeline():
+    from pyir.transform.fold_constant import FoldConstant
+    from pyir.transform.fuse_ops import FuseOps
+    from pyir.transform.infer_type import InferType
+    from pyir.transform.simplify_inference import SimplifyInference
+
+    return [InferType(), SimplifyInference(), FoldConstant(), FuseOps()]
+
+
+def test_install_idempotent():
+    """install() attaches _repr_html_ and may be called twice."""
+    display.install()
+    display.install()
+    assert hasattr(pyir.Expr, "_repr_html_") and hasattr(pyir.Module, "_repr_html_")
+
+
+def test_expr_and_module_html():
+    """Expressions and modules render highlighted, collapsible, balanced HTML."""
+    m = pyir.testing.resnet(1)
+    h = m._repr_html_()
+    text = check_html(h)
+    assert "<details" in h and "<summary>" in h and 'class="op"' in h and 'class="ty"' in h
+    assert "nn.conv2d" in text
+    e = m["main"].body
+    assert "nn.softmax" in check_html(e._repr_html_())
+
+
+def test_escaping():
+    """Names with HTML characters are escaped."""
+    x = pyir.Var("<b>&x", pyir.TensorType((2,), "float32"))
+    m = pyir.Module({"a<script>": pyir.Function([x], op.nn.relu(x))})
+    h = m._repr_html_()
+    assert "<script>" not in h and "<b>&x" not in h
+    text = check_html(h)
+    assert "a<script>" in text
+
+
+def test_large_module_summarized():
+    """Modules above max_lines are summarized (function list, counts, first lines)."""
+    m = pyir.testing.elementwise_chain(1000)
+    h = display.module_html(m, max_lines=500)
+    text = check_html(h)
+    assert "summary" in text and "more line(s)" in text and len(h) < 20000
+    big = pyir.testing.elementwise_chain(10**5)
+    h = big._repr_html_()
+    assert "kinds: " in check_html(h) and len(h) < 20000
+    check_html(big["main"].body._repr_html_())
+
+
+def test_diff_html_with_lineage():
+    """A diff across a pass shows side-by-side changes and new nodes linked to origins."""
+    m0 = pyir.testing.resnet(1)
+    passes = _pipeline()
+    m1 = Sequential(passes[:2])(m0)
+    m2 = passes[3](m1)
+    d = diff(m1, m2)
+    h = d._repr_html_()
+    text = check_html(h)
+    assert "before" in text and "after" in text and "origins" in text
+    assert 'class="code chg"' in h or 'class="code ins"' in h
+    assert 'href="#pyir-' in h
+    check_html(diff(m0, m0)._repr_html_())
+    x = pyir.var("x", shape=(2,))
+    check_html(diff(op.nn.relu(x), op.tanh(x))._repr_html_())
+
+
+def test_lineage_and_records_html():
+    """Pass records, steps and lineage answers render."""
+    m0 = pyir.testing.resnet(1)
+    m = Sequential(_pipeline())(m0)
+    for rec in m.pass_records:
+        check_html(rec._repr_html_())
+    conv = next(n for n in pyir.post_order(m0["main"]) if isinstance(n, pyir.Call)
+                and n.op is pyir.Op("nn.conv2d"))
+    ans = display.lineage(m, conv)
+    for v in ans.values():
+        check_html(v._repr_html_())
+    assert ans["find"] and ans["history"]
+    steps = m.history(conv)
+    check_html(steps[0]._repr_html_())
+
+
+def test_report_html():
+    """The report instrument renders a text table and an HTML table."""
+    rep = ReportInstrument()
+    with PassContext(instruments=[rep]):
+        Sequential(_pipeline())(pyir.testing.resnet(1))
+    assert len(rep.rows) == 4
+    assert "FuseOps" in rep.report()
+    assert "FuseOps" in check_html(rep._repr_html_())
+
+
+def test_repr_pretty():
+    """IPython pretty-printing of a diff and a pass record prints text."""
+    class P:
+        def __init__(self):
+            self.out = []
+
+        def text(self, s):
+            self.out.append(s)
+
+    x = pyir.var("x", shape=(2,))
+    p = P()
+    diff(op.nn.relu(x), op.tanh(x))._repr_pretty_(p, False)
+    m = Sequential(_pipeline())(pyir.testing.resnet(1))
+    m.pass_records[0]._repr_pretty_(p, False)
+    assert "tanh" in p.out[0] and "PassRecord" in p.out[1]
+
+
+def test_highlight_tokens():
+    """highlight() wraps keywords, variables, numbers and types."""
+    h = display.highlight('def @main(%x: Tensor[(2), float32]) { add(%x, 1f) }')
+    for cls in ("kw", "gv", "var", "ty", "op", "num"):
+        assert f'class="{cls}"' in h
+    check_html(h)

@@ -1,0 +1,187 @@
+"""Tests for pyir.equality: structural and alpha equality, alpha hashing."""
+
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+
+import pyir
+from pyir import op
+from pyir.equality import alpha_equal, alpha_hash, structural_equal, structural_hash
+from pyir.functor import ExprMutator
+
+T = (2, 3)
+
+
+def v(name):
+    return pyir.var(name, shape=T)
+
+
+def f_add_relu(a, b):
+    return pyir.Function([a, b], op.add(a, op.nn.relu(b)))
+
+
+def test_structural_is_identity():
+    """structural_equal is identity and structural_hash comes from the id."""
+    x = v("x")
+    assert structural_equal(op.nn.relu(x), op.nn.relu(x))
+    assert not structural_equal(op.nn.relu(x), op.nn.relu(v("x")))
+    assert structural_hash(op.nn.relu(x)) == int.from_bytes(op.nn.relu(x).id[:8], "little")
+    m = pyir.testing.resnet(1)
+    assert structural_equal(m, pyir.Module(dict(m.items())))
+    assert structural_hash(m) == structural_hash(pyir.Module(dict(m.items())))
+
+
+def test_renamed_params_equal():
+    """Functions differing only in parameter names are alpha-equal and hash alike."""
+    f, g = f_add_relu(v("x"), v("y")), f_add_relu(v("a"), v("b"))
+    assert f is not g
+    assert alpha_equal(f, g) and alpha_equal(g, f)
+    assert alpha_hash(f) == alpha_hash(g)
+
+
+def test_swapped_params_not_equal():
+    """Swapping the parameter order breaks alpha-equality."""
+    a, b = v("a"), v("b")
+    f = pyir.Function([a, b], op.add(a, op.nn.relu(b)))
+    g = pyir.Function([b, a], op.add(a, op.nn.relu(b)))
+    assert not alpha_equal(f, g)
+    assert alpha_hash(f) != alpha_hash(g)
+
+
+def test_param_types_matter():
+    """Bound variables must have identical type annotations."""
+    a, b = pyir.var("a", shape=(2,)), pyir.var("b", shape=(3,))
+    assert not alpha_equal(pyir.Function([a], op.nn.relu(a)), pyir.Function([b], op.nn.relu(b)))
+
+
+def test_free_vars():
+    """Free variables must be identical unless map_free_vars, which maps them bijectively."""
+    x, y, z = v("x"), v("y"), v("z")
+    assert not alpha_equal(op.nn.relu(x), op.nn.relu(y))
+    assert alpha_equal(op.nn.relu(x), op.nn.relu(y), map_free_vars=True)
+    assert alpha_equal(op.add(x, y), op.add(y, z), map_free_vars=True)
+    assert not alpha_equal(op.add(x, x), op.add(y, z), map_free_vars=True)  # not injective
+    assert not alpha_equal(op.add(x, y), op.add(z, z), map_free_vars=True)
+    assert not alpha_equal(op.nn.relu(x), op.nn.relu(pyir.var("w", shape=(3,))), map_free_vars=True)
+
+
+def test_free_var_vs_bound_var():
+    """A variable free on one side cannot match a bound variable on the other."""
+    x, y = v("x"), v("y")
+    f = pyir.Function([x], op.add(x, y))
+    g = pyir.Function([y], op.add(y, y))
+    assert not alpha_equal(f, g)
+    assert not alpha_equal(f, g, map_free_vars=True)
+
+
+def test_let_rename_and_shadowing_reuse():
+    """Let-bound renames are equal; reusing one variable for two binders matches two distinct ones."""
+    x, t, u = v("x"), v("t"), v("u")
+    one, two = pyir.const(1.0), pyir.const(2.0)
+    a = pyir.Let(t, op.add(x, one), op.multiply(t, t))
+    b = pyir.Let(u, op.add(x, one), op.multiply(u, u))
+    assert alpha_equal(a, b) and alpha_hash(a) == alpha_hash(b)
+    # let t = x+1; let t = t*2; t   vs   let t = x+1; let u = t*2; u
+    s1 = pyir.Let(t, op.add(x, one), pyir.Let(t, op.multiply(t, two), t))
+    s2 = pyir.Let(t, op.add(x, one), pyir.Let(u, op.multiply(t, two), u))
+    assert alpha_equal(s1, s2) and alpha_hash(s1) == alpha_hash(s2)
+    # inner body refers to the outer binder: not the same program
+    s3 = pyir.Let(t, op.add(x, one), pyir.Let(u, op.multiply(t, two), t))
+    assert not alpha_equal(s2, s3) and alpha_hash(s2) != alpha_hash(s3)
+
+
+def test_nested_functions():
+    """Nested functions: outer/inner parameters must correspond by binder, not by name."""
+    x, y = v("x"), v("y")
+    f = pyir.Function([x], pyir.Function([y], op.subtract(x, y)))
+    g = pyir.Function([y], pyir.Function([x], op.subtract(y, x)))
+    h = pyir.Function([y], pyir.Function([x], op.subtract(x, y)))
+    assert alpha_equal(f, g) and alpha_hash(f) == alpha_hash(g)
+    assert not alpha_equal(f, h) and alpha_hash(f) != alpha_hash(h)
+
+
+def test_same_function_twice_vs_two_copies():
+    """A shared function node equals two alpha-equivalent copies (DAG sharing is irrelevant)."""
+    x, y = v("x"), v("y")
+    fx = pyir.Function([x], op.nn.relu(x))
+    fy = pyir.Function([y], op.nn.relu(y))
+    assert alpha_equal(pyir.Tuple([fx, fx]), pyir.Tuple([fx, fy]))
+    assert alpha_hash(pyir.Tuple([fx, fx])) == alpha_hash(pyir.Tuple([fx, fy]))
+
+
+def test_different_structure():
+    """Different operators, attributes, constants or arity are never alpha-equal."""
+    x, y = v("x"), v("y")
+    assert not alpha_equal(pyir.Function([x], op.nn.relu(x)), pyir.Function([y], op.tanh(y)))
+    assert not alpha_equal(pyir.Function([x], op.add(x, pyir.const(1.0))),
+                           pyir.Function([y], op.add(y, pyir.const(2.0))))
+    assert not alpha_equal(pyir.Function([x], op.nn.softmax(x, axis=0)),
+                           pyir.Function([y], op.nn.softmax(y, axis=1)))
+    assert not alpha_equal(pyir.Function([x], x), pyir.Function([x, y], x))
+    assert not alpha_equal(pyir.const(1.0), pyir.const(2.0))
+    assert alpha_equal(pyir.const(1.0), pyir.const(1.0))
+
+
+def _rename_all(mod):
+    """An alpha-renamed copy of every bound variable of ``mod`` (fresh Vars)."""
+    class Renamer(ExprMutator):
+        def __init__(self):
+            super().__init__()
+            self.map = {}
+
+        def visit_Var(self, var):
+            if var not in self.map:
+                self.map[var] = pyir.Var(var.name_hint + "_r", var.type_annotation)
+            return self.map[var]
+
+    return pyir.Module({k: Renamer().visit(f) for k, f in mod.items()})
+
+
+@settings(max_examples=30, deadline=None)
+@given(pyir.testing.programs())
+def test_renamed_programs_alpha_equal(mod):
+    """Renaming every variable of a random program keeps it alpha-equal, with the same hash."""
+    ren = _rename_all(mod)
+    assert ren["main"] is not mod["main"]
+    assert alpha_equal(mod, ren)
+    assert alpha_hash(mod["main"]) == alpha_hash(ren["main"])
+
+
+def test_independent_resnets_equal():
+    """Two independently built models are alpha-equal, compare in O(1) the second time."""
+    a, b = pyir.testing.resnet(2), pyir.testing.resnet(2)
+    assert a["main"] is not b["main"]
+    assert alpha_equal(a, b)
+    assert alpha_equal(a["main"], b["main"])
+
+
+_PROG = """
+import pyir
+from pyir.equality import alpha_hash
+m = pyir.testing.resnet(2)
+print(alpha_hash(m["main"]).hex())
+"""
+
+
+def test_alpha_hash_stable_across_processes():
+    """A closed function hashes to the same digest in another process."""
+    out = subprocess.run([sys.executable, "-c", _PROG], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == alpha_hash(pyir.testing.resnet(2)["main"]).hex()
+
+
+def test_errors():
+    """Non-expressions raise pyir errors."""
+    with pytest.raises(pyir.WellFormedError):
+        alpha_hash(3)
+    with pytest.raises(pyir.WellFormedError):
+        alpha_equal(3, 4)
+
+
+def test_deep_chain():
+    """A 10**6-deep chain goes through alpha_hash and alpha_equal without recursion."""
+    a = pyir.testing.elementwise_chain(10**6)["main"]
+    b = pyir.testing.elementwise_chain(10**6)["main"]
+    assert alpha_hash(a) == alpha_hash(b)
+    assert alpha_equal(a, b)
