@@ -1,0 +1,94 @@
+"""Tests of the EliminateCommonSubexpr pass."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+
+import pyir
+from pyir import op
+from pyir.interp import evaluate
+from pyir.transform.eliminate_common_subexpr import EliminateCommonSubexpr
+from pyir.traverse import post_order
+
+CSE = EliminateCommonSubexpr
+
+
+def _snapshot(mod: pyir.Module) -> tuple[list[bytes], str]:
+    return [n.id for n in post_order(list(mod.functions().values()))], mod.astext()
+
+
+def _check_pass(mod: pyir.Module) -> pyir.Module:
+    """Run CSE and check: input unchanged, same values, idempotent."""
+    before = _snapshot(mod)
+    new = CSE()(mod)
+    assert _snapshot(mod) == before
+    inputs = pyir.testing.random_inputs(mod)
+    want, got = evaluate(mod, *inputs), evaluate(new, *inputs)
+    for w, g in zip(want if isinstance(want, tuple) else [want], got if isinstance(got, tuple) else [got]):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    assert CSE()(new) is new
+    return new
+
+
+def test_models():
+    """resnet(3) and transformer_block (graph form) are returned unchanged."""
+    for mod in (pyir.testing.resnet(3), pyir.testing.transformer_block()):
+        assert _check_pass(mod) is mod
+
+
+@settings(max_examples=30, deadline=None)
+@given(pyir.testing.programs())
+def test_random_programs(mod):
+    """Random programs (with lets) keep their meaning; the pass is idempotent."""
+    _check_pass(mod)
+
+
+def _dup_module():
+    x, y = pyir.var("x", shape=(2, 3)), pyir.var("y", shape=(2, 3))
+    a, b, c, d = (pyir.var(n) for n in "abcd")
+    body = pyir.Let(a, op.add(x, y),
+                    pyir.Let(b, op.add(x, y),
+                             pyir.Let(c, op.nn.relu(a),
+                                      pyir.Let(d, op.nn.relu(b), op.multiply(c, d)))))
+    return pyir.Module({"main": pyir.Function([x, y], body)}), (x, y, a, b, c, d)
+
+
+def test_duplicate_bindings():
+    """Duplicate bindings are replaced by the first var, transitively, and removed."""
+    mod, (x, y, a, b, c, d) = _dup_module()
+    new = _check_pass(mod)
+    want = pyir.Let(a, op.add(x, y), pyir.Let(c, op.nn.relu(a), op.multiply(c, c)))
+    assert new["main"].body is want
+    assert new.find(b) == [a]
+    assert new.find(d) == [c]
+
+
+def test_scopes_are_lexical():
+    """A binding in one if-branch is not reused in the other; an outer binding is reused inside."""
+    x = pyir.var("x", shape=(2,))
+    t1, t2, t3 = pyir.var("t1"), pyir.var("t2"), pyir.var("t3")
+    cond = op.greater(op.sum(x), pyir.const(0.0))
+    e = op.exp(x)
+    branch_a = pyir.Let(t1, e, op.nn.relu(t1))
+    branch_b = pyir.Let(t2, e, op.tanh(t2))
+    mod = pyir.Module({"main": pyir.Function([x], pyir.If(cond, branch_a, branch_b))})
+    assert _check_pass(mod) is mod
+    outer = pyir.Let(t3, e, pyir.If(cond, branch_a, op.add(t3, t3)))
+    new = _check_pass(pyir.Module({"main": pyir.Function([x], outer)}))
+    assert new["main"].body is pyir.Let(t3, e, pyir.If(cond, op.nn.relu(t3), op.add(t3, t3)))
+
+
+def test_deep_let_chain():
+    """A 10**6-deep let chain with a duplicate at the top goes through without recursion."""
+    n = 10**6
+    x = pyir.var("x", shape=(2,))
+    vs = [pyir.Var(f"t{i}") for i in range(n)]
+    body = vs[-1]
+    for i in range(n - 1, 1, -1):
+        body = pyir.Let(vs[i], op.nn.relu(vs[i - 1]), body)
+    body = pyir.Let(vs[0], op.exp(x), pyir.Let(vs[1], op.exp(x), body))
+    mod = pyir.Module({"main": pyir.Function([x], body)})
+    new = CSE()(mod)
+    top = new["main"].body
+    assert top.var is vs[0] and top.body.var is vs[2] and top.body.value is op.nn.relu(vs[0])

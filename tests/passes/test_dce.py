@@ -1,0 +1,97 @@
+"""Tests of the DeadCodeElimination pass."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+
+import pyir
+from pyir import op
+from pyir.interp import evaluate
+from pyir.transform.dead_code import DeadCodeElimination
+from pyir.traverse import post_order
+
+DCE = DeadCodeElimination
+
+
+def _snapshot(mod: pyir.Module) -> tuple[list[bytes], str]:
+    return [n.id for n in post_order(list(mod.functions().values()))], mod.astext()
+
+
+def _check_pass(mod: pyir.Module) -> pyir.Module:
+    """Run DCE and check: input unchanged, same values, idempotent."""
+    before = _snapshot(mod)
+    new = DCE()(mod)
+    assert _snapshot(mod) == before
+    inputs = pyir.testing.random_inputs(mod)
+    want, got = evaluate(mod, *inputs), evaluate(new, *inputs)
+    for w, g in zip(want if isinstance(want, tuple) else [want], got if isinstance(got, tuple) else [got]):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    assert DCE()(new) is new
+    return new
+
+
+def test_models():
+    """resnet(3) and transformer_block have no dead code: returned unchanged."""
+    for mod in (pyir.testing.resnet(3), pyir.testing.transformer_block()):
+        assert _check_pass(mod) is mod
+
+
+@settings(max_examples=30, deadline=None)
+@given(pyir.testing.programs())
+def test_random_programs(mod):
+    """Random programs keep their meaning; no unused let remains; idempotent."""
+    new = _check_pass(mod)
+    for n in post_order(new["main"]):
+        if type(n) is pyir.Let:
+            assert n.var in pyir.free_vars(n.body)
+
+
+def test_unused_lets_and_lineage():
+    """Unused lets (also chains of them) go; find() of a dead value is empty, history says eliminated."""
+    x = pyir.var("x", shape=(2,))
+    a, b, c = pyir.var("a"), pyir.var("b"), pyir.var("c")
+    dead1 = op.exp(x)
+    dead2 = op.tanh(op.sigmoid(a))
+    body = pyir.Let(a, dead1, pyir.Let(b, dead2, pyir.Let(c, op.nn.relu(x), op.add(c, c))))
+    mod = pyir.Module({"main": pyir.Function([x], body)})
+    new = _check_pass(mod)
+    assert new["main"].body is pyir.Let(c, op.nn.relu(x), op.add(c, c))
+    for dead in (dead1, dead2, op.sigmoid(a), body):
+        assert new.find(dead) == []
+        steps = new.history(dead)
+        assert steps and steps[-1].pass_name == "DeadCodeElimination" and steps[-1].after is None
+    assert new.find(op.nn.relu(x)) == [op.nn.relu(x)]
+
+
+def test_unreachable_functions():
+    """Functions unreachable from main are removed (and eliminated in lineage); reachable ones stay."""
+    x = pyir.var("x", shape=(2,))
+    y = pyir.var("y", shape=(2,))
+    z = pyir.var("z", shape=(2,))
+    helper = pyir.Function([y], op.nn.relu(y))
+    unused_body = op.exp(op.tanh(z))
+    unused = pyir.Function([z], unused_body)
+    main = pyir.Function([x], pyir.Call(pyir.GlobalVar("helper"), [x]))
+    mod = pyir.Module({"main": main, "helper": helper, "unused": unused})
+    new = _check_pass(mod)
+    assert new.names() == ["main", "helper"]
+    assert new.find(unused_body) == []
+    assert new.history(unused_body)[-1].after is None
+    assert DCE()(pyir.Module({"helper": helper})) is not None  # no main: nothing removed
+    only = pyir.Module({"helper": helper})
+    assert DCE()(only) is only
+
+
+def test_deep_let_chain():
+    """A 10**6-deep let chain of dead bindings is removed without recursion."""
+    n = 10**6
+    x = pyir.var("x", shape=(2,))
+    vs = [pyir.Var(f"t{i}") for i in range(n)]
+    body = op.nn.relu(x)
+    for i in range(n - 1, 0, -1):
+        body = pyir.Let(vs[i], op.exp(vs[i - 1]), body)
+    body = pyir.Let(vs[0], op.exp(x), body)
+    mod = pyir.Module({"main": pyir.Function([x], body)})
+    new = DCE()(mod)
+    assert new["main"].body is op.nn.relu(x)
