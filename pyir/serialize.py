@@ -29,8 +29,24 @@ Binary layout (all integers little-endian)::
              ids      16-byte node ids referenced by the history, concatenated
              blob     raw bytes of constants (each 16-byte aligned)
 
+Node records in ``ints`` (children are indices of earlier nodes; ``-1`` = none)::
+
+    Var [name, uid low, uid high, type]   GlobalVar [name]   Op [name]
+    Constant [dtype, ndim, *shape, blob offset, nbytes]      TensorType [dtype, ndim, *shape]
+    Call [op, attrs, nargs, *args]   Tuple / TupleType [n, *fields]   TupleGetItem [tuple, index]
+    Function [nparams, *params, body, ret_type, attrs]   Let [var, value, body]   If [cond, then, else]
+    FuncType [nargs, *args, ret]   Attrs [n, (name, tagged value)*]
+
+(strings are string-table indices; attribute values are tagged so ``1``,
+``1.0`` and ``True`` stay distinct.)  Pickling a node on its own stores the
+node table of everything below it, so pickling many nodes of one graph
+separately duplicates their shared parts.
+
 No code is ever run and no name is ever imported from the data: the decoder
-reads integer arrays and UTF-8 strings only.  Any defect (truncation, bad
+reads integer arrays and UTF-8 strings only (no ``pickle``; no ``marshal``
+either, since a few crafted marshal bytes can demand gigabyte allocations).
+Constant data is read with ``np.frombuffer`` straight from the input buffer
+and copied once by ``Constant``.  Any defect (truncation, bad
 checksum, out-of-range or forward references, unknown kinds or operators,
 invalid dtypes, wrong field types in JSON ...) raises
 :class:`~pyir.errors.SerializationError`.
