@@ -40,8 +40,8 @@ def test_clusters_and_highlight():
 
 
 def test_truncation_deep_chain():
-    """A 10**6-deep chain is drawn truncated at max_nodes, with a note, without recursion."""
-    m = pyir.testing.elementwise_chain(10**6)
+    """A 10**5-deep chain is drawn truncated at max_nodes, with a note, without recursion."""
+    m = pyir.testing.elementwise_chain(10**5)
     d = to_dot(m, max_nodes=100)
     assert "more nodes not drawn" in d and d.count("shape=") <= 102  # 100 nodes, the default, the note
 
