@@ -128,10 +128,14 @@ def line_col(text: str, pos: int) -> tuple[int, int]:
 def tokenize(text: str) -> Iterator[Token]:
     """The tokens of ``text`` with line and column (comments and whitespace skipped).
 
-    Ends with an ``EOF`` token; malformed characters give ``ERR``/``BADSTR``/``BADCOMMENT``.
+    Kinds are the named groups of the lexer regex: punctuation (``LP``, ``COMMA``, ...),
+    ``LOCAL``/``GLOBAL`` names, ``NUM``, ``IDENT``, ``STR``, ``META``, and the compound
+    ``BIND`` (``%0 =``), ``CALLEE`` (``nn.relu(``), ``KEY`` (``axis=``), ``NUMLIST``
+    (``[1, 1]``) and ``TENSOR`` (``tensor([1.0], float32)``).  Ends with an ``EOF`` token;
+    malformed input gives ``ERR``/``BADSTR``/``BADCOMMENT`` tokens.
 
     >>> [(t.kind, t.text, t.line, t.column) for t in tokenize("%0 = f(%x);")][:3]
-    [('LOCAL', '%0', 1, 1), ('EQ', '=', 1, 4), ('IDENT', 'f', 1, 6)]
+    [('BIND', '%0 =', 1, 1), ('CALLEE', 'f(', 1, 6), ('LOCAL', '%x', 1, 8)]
     """
     line, line_start, scanned = 1, 0, 0
     for m in _TOKEN_RE.finditer(text):
@@ -1210,8 +1214,8 @@ def parse_expr(text: str, env: Mapping[str, Expr] | None = None, *, free_vars: b
     become fresh (untyped) free variables, one per name, unless ``free_vars=False``
     (then they are errors).  ``@names`` are not checked (there is no module).
 
-    >>> print(parse_expr("%0 = add(%a, 1f);\\nnegative(%0)"), end="")
-    %0 = add(%a, 1f);
+    >>> print(parse_expr("%0 = add(%a, 1.5f);\\nnegative(%0)"), end="")
+    %0 = add(%a, 1.5f);
     negative(%0)
     """
     with _gc_paused():
