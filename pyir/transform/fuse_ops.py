@@ -1,0 +1,360 @@
+"""FuseOps: group operator calls into primitive functions (``Primitive=1``).
+
+Every operator call of a (non-primitive) function ends up inside exactly one
+primitive function, called from the main graph::
+
+    # before
+    def @main(%data: Tensor[(1, 3, 8, 8), float32]) {
+      %0 = nn.conv2d(%data, meta[Constant][0], padding=[1, 1, 1, 1]);
+      %1 = nn.bias_add(%0, meta[Constant][1]);
+      %2 = nn.relu(%1);
+      nn.softmax(%2)
+    }
+
+    # after FuseOps()
+    def @main(%data: Tensor[(1, 3, 8, 8), float32]) {
+      %0 = fn (%p0: Tensor[(1, 8, 8, 8), float32], Primitive=1) -> Tensor[(1, 8, 8, 8), float32] {
+        nn.softmax(%p0)
+      };
+      %1 = fn (%p0_1: Tensor[(1, 3, 8, 8), float32], Primitive=1) -> Tensor[(1, 8, 8, 8), float32] {
+        %2 = nn.conv2d(%p0_1, meta[Constant][0], padding=[1, 1, 1, 1]);
+        %3 = nn.bias_add(%2, meta[Constant][1]);
+        nn.relu(%3)
+      };
+      %4 = %1(%data);
+      %0(%4)
+    }
+
+The grouping ("post-dominator lite") works on the dataflow DAG of each function
+body, using the operators' pattern kinds (:class:`~pyir.op.registry.OpPattern`):
+
+1. Walk the body in post-order (skipping subgraphs without operator calls and
+   the bodies of primitive functions) and record, for each operator call, its
+   distinct consumers.  A use by anything other than an operator call (a tuple,
+   ``TupleGetItem``, ``let``, ``if``, a function body or a call of a function)
+   is an *external* use.
+2. Anchors first (as TVM's first phase): each ``OUT_ELEMWISE_FUSABLE`` call
+   (conv2d, dense, matmul, pools) starts a group and grows it along its chain
+   of unique ``ELEMWISE``/``BROADCAST`` consumers (``conv2d -> bias_add ->
+   add -> relu``), stopping at a node with several consumers or an external use.
+3. Then the remaining calls, consumers first.  A call joins the group of its
+   consumers when it has no external use, all its consumers are in one group,
+   none of them is an anchor or ``OPAQUE`` (their inputs are never fused), the
+   group has fewer than ``max_fuse_depth`` calls, and the kinds allow it:
+
+   * ``ELEMWISE``/``BROADCAST`` join any group but an ``OPAQUE`` one (so
+     parallel elementwise branches join an anchored group);
+   * ``INJECTIVE`` joins elementwise, injective and reduction groups (TVM
+     fuses injective producers into reductions), not anchored ones;
+   * ``COMM_REDUCE`` and ``OPAQUE`` calls only start groups (``OPAQUE`` ones
+     stay alone).
+
+   Otherwise the call starts a new group, of which it is the *root*.  Every
+   non-root member is used only inside its group, so each group has a single
+   output (its root) and is convex, as with TVM's dominator-based fusion.  The
+   result need not be identical to TVM's (e.g. a diamond below an anchor's
+   chain is not fused into it).
+
+4. Each group becomes ``fn (%p0, ...) { body }`` with ``Primitive=1``: its free
+   inputs become fresh parameters (annotated with the input's type), constants
+   stay inline.  Parameter uids are derived from the group's content, so
+   fusing the same graph twice yields the very same function objects (and
+   :class:`~pyir.transform.defuse_ops.DefuseOps` restores the input exactly).
+
+Fusion never crosses ``let``, ``if``, tuple or function boundaries.  Lineage:
+the fused call derives from every node of its group, each body node from the
+node it copies, and each rebuilt node of the main graph from its old version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import PassError, TypeCheckError
+from ..expr import Call, Constant, Expr, Function, Let, Op, Var
+from ..functor import rebuild
+from ..lineage import current_recorder, derive
+from ..module import Module
+from ..node import OP_BIT0, Node, digest
+from ..op.registry import OpPattern
+from ..traverse import post_order
+from ..typecheck import infer_type
+from ..types import Type
+from .base import ModulePass
+
+__all__ = ["FuseOps", "no_gc"]
+
+# Group kinds.
+_EWISE, _INJ, _OUT, _RED, _OPAQUE = range(5)
+_EXTERNAL: Any = object()  # consumer marker: used outside any operator call
+
+_ELEMWISE = int(OpPattern.ELEMWISE)
+_BROADCAST = int(OpPattern.BROADCAST)
+_INJECTIVE = int(OpPattern.INJECTIVE)
+_COMM_REDUCE = int(OpPattern.COMM_REDUCE)
+_OUT_FUSABLE = int(OpPattern.OUT_ELEMWISE_FUSABLE)
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector (nodes are acyclic; reference counting frees them)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _is_op_call(n: Node) -> bool:
+    return type(n) is Call and type(n.op) is Op  # type: ignore[attr-defined]
+
+
+def _is_primitive(n: Node) -> bool:
+    return type(n) is Function and bool(n.attrs.get("Primitive"))  # type: ignore[attr-defined]
+
+
+def _stop(n: Node) -> bool:
+    """Do not descend into subgraphs without operator calls, nor into primitive functions."""
+    return not (n._mask >> OP_BIT0) or _is_primitive(n)
+
+
+def _kind_of(pattern: int) -> int:
+    if pattern <= _BROADCAST:
+        return _EWISE
+    if pattern == _INJECTIVE:
+        return _INJ
+    if pattern == _COMM_REDUCE:
+        return _RED
+    if pattern == _OUT_FUSABLE:
+        return _OUT
+    return _OPAQUE
+
+
+def _join_kind(pattern: int, kind: int) -> int | None:
+    """The group kind after a producer of ``pattern`` joins a group of ``kind`` (None: not allowed)."""
+    if kind == _OPAQUE:
+        return None
+    if pattern <= _BROADCAST:
+        return kind
+    if pattern == _INJECTIVE:
+        return _INJ if kind == _EWISE else kind if kind in (_INJ, _RED) else None
+    return None
+
+
+class _Group:
+    __slots__ = ("root", "kind", "members")
+
+    def __init__(self, root: Call, kind: int) -> None:
+        self.root = root
+        self.kind = kind
+        self.members: list[Call] = [root]
+
+
+@dataclasses.dataclass(frozen=True)
+class FuseOps(ModulePass):
+    """Fuse operator calls into primitive functions (see the module docstring).
+
+    ``fuse_opt_level=0`` puts every call in its own group; ``max_fuse_depth``
+    bounds the number of calls in a group (as TVM's ``relay.FuseOps.max_depth``).
+    """
+
+    fuse_opt_level: int = 2
+    max_fuse_depth: int = 256
+
+    def __post_init__(self) -> None:
+        if type(self.fuse_opt_level) is not int or self.fuse_opt_level < 0:
+            raise PassError(f"FuseOps: fuse_opt_level must be an int >= 0, got {self.fuse_opt_level!r}")
+        if type(self.max_fuse_depth) is not int or self.max_fuse_depth < 1:
+            raise PassError(f"FuseOps: max_fuse_depth must be an int >= 1, got {self.max_fuse_depth!r}")
+
+    def run(self, mod: Module) -> Module:
+        updates = {}
+        with no_gc():  # millions of acyclic nodes: the cyclic collector would only slow us down
+            for name, f in mod.items():
+                if f.attrs.get("Primitive"):
+                    continue
+                nf = self.fuse_function(f, mod)
+                if nf is not f:
+                    updates[name] = nf
+        return mod.with_functions(updates) if updates else mod
+
+    # -- one function ------------------------------------------------------------------------------
+    def fuse_function(self, func: Function, mod: Module) -> Function:
+        """``func`` with its operator calls fused (the same object if there is none outside
+        primitive functions)."""
+        order = post_order(func.body, stop=_stop)
+        consumers = self._consumers(order, func.body)
+        if not consumers:
+            return func
+        groups = self._group(order, consumers)
+        pos = {n: i for i, n in enumerate(order) if n in groups}
+        types = _Types(func, mod)
+        memo: dict[Node, Any] = {}
+        for n in order:
+            g = groups.get(n)
+            if g is None:
+                if not n.children() or _stop(n):
+                    memo[n] = n
+                else:
+                    new = rebuild(n, memo)
+                    memo[n] = new
+                    if new is not n:
+                        derive(new, n)
+            elif g.root is n:
+                memo[n] = self._fuse_group(g, memo, types, pos)
+        new_body = memo[func.body]
+        if new_body is func.body:
+            return func
+        return derive(Function(func.params, new_body, func.ret_type, func.attrs), func)  # type: ignore[return-value]
+
+    @staticmethod
+    def _consumers(order: list[Any], root: Expr) -> dict[Node, Any]:
+        """Operator call -> its consumer (one node), a list of distinct consumers, or _EXTERNAL."""
+        cons: dict[Node, Any] = {}
+        for n in order:
+            if not (n._mask >> OP_BIT0):
+                continue
+            k = type(n)
+            op_call = k is Call and type(n.op) is Op
+            if k is Function and n.attrs.get("Primitive"):
+                continue
+            for c in (n.args if op_call else n.children()):
+                if type(c) is not Call or type(c.op) is not Op:
+                    continue
+                if not op_call:
+                    cons[c] = _EXTERNAL
+                    continue
+                cur = cons.get(c)
+                if cur is None:
+                    cons[c] = n
+                elif cur is _EXTERNAL or cur is n:
+                    pass
+                elif type(cur) is list:
+                    if cur[-1] is not n:  # repeated uses by one consumer are consecutive
+                        cur.append(n)
+                else:
+                    cons[c] = [cur, n]
+        if _is_op_call(root):
+            cons[root] = _EXTERNAL
+        return cons
+
+    def _group(self, order: list[Any], consumers: dict[Node, Any]) -> dict[Node, _Group]:
+        """Assign every operator call to a group: anchors first, then consumers-first."""
+        groups: dict[Node, _Group] = {}
+        closed: set[Node] = set()  # members that take no producers (anchors, opaque calls)
+        patterns: dict[Expr, int] = {}
+        calls = []
+        for n in order:
+            if type(n) is Call and type(n.op) is Op:
+                calls.append(n)
+                if n.op not in patterns:
+                    patterns[n.op] = int(n.op.op_def.pattern)
+        fuse = self.fuse_opt_level > 0
+        max_size = self.max_fuse_depth
+        if fuse:  # phase 1: grow each anchor along its chain of unique elementwise consumers
+            for n in calls:
+                if patterns[n.op] != _OUT_FUSABLE or n in groups:
+                    continue
+                anchor = groups[n] = _Group(n, _OUT)
+                closed.add(n)
+                while len(anchor.members) < max_size:
+                    c = consumers.get(anchor.root, _EXTERNAL)
+                    if c is _EXTERNAL or type(c) is list or c in groups or patterns[c.op] > _BROADCAST:
+                        break
+                    anchor.members.append(c)
+                    groups[c] = anchor
+                    anchor.root = c
+        for n in reversed(calls):  # phase 2: producers join the group of their consumers
+            if n in groups:
+                continue
+            pattern = patterns[n.op]
+            c = consumers.get(n, _EXTERNAL)
+            g: _Group | None = None
+            if fuse and c is not _EXTERNAL:
+                if type(c) is list:
+                    g = groups[c[0]]
+                    for x in c:
+                        if groups[x] is not g or x in closed:
+                            g = None
+                            break
+                elif c not in closed:
+                    g = groups[c]
+            new_kind = None if g is None else _join_kind(pattern, g.kind)
+            if g is None or new_kind is None or len(g.members) >= max_size:
+                kind = _kind_of(pattern)
+                groups[n] = _Group(n, kind)
+                if kind in (_OUT, _OPAQUE):
+                    closed.add(n)
+            else:
+                g.members.append(n)
+                g.kind = new_kind
+                groups[n] = g
+        return groups
+
+    @staticmethod
+    def _fuse_group(g: _Group, memo: dict[Node, Any], types: _Types, pos: dict[Node, int]) -> Call:
+        """Build the primitive function of ``g`` and its call (args taken from ``memo``)."""
+        root = g.root
+        members = g.members
+        if len(members) > 1:  # producers first
+            members.sort(key=pos.__getitem__)
+        gkey = digest(b"pyir.FuseOps" + b"".join([m.id for m in members]))
+        params: dict[Node, Var] = {}
+        args: list[Expr] = []
+        body: dict[Node, Expr] = {}  # member -> its copy (members are built producers first)
+        rec = current_recorder()
+        for m in members:
+            new_args = []
+            for a in m.args:
+                if a in body:
+                    new_args.append(body[a])
+                elif type(a) is Constant:
+                    new_args.append(a)
+                else:
+                    p = params.get(a)
+                    if p is None:
+                        i = len(params)
+                        ty = types.of(a)
+                        p = params[a] = Var(f"p{i}", ty, uid=digest(gkey + b"param%d:" % i + ty.id))
+                        args.append(memo[a])
+                    new_args.append(p)
+            copy = Call(m.op, tuple(new_args), m.attrs, _checked=True)
+            body[m] = copy
+            if rec is not None and copy is not m:
+                rec.edges.append((copy.id, (m.id,)))
+        fn = Function(tuple(params.values()), body[root], types.of(root), {"Primitive": 1})
+        call = Call(fn, tuple(args))
+        derive(call, *members)
+        return call
+
+
+class _Types:
+    """Types of the nodes of one function (inferred once, through its module)."""
+
+    def __init__(self, func: Function, mod: Module) -> None:
+        self.mod = mod
+        infer_type(func, mod)
+        self.let_types: dict[Var, Type] | None = None
+        self.func = func
+
+    def of(self, n: Node) -> Type:
+        if type(n) is Var:
+            t = n.type_annotation  # type: ignore[attr-defined]
+            if t is not None:
+                return t  # type: ignore[no-any-return]
+            if self.let_types is None:
+                self.let_types = {}
+                for x in post_order(self.func.body):
+                    if type(x) is Let:
+                        self.let_types[x.var] = infer_type(x.value, self.mod)  # type: ignore[attr-defined]
+            t = self.let_types.get(n)  # type: ignore[call-overload]
+            if t is None:
+                raise TypeCheckError(f"FuseOps: cannot find the type of %{n.name_hint}")  # type: ignore[attr-defined]
+            return t
+        return infer_type(n, self.mod)  # type: ignore[arg-type]

@@ -1,0 +1,155 @@
+"""Inline: inline global functions marked ``Inline=1`` at every call site.
+
+::
+
+    # before
+    def @main(%x: Tensor[(4), float32]) {
+      %0 = @square(%x);
+      @square(%0)
+    }
+
+    def @square(%a: Tensor[(4), float32], Inline=1) {
+      multiply(%a, %a)
+    }
+
+    # after Inline()
+    def @main(%x: Tensor[(4), float32]) {
+      %0 = multiply(%x, %x);
+      multiply(%0, %0)
+    }
+
+Each call ``@f(args)`` of an ``Inline=1`` function becomes a copy of ``f``'s
+body with the parameters replaced by the arguments (variables bound inside the
+body are renamed, deterministically, per call site).  Inline functions that
+call other inline functions are inlined callees first; inline functions on a
+call cycle cannot be inlined and are left alone.  Afterwards, inline functions
+no longer referenced from the other functions are removed (``main`` is never
+removed).
+
+Lineage: each copied node derives from the callee body node it copies, so
+``find`` on a node of the callee returns every copy; the inlined expression
+also derives from the call it replaces.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..expr import Call, Expr, Function, GlobalVar
+from ..functor import ExprMutator
+from ..lineage import eliminate
+from ..module import Module
+from ..node import F_GLOBAL, Node
+from ..traverse import global_vars, post_order
+from .base import ModulePass
+from .defuse_ops import inline_call, replace_body
+
+__all__ = ["Inline"]
+
+
+class _Inliner(ExprMutator):
+    """Replaces calls of the given global functions by copies of their (inlined) bodies."""
+
+    def __init__(self, bodies: dict[str, Function]) -> None:
+        super().__init__()
+        self.bodies = bodies
+
+    def should_visit(self, node: Node) -> bool:
+        return bool(node._mask & F_GLOBAL)
+
+    def visit_Call(self, call: Call) -> Expr:
+        op = call.op
+        if type(op) is GlobalVar:
+            f = self.bodies.get(op.name_hint)
+            if f is not None:
+                return inline_call(f, call.args, call)
+        return call
+
+
+@dataclasses.dataclass(frozen=True)
+class Inline(ModulePass):
+    """Inline every function whose attributes mark it ``Inline=1`` (see the module docstring)."""
+
+    def run(self, mod: Module) -> Module:
+        inline = {n for n, f in mod.items() if f.attrs.get("Inline")}
+        if not inline:
+            return mod
+        ready = self._inlined_callees(mod, inline)
+        updates: dict[str, Function | None] = {}
+        for name, f in mod.items():
+            if name in ready:
+                nf = ready[name]
+            elif f.body._mask & F_GLOBAL:
+                nf = replace_body(f, _Inliner(ready).visit(f.body))
+            else:
+                nf = f
+            if nf is not f:
+                updates[name] = nf
+        funcs = {n: updates.get(n) or f for n, f in mod.items()}
+        removed = self._unreferenced(funcs, inline)
+        if removed:
+            for name in removed:
+                updates[name] = None
+            kept = set(post_order([f for n, f in funcs.items() if n not in removed]))
+            eliminate(*[n for n in post_order([mod[name] for name in removed]) if n not in kept])
+        return mod.with_functions(updates) if updates else mod
+
+    @staticmethod
+    def _inlined_callees(mod: Module, inline: set[str]) -> dict[str, Function]:
+        """Inline functions (not on a call cycle) with their own inline calls inlined, callees first."""
+        calls = {n: {g.name_hint for g in global_vars(mod[n].body)} & inline for n in inline}
+        # Functions on a cycle of inline calls (or calling one) cannot be inlined.
+        state: dict[str, int] = {}
+        order: list[str] = []
+        cyclic: set[str] = set()
+        for start in sorted(inline):
+            stack: list[tuple[str, bool]] = [(start, False)]
+            while stack:
+                n, done = stack.pop()
+                if done:
+                    state[n] = 2
+                    if calls[n] & cyclic:
+                        cyclic.add(n)
+                    order.append(n)
+                    continue
+                if state.get(n):
+                    continue
+                state[n] = 1
+                stack.append((n, True))
+                for c in sorted(calls[n]):
+                    st = state.get(c)
+                    if st == 1:
+                        cyclic.add(c)
+                    elif st is None:
+                        stack.append((c, False))
+        # a function is cyclic if it reaches a function of a cycle (fixpoint)
+        changed = True
+        while changed:
+            changed = False
+            for n in inline:
+                if n not in cyclic and calls[n] & cyclic:
+                    cyclic.add(n)
+                    changed = True
+        ready: dict[str, Function] = {}
+        for n in order:
+            if n in cyclic:
+                continue
+            f = mod[n]
+            if calls[n]:
+                f = replace_body(f, _Inliner(ready).visit(f.body))
+            ready[n] = f
+        return ready
+
+    @staticmethod
+    def _unreferenced(funcs: dict[str, Function], inline: set[str]) -> list[str]:
+        """Inline functions not reachable from the other functions of the module."""
+        seen = {n for n in funcs if n not in inline or n == "main"}
+        stack = list(seen)
+        while stack:
+            for g in global_vars(funcs[stack.pop()]):
+                name = g.name_hint
+                if name not in seen and name in funcs:
+                    seen.add(name)
+                    stack.append(name)
+        return sorted(n for n in funcs if n not in seen)
+

@@ -1,0 +1,193 @@
+"""Tests of FuseOps: grouping, exact round trip with DefuseOps, semantics, lineage, depth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import pyir
+from pyir import op
+from pyir.errors import PassError
+from pyir.expr import Call, Function, Op
+from pyir.interp import evaluate
+from pyir.testing import elementwise_chain, programs, random_inputs, resnet, transformer_block
+from pyir.transform.defuse_ops import DefuseOps
+from pyir.transform.fuse_ops import FuseOps, no_gc
+
+
+def _fused(mod: pyir.Module) -> list[Function]:
+    """Primitive functions called from main, in post-order."""
+    return [n for n in pyir.post_order(mod["main"]) if type(n) is Function and n.attrs.get("Primitive")]
+
+
+def _ops(fn: Function) -> list[str]:
+    return [n.op.name for n in pyir.post_order(fn.body) if type(n) is Call and type(n.op) is Op]
+
+
+def _op_calls_outside_primitives(mod: pyir.Module) -> int:
+    stop = lambda n: type(n) is Function and bool(n.attrs.get("Primitive"))  # noqa: E731
+    return sum(1 for n in pyir.post_order(mod["main"], stop=stop)
+               if type(n) is Call and type(n.op) is Op)
+
+
+def _same_values(a: pyir.Module, b: pyir.Module) -> None:
+    ins = random_inputs(a)
+    ra, rb = evaluate(a, *ins), evaluate(b, *ins)
+    if isinstance(ra, tuple):
+        for x, y in zip(ra, rb):
+            np.testing.assert_allclose(y, x, rtol=1e-4, atol=1e-5)
+    else:
+        np.testing.assert_allclose(rb, ra, rtol=1e-4, atol=1e-5)
+
+
+def _check(mod: pyir.Module) -> pyir.Module:
+    text = mod.astext()
+    ids = [n.id for n in pyir.post_order(mod["main"])]
+    out = FuseOps()(mod)
+    assert mod.astext() == text
+    assert [n.id for n in pyir.post_order(mod["main"])] == ids
+    assert _op_calls_outside_primitives(out) == 0
+    _same_values(mod, out)
+    assert FuseOps()(out) is out
+    assert DefuseOps()(out)["main"] is mod["main"]
+    return out
+
+
+@pytest.mark.parametrize("make", [lambda: resnet(3), lambda: resnet(3, batch_norm=False),
+                                  lambda: transformer_block()], ids=["resnet", "resnet_nobn", "transformer"])
+def test_models_round_trip(make):
+    """FuseOps leaves the input unchanged, preserves values, is idempotent and DefuseOps undoes it exactly."""
+    _check(make())
+
+
+@settings(max_examples=40, deadline=None)
+@given(programs())
+def test_random_programs(mod):
+    """On random programs (let, if, tuples, batch_norm): same properties as on the models."""
+    _check(mod)
+
+
+def test_resnet_groups_without_batch_norm():
+    """conv2d+bias_add+relu form one group; the residual add+relu join the second conv's group."""
+    out = FuseOps()(resnet(3, batch_norm=False))
+    groups = [_ops(f) for f in _fused(out)]
+    assert len(groups) == 1 + 2 * 3 + 4
+    assert sorted(groups).count(["nn.conv2d", "nn.bias_add", "nn.relu"]) == 4
+    assert sorted(groups).count(["nn.conv2d", "nn.bias_add", "add", "nn.relu"]) == 3
+    for g in (["nn.global_avg_pool2d"], ["nn.batch_flatten"], ["nn.dense", "nn.bias_add"], ["nn.softmax"]):
+        assert g in groups
+
+
+def test_resnet_groups_with_batch_norm():
+    """batch_norm is opaque: conv2d, batch_norm and relu are alone; TupleGetItem stays in main."""
+    out = FuseOps()(resnet(2))
+    groups = [_ops(f) for f in _fused(out)]
+    assert groups.count(["nn.batch_norm"]) == 5
+    assert groups.count(["nn.conv2d"]) == 5
+    assert groups.count(["add", "nn.relu"]) == 2
+    assert any(type(n) is pyir.TupleGetItem for n in pyir.post_order(out["main"].body,
+                                                                    stop=lambda n: type(n) is Function))
+
+
+def test_shared_node_is_group_boundary():
+    """A node with consumers in different groups is the root of its own group."""
+    x = pyir.var("x", shape=(4,))
+    e = op.exp(x)
+    out = FuseOps()(pyir.Module.from_expr(pyir.Tuple([op.nn.relu(e), op.tanh(e)])))
+    assert sorted(_ops(f) for f in _fused(out)) == [["exp"], ["nn.relu"], ["tanh"]]
+
+
+def test_diamond_fuses_into_one_group():
+    """A node whose consumers are all in one group joins that group (single output)."""
+    x = pyir.var("x", shape=(4,))
+    e = op.exp(x)
+    out = FuseOps()(pyir.Module.from_expr(op.add(op.nn.relu(e), op.tanh(e))))
+    assert [sorted(_ops(f)) for f in _fused(out)] == [["add", "exp", "nn.relu", "tanh"]]
+
+
+def test_reduce_takes_injective_producers_not_consumers():
+    """A reduction fuses its elementwise/injective producers; its consumers start a new group."""
+    x = pyir.var("x", shape=(2, 3))
+    y = op.nn.relu(op.sum(op.transpose(op.exp(x)), axis=0))
+    out = FuseOps()(pyir.Module.from_expr(y))
+    assert sorted(_ops(f) for f in _fused(out)) == [["exp", "transpose", "sum"], ["nn.relu"]]
+
+
+def test_fuse_opt_level_zero_and_max_depth():
+    """fuse_opt_level=0 wraps each call alone; max_fuse_depth bounds group sizes."""
+    m = elementwise_chain(10)
+    assert [len(_ops(f)) for f in _fused(FuseOps(fuse_opt_level=0)(m))] == [1] * 10
+    assert sorted(len(_ops(f)) for f in _fused(FuseOps(max_fuse_depth=4)(m))) == [2, 4, 4]
+    assert [len(_ops(f)) for f in _fused(FuseOps()(m))] == [10]
+    with pytest.raises(PassError):
+        FuseOps(max_fuse_depth=0)
+
+
+def test_constants_stay_inline_and_params_are_typed():
+    """Constants stay in fused bodies; free inputs become parameters annotated with their types."""
+    out = FuseOps()(resnet(1, batch_norm=False))
+    for f in _fused(out):
+        assert all(p.type_annotation is not None for p in f.params)
+        assert all(type(p) is pyir.Var for p in f.params)
+    assert len(_fused(out)[0].params) == 1  # data only: weights are constants
+
+
+def test_deterministic_functions():
+    """Fusing the same input twice yields the very same function objects."""
+    m = transformer_block()
+    a, b = FuseOps()(m), FuseOps()(m)
+    assert a["main"] is b["main"]
+
+
+def test_let_and_if_regions():
+    """Let values and If branches are fused separately and the result evaluates the same."""
+    x = pyir.var("x", shape=(1, 2, 4, 4))
+    t = pyir.Var("t")
+    body = pyir.If(op.greater(op.sum(x), op.sum(op.negative(x))),
+                   op.nn.relu(op.add(t, x)), op.exp(op.tanh(t)))
+    m = pyir.Module({"main": pyir.Function([x], pyir.Let(t, op.multiply(op.exp(x), x), body))})
+    out = _check(m)
+    assert ["tanh", "exp"] in [_ops(f) for f in _fused(out)]
+
+
+def test_other_functions_and_primitive_globals():
+    """Every non-primitive function is fused; primitive global functions are left alone."""
+    x = pyir.var("x", shape=(4,))
+    y = pyir.var("y", shape=(4,))
+    prim = pyir.Function([y], op.exp(op.exp(y)), attrs={"Primitive": 1})
+    helper = pyir.Function([y], op.nn.relu(op.exp(y)))
+    main = pyir.Function([x], Call(pyir.GlobalVar("helper"), [op.tanh(x)]))
+    m = pyir.Module({"main": main, "helper": helper, "prim": prim})
+    out = FuseOps()(m)
+    assert out["prim"] is prim
+    assert out["helper"] is not helper and out["main"] is not main
+    _same_values(m, out)
+
+
+def test_lineage():
+    """The fused call derives from all its group's nodes; find(orig) returns the body node."""
+    m = resnet(1, batch_norm=False)
+    relu = next(n for n in pyir.post_order(m["main"]) if type(n) is Call and n.op.name == "nn.relu")
+    out = FuseOps()(m)
+    call = next(n for n in pyir.post_order(out["main"])
+                if type(n) is Call and type(n.op) is Function and _ops(n.op)[-1] == "nn.relu"
+                and relu.args[0].args[0].args[0] is n.args[0])
+    group = [relu, relu.args[0], relu.args[0].args[0]]
+    origins = out.origins(call)
+    assert {g.id for g in group} <= origins
+    found = out.find(relu)
+    assert call.op.body in found
+    assert call in found
+    back = DefuseOps()(out)
+    assert back.find(relu) == [relu]
+    assert back.origins(relu) == {relu.id}
+
+
+def test_deep_chain():
+    """A 10**6-deep chain goes through FuseOps and DefuseOps without recursion, exactly."""
+    with no_gc():  # building 10**6 nodes is much faster without the cyclic collector
+        m = elementwise_chain(10**6)
+    out = FuseOps()(m)
+    assert out is not m
+    assert DefuseOps()(out)["main"] is m["main"]
