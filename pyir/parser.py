@@ -179,7 +179,7 @@ class Parser:
         self.depth = 0
         self._attr_cache: dict[tuple[str, str], Any] = {}
         self._const_cache: dict[str, Constant] = {}
-        self._ops: dict[str, Op] = {}
+        self._ops: dict[str, tuple[Any, ...]] = {}
 
     # -- token stream ------------------------------------------------------------------------------
     def _refill(self, i: int) -> int:
@@ -187,7 +187,7 @@ class Parser:
         if self._done:  # stay on the EOF token
             self.toks = rest
             return 0
-        batch = [(m.lastgroup, m.group(m.lastgroup), m.start(m.lastgroup))
+        batch = [(m.lastgroup, m.group(m.lastgroup), m.start(m.lastgroup))  # type: ignore[arg-type]
                  for m in islice(self._it, _BATCH)]
         toks = rest + batch  # type: ignore[operator]
         if len(batch) < _BATCH:
@@ -904,6 +904,7 @@ class Parser:
             if k == "BIND" or (k == "LOCAL" and self.peek()[0] == "EQ"):
                 name = self._bind_target()
                 k, s, p = self.tok
+                val: Expr
                 if k == "CALLEE":  # the common case, inlined
                     self.advance()
                     val = self._op_call(s[:-1], p)
