@@ -1,0 +1,218 @@
+"""ToANormalForm: bind every non-atomic subexpression by a ``let``.
+
+Calls, tuples, tuple projections, ``if`` and nested functions each get a let
+with a variable annotated with the value's type (when the function type-checks),
+in evaluation order.  A shared node is bound once, in the innermost scope that
+encloses all its uses: an expression used only inside one ``if`` branch (or one
+nested function body) is bound there.  Primitive (fused) functions are bound as
+values but their bodies are kept as they are.
+
+Existing lets are first inlined (see :mod:`~pyir.transform.to_graph_normal_form`),
+and each let variable is derived from the id (and type) of the graph node it
+binds, so the normal form of a graph is unique: the same graph gives the very
+same objects, and the pass is idempotent.
+
+Before::
+
+    def @main(%p: Tensor[(4), float32]) {
+      %0 = nn.relu(%p);
+      add(%0, %0)
+    }
+
+After::
+
+    def @main(%p: Tensor[(4), float32]) {
+      let %x: Tensor[(4), float32] = nn.relu(%p);
+      let %x_1: Tensor[(4), float32] = add(%x, %x);
+      %x_1
+    }
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from xxhash import xxh3_128_digest
+
+from ..errors import PyIRError
+from ..expr import Call, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
+from ..functor import rebuild
+from ..lineage import current_recorder, derive
+from ..module import Module
+from ..node import F_FUNC, F_IF, Node
+from ..traverse import post_order
+from ..typecheck import infer_type
+from ..types import Type
+from .base import FunctionPass
+from .to_graph_normal_form import _is_primitive, gc_paused, graph_form
+
+__all__ = ["ToANormalForm", "let_var", "normalize_function"]
+
+_COMPOUND = (Call, Tuple, TupleGetItem, If, Function)
+
+
+def let_var(value: Expr, ty: Type | None) -> Var:
+    """The let variable binding graph node ``value`` of type ``ty``.
+
+    Deterministic: the same node and type always give the same ``Var``.
+    """
+    salt = ty.id if ty is not None else b"-"
+    return Var("x", ty, uid=xxh3_128_digest(value.id + salt + b"anf"))
+
+
+class _Plan:
+    """Where each compound node of a let-free body is bound (scope numbers, 0 = the body)."""
+
+    def __init__(self, body: Expr) -> None:
+        self.order: list[Any] = post_order(body, stop=_is_primitive)
+        self.parent: list[int] = [0]
+        self.depth: list[int] = [0]
+        self.scope: dict[Node, int] = {body: 0}
+        self.inner: dict[Node, tuple[int, ...]] = {}  # If -> (then, else); Function -> (body,)
+        self.mixed: set[Node] = set()  # nodes used from a scope other than their own
+        self.flat = not body._mask & (F_IF | F_FUNC)  # one scope: no need to compute anything
+        if self.flat:
+            return
+        scope = self.scope
+        mixed = self.mixed
+        for n in reversed(self.order):  # parents before children
+            k = type(n)
+            if k not in _COMPOUND:
+                continue
+            s = scope[n]
+            if k is If:
+                t, f = self._new(s), self._new(s)
+                self.inner[n] = (t, f)
+                uses: Any = ((n.cond, s), (n.true_branch, t), (n.false_branch, f))
+            elif k is Function:
+                if _is_primitive(n):
+                    continue
+                b = self._new(s)
+                self.inner[n] = (b,)
+                uses = ((n.body, b),)
+            else:
+                uses = [(c, s) for c in n.children()]
+            for c, u in uses:
+                if type(c) in _COMPOUND:
+                    old = scope.get(c)
+                    if old is None:
+                        scope[c] = u
+                    elif old != u:
+                        scope[c] = self._lca(old, u)
+                        mixed.add(c)
+
+    def _new(self, parent: int) -> int:
+        self.parent.append(parent)
+        self.depth.append(self.depth[parent] + 1)
+        return len(self.parent) - 1
+
+    def _lca(self, a: int, b: int) -> int:
+        parent, depth = self.parent, self.depth
+        while depth[a] > depth[b]:
+            a = parent[a]
+        while depth[b] > depth[a]:
+            b = parent[b]
+        while a != b:
+            a, b = parent[a], parent[b]
+        return a
+
+
+def _types_of(body: Expr, mod: Module) -> Any:
+    """A function node -> type (None when ``body`` does not type-check)."""
+    cache: dict[Node, Type] = {}
+    try:
+        infer_type(body, mod, cache=cache)
+    except PyIRError:
+        return lambda n: None
+    get = cache.get
+
+    def ty(n: Node) -> Type | None:
+        t = getattr(n, "_ty", None)  # the structural type cached on the node
+        return t if t is not None else get(n)
+
+    return ty
+
+
+def normalize_function(func: Function, mod: Module, *, bind_all: bool) -> Function:
+    """``func`` in A-normal form (``bind_all``) or basic-block normal form.
+
+    In basic-block normal form only the nodes used from a scope (if branch,
+    function body) other than the one they are placed in are let-bound.
+    Returns ``func`` itself when nothing changes; records lineage only then.
+    """
+    with gc_paused():
+        return _normalize(func, mod, bind_all)
+
+
+def _normalize(func: Function, mod: Module, bind_all: bool) -> Function:
+    body, g = graph_form(func.body, into_primitive=False)
+    plan = _Plan(body)
+    ty = _types_of(body, mod)
+    scope, inner, mixed, flat = plan.scope, plan.inner, plan.mixed, plan.flat
+    bindings: dict[int, list[tuple[Var, Expr]]] = {}
+    atom: dict[Node, Expr] = {}
+    done: list[tuple[Expr, Node]] = []
+    record = done.append
+
+    def close(s: int, result: Expr) -> Expr:
+        e = atom[result]
+        for v, val in reversed(bindings.pop(s, ())):
+            e = Let(v, val, e)
+        return e
+
+    for n in plan.order:
+        k = type(n)
+        if k is Call:
+            op = n.op
+            args = n.args
+            new_args = tuple([atom[a] for a in args])
+            if type(op) is Op:
+                new: Expr = n if new_args == args else Call(op, new_args, n.attrs, _checked=True)
+            else:
+                new_op = atom[op]
+                new = n if new_args == args and new_op is op else Call(new_op, new_args, n.attrs)
+        elif k not in _COMPOUND:
+            atom[n] = n
+            continue
+        elif k is If:
+            t, f = inner[n]
+            new = If(atom[n.cond], close(t, n.true_branch), close(f, n.false_branch))
+        elif k is Function:
+            sub = inner.get(n)
+            new = n if sub is None else Function(n.params, close(sub[0], n.body), n.ret_type, n.attrs)
+        else:
+            new = rebuild(n, atom)
+        if bind_all or n in mixed:
+            v = let_var(n, ty(n))
+            s = 0 if flat else scope[n]
+            lst = bindings.get(s)
+            if lst is None:
+                lst = bindings[s] = []
+            lst.append((v, new))
+            atom[n] = v
+            record((v, n))
+        else:
+            atom[n] = new
+        if new is not n:
+            record((new, n))
+    out = close(0, body)
+    if out is func.body:
+        return func
+    rec = current_recorder()
+    if rec is not None:  # each let value and variable derives from the node(s) it binds
+        pre: dict[Node, tuple[bytes, ...]] = {}
+        for n, img in g.items():
+            if type(n) in _COMPOUND:
+                pre[img] = (*pre.get(img, ()), n.id)
+        rec.edges.extend([(new.id, pre.get(n) or (n.id,)) for new, n in done])
+    return derive(Function(func.params, out, func.ret_type, func.attrs), func)  # type: ignore[return-value]
+
+
+@dataclasses.dataclass(frozen=True)
+class ToANormalForm(FunctionPass):
+    """Bind every non-atomic subexpression by a let (see the module docstring)."""
+
+    def transform_function(self, func: Function, mod: Module, name: str) -> Function:
+        """``func`` in A-normal form (the same object when it already is)."""
+        return normalize_function(func, mod, bind_all=True)
