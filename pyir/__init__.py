@@ -1,43 +1,96 @@
-"""pyir: a compiler IR of hash-consed, immutable nodes and persistent modules."""
+"""pyir: a compiler IR of hash-consed, immutable nodes and persistent modules,
+with lineage that follows expressions through every pass.
 
-from . import op, testing, transform
-from .errors import *  # noqa: F403
-from .errors import __all__ as _errors_all
+>>> import pyir
+>>> x = pyir.var("x", shape=(2, 2))
+>>> pyir.op.nn.relu(x) is pyir.op.nn.relu(x)
+True
+"""
+
+from . import display, op, report, testing, transform, viz
+from .diff import Diff, diff
+from .equality import alpha_equal, alpha_hash, structural_equal, structural_hash
+from .errors import (
+                     AttrError,
+                     EvaluationError,
+                     ImmutableError,
+                     LineageError,
+                     ParseError,
+                     PassError,
+                     PyIRError,
+                     RewriteLoopError,
+                     SerializationError,
+                     TypeCheckError,
+                     UnknownOpError,
+                     WellFormedError,
+)
 from .expr import (
-                   Call,
-                   Constant,
-                   Expr,
-                   Function,
-                   GlobalVar,
-                   If,
-                   Let,
-                   Op,
-                   Tuple,
-                   TupleGetItem,
-                   Var,
-                   as_expr,
-                   const,
-                   var,
+                     Call,
+                     Constant,
+                     Expr,
+                     Function,
+                     GlobalVar,
+                     If,
+                     Let,
+                     Op,
+                     Tuple,
+                     TupleGetItem,
+                     Var,
+                     as_expr,
+                     const,
+                     var,
 )
 from .functor import ExprMutator, ExprVisitor, rebuild, rewrite, substitute
 from .interp import evaluate
-from .lineage import derive, eliminate
+from .lineage import PassRecord, Step, derive, eliminate
 from .module import Module
 from .node import Attrs, Node, live_node_count
+from .parser import parse, parse_expr, parse_type
+from .pattern import (
+                     Match,
+                     Pattern,
+                     PatternError,
+                     is_constant,
+                     is_expr,
+                     is_op,
+                     is_tuple,
+                     is_tuple_get_item,
+                     is_var,
+                     wildcard,
+)
+from .pattern_rewrite import PatternRewrite, Rule, rewrite_rules
 from .printer import astext
+from .serialize import dumps, from_json, load, loads, save, to_json
 from .traverse import count_nodes, free_vars, post_order, pre_order
 from .typecheck import infer_type
 from .types import FuncType, TensorType, TupleType, Type
 
+display.install()
+
 __version__ = "0.1.0"
 
 __all__ = [
-    *_errors_all,
+    # errors
+    "PyIRError", "ImmutableError", "AttrError", "UnknownOpError", "TypeCheckError", "WellFormedError",
+    "EvaluationError", "PassError", "RewriteLoopError", "LineageError", "ParseError",
+    "SerializationError", "PatternError",
+    # nodes, types, expressions
     "op", "Node", "Attrs", "live_node_count",
     "Type", "TensorType", "TupleType", "FuncType",
     "Expr", "Var", "GlobalVar", "Constant", "Op", "Call", "Tuple", "TupleGetItem", "Function",
-    "Let", "If", "var", "const", "as_expr", "Module", "astext", "infer_type",
-    "post_order", "pre_order", "count_nodes", "free_vars",
-    "ExprVisitor", "ExprMutator", "rewrite", "substitute", "rebuild", "derive", "eliminate",
-    "testing", "transform", "evaluate",
+    "Let", "If", "var", "const", "as_expr", "Module",
+    # analysis and traversal
+    "infer_type", "post_order", "pre_order", "count_nodes", "free_vars",
+    # rewriting
+    "ExprVisitor", "ExprMutator", "rewrite", "substitute", "rebuild",
+    "Pattern", "Match", "wildcard", "is_op", "is_expr", "is_constant", "is_var", "is_tuple",
+    "is_tuple_get_item", "Rule", "rewrite_rules", "PatternRewrite",
+    # lineage
+    "derive", "eliminate", "PassRecord", "Step",
+    # evaluation, text, serialization
+    "evaluate", "astext", "parse", "parse_expr", "parse_type",
+    "dumps", "loads", "save", "load", "to_json", "from_json",
+    # equality, diff, display
+    "structural_equal", "structural_hash", "alpha_equal", "alpha_hash", "diff", "Diff",
+    "display", "report", "viz", "testing", "transform",
 ]

@@ -1,5 +1,12 @@
 """Passes: the framework (``Pass``, ``Sequential``, ``PassContext``, instruments)
-and the standard passes, one per module."""
+and the standard passes, one per module.
+
+>>> import pyir
+>>> from pyir.transform import FuseOps, DefuseOps, Sequential
+>>> mod = pyir.testing.resnet(2)
+>>> Sequential([FuseOps(), DefuseOps()])(mod)["main"] is mod["main"]
+True
+"""
 
 from .base import (
                    FunctionPass,
@@ -13,6 +20,23 @@ from .base import (
                    function_pass,
                    module_pass,
 )
+from .dead_code import DeadCodeElimination
+from .defuse_ops import DefuseOps
+from .eliminate_common_subexpr import EliminateCommonSubexpr
+from .fold_constant import FoldConstant
+from .fuse_ops import FuseOps
+from .infer_type import InferType
+from .inline import Inline
+from .simplify_expr import SimplifyExpr
+from .simplify_inference import SimplifyInference
+from .to_a_normal_form import ToANormalForm
+from .to_basic_block_normal_form import ToBasicBlockNormalForm
+from .to_graph_normal_form import ToGraphNormalForm
 
-__all__ = ["Pass", "ModulePass", "FunctionPass", "Sequential", "PassContext", "PassInstrument",
-           "TimingInstrument", "PrintIRInstrument", "module_pass", "function_pass"]
+__all__ = [
+    "Pass", "ModulePass", "FunctionPass", "Sequential", "PassContext", "PassInstrument",
+    "TimingInstrument", "PrintIRInstrument", "module_pass", "function_pass",
+    "InferType", "SimplifyInference", "FoldConstant", "SimplifyExpr", "EliminateCommonSubexpr",
+    "DeadCodeElimination", "FuseOps", "DefuseOps", "ToANormalForm", "ToBasicBlockNormalForm",
+    "ToGraphNormalForm", "Inline",
+]
