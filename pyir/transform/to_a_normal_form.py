@@ -61,11 +61,18 @@ def let_var(value: Expr, ty: Type | None) -> Var:
     return Var("x", ty, uid=xxh3_128_digest(value.id + salt + b"anf"))
 
 
+def _eval_children(n: Node) -> tuple[Node, ...]:
+    # Arguments before the callee: a called function is bound just before its call.
+    if type(n) is Call and type(n.op) is not Op:  # type: ignore[attr-defined]
+        return (*n.args, n.op)  # type: ignore[attr-defined]
+    return n.children()
+
+
 class _Plan:
     """Where each compound node of a let-free body is bound (scope numbers, 0 = the body)."""
 
     def __init__(self, body: Expr) -> None:
-        self.order: list[Any] = post_order(body, stop=_is_primitive)
+        self.order: list[Any] = post_order(body, _eval_children, stop=_is_primitive)
         self.parent: list[int] = [0]
         self.depth: list[int] = [0]
         self.scope: dict[Node, int] = {body: 0}

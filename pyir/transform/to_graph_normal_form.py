@@ -123,7 +123,8 @@ def record_graph_lineage(g: dict[Node, Expr]) -> None:
     for n, img in g.items():
         k = type(n)
         if k is Let:
-            derive(g.get(n.value, n.value), n)  # type: ignore[attr-defined]
+            value: Expr = n.value  # type: ignore[attr-defined]
+            derive(g.get(value, value), n)
         elif k is not Var and img is not n:
             derive(img, n)
 
