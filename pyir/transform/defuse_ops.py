@@ -36,7 +36,7 @@ from ..expr import Call, Expr, Function, Var
 from ..functor import rebuild
 from ..lineage import derive
 from ..module import Module
-from ..node import F_FUNC, F_VAR, Node, digest
+from ..node import F_FUNC, F_LET, F_VAR, Node, digest
 from ..traverse import bound_vars, post_order
 from .base import ModulePass
 from .fuse_ops import no_gc
@@ -65,7 +65,8 @@ def inline_call(func: Function, args: Sequence[Expr], site: Node) -> Expr:
         raise WellFormedError(f"a function of {len(func.params)} parameter(s) is called with "
                               f"{len(args)} argument(s)")
     memo: dict[Node, Any] = dict(zip(func.params, args))
-    for v in bound_vars(func.body):
+    binders = bound_vars(func.body) if func.body._mask & (F_LET | F_FUNC) else ()
+    for v in binders:
         if v not in memo:
             memo[v] = Var(v.name_hint, v.type_annotation, uid=digest(b"pyir.inline" + site.id + v.uid))
     for n in post_order(func.body, stop=lambda n: n in memo or not (n._mask & F_VAR)):
