@@ -1,0 +1,9 @@
+"""Frontends: importers from other model formats into pyir modules.
+
+``from_onnx`` imports an ONNX model (``pip install "pyir[onnx]"``); onnx itself is
+imported lazily, so ``import pyir`` works without it.
+"""
+
+from .onnx import FrontendError, from_onnx, onnx_sources
+
+__all__ = ["FrontendError", "from_onnx", "onnx_sources"]

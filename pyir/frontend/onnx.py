@@ -1,0 +1,368 @@
+"""The ONNX importer: ``from_onnx(model_or_path) -> Module``.
+
+Every ONNX node becomes one or a few pyir operator calls (see
+:mod:`pyir.frontend._onnx_ops` for the operator table).  Shapes are static:
+``Shape`` and everything computed only from constants is folded at import time,
+so ``Reshape`` and friends get constant attributes.
+
+Lineage back to the model: the returned module's first pass record is named
+``"from_onnx"`` and its ``sources`` table maps the id of every expression the
+importer created to the ONNX node it came from, as ``(node name, op type)``
+(unnamed nodes are named by their first output).  When several ONNX nodes
+produce the very same (hash-consed) expression, the value is a tuple of such
+pairs.  :func:`onnx_sources` answers "which ONNX nodes does this expression,
+of this or any later module of the pipeline, come from?".
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import PyIRError
+from ..expr import Constant, Expr, Function, Tuple, Var
+from ..lineage import PassRecord
+from ..module import Module
+from ..traverse import expr_children
+from ..types import TensorType
+
+__all__ = ["FrontendError", "from_onnx", "onnx_sources", "source_table"]
+
+
+class FrontendError(PyIRError, ValueError):
+    """A model cannot be imported: unsupported operator or attribute, dynamic shape, bad file."""
+
+
+def _load_onnx() -> Any:
+    try:
+        import onnx
+    except ImportError:
+        raise FrontendError('from_onnx needs the onnx package: pip install "pyir[onnx]"') from None
+    return onnx
+
+
+class _Attrs:
+    """The attributes of one ONNX node; remembers which ones the converter read."""
+
+    def __init__(self, node: Any, onnx: Any) -> None:
+        self.node = node
+        self.values: dict[str, Any] = {}
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH or a.type == onnx.AttributeProto.GRAPHS:
+                self.values[a.name] = _UNSUPPORTED
+                continue
+            v = onnx.helper.get_attribute_value(a)
+            if isinstance(v, bytes):
+                v = v.decode()
+            elif isinstance(v, onnx.TensorProto):
+                v = onnx.numpy_helper.to_array(v)
+            elif isinstance(v, list):
+                v = [x.decode() if isinstance(x, bytes) else x for x in v]
+            self.values[a.name] = v
+        self.used: set[str] = set()
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The value of attribute ``name`` (``default`` if absent)."""
+        self.used.add(name)
+        v = self.values.get(name, default)
+        if v is _UNSUPPORTED:
+            raise FrontendError(f"attribute {name!r} holds a subgraph, which is not supported")
+        return v
+
+    def ints(self, name: str, default: Any = None) -> Any:
+        """An ints attribute as a tuple (``default`` if absent)."""
+        v = self.get(name, None)
+        return default if v is None else tuple(int(x) for x in v)
+
+    def ignore(self, *names: str) -> None:
+        """Mark attributes as handled without reading them (they do not matter at inference)."""
+        self.used.update(names)
+
+    def unused(self) -> list[str]:
+        """Attributes present on the node that the converter did not read."""
+        return sorted(set(self.values) - self.used)
+
+
+_UNSUPPORTED = object()
+
+
+class Ctx:
+    """What a converter sees of the node being converted: its inputs, attributes and opset."""
+
+    def __init__(self, imp: _Importer, node: Any, attrs: _Attrs) -> None:
+        self._imp = imp
+        self.node = node
+        self.attrs = attrs
+        self.opset = imp.opset
+        self.dynamic = False
+
+    @property
+    def n_inputs(self) -> int:
+        """Number of inputs (trailing absent ones included)."""
+        return len(self.node.input)
+
+    def has(self, i: int) -> bool:
+        """Whether optional input ``i`` is given."""
+        return i < len(self.node.input) and self.node.input[i] != ""
+
+    def x(self, i: int) -> Expr:
+        """Input ``i`` as an expression."""
+        if not self.has(i):
+            raise FrontendError(f"input {i} is required")
+        e = self._imp.expr(self.node.input[i])
+        if type(e) is not Constant:
+            self.dynamic = True
+        return e
+
+    def const(self, i: int) -> np.ndarray:
+        """Input ``i`` as a numpy array known at import time (FrontendError if it is not)."""
+        if not self.has(i):
+            raise FrontendError(f"input {i} is required")
+        name = self.node.input[i]
+        arr = self._imp.static(name)
+        if arr is None:
+            raise FrontendError(f"input {i} ({name!r}) must be a constant (static shapes only)")
+        return arr
+
+    def const_or(self, i: int, default: Any) -> Any:
+        """Input ``i`` as a constant numpy array, or ``default`` when absent."""
+        return self.const(i) if self.has(i) else default
+
+
+def _tensor_type(vi: Any, onnx: Any, shapes: Mapping[str, Sequence[int]]) -> TensorType:
+    tt = vi.type.tensor_type
+    if not vi.type.HasField("tensor_type"):
+        raise FrontendError(f"graph input {vi.name!r}: only tensor inputs are supported")
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
+    if vi.name in shapes:
+        return TensorType(tuple(shapes[vi.name]), dtype)
+    dims = []
+    for d in tt.shape.dim:
+        if not d.HasField("dim_value"):
+            raise FrontendError(f"graph input {vi.name!r} has a dynamic dimension "
+                                f"{d.dim_param or '?'!r}; pass shapes={{{vi.name!r}: (...)}}")
+        dims.append(d.dim_value)
+    return TensorType(tuple(dims), dtype)
+
+
+class _Importer:
+    def __init__(self, model: Any, onnx: Any, weights: str, shapes: Mapping[str, Sequence[int]]) -> None:
+        self.onnx = onnx
+        self.model = model
+        self.graph = model.graph
+        self.weights = weights
+        self.opset = 1
+        for imp in model.opset_import:
+            if imp.domain in ("", "ai.onnx"):
+                self.opset = imp.version
+        self.env: dict[str, Expr] = {}
+        self.inits: dict[str, np.ndarray] = {}
+        self.params: list[Var] = []
+        self.weight_params: list[Var] = []
+        self.param_values: dict[str, np.ndarray] = {}
+        self.sources: dict[bytes, Any] = {}
+        self.seen: set[bytes] = set()
+        for t in self.graph.initializer:
+            self.inits[t.name] = onnx.numpy_helper.to_array(t)
+        for vi in self.graph.input:
+            if vi.name in self.inits:
+                continue  # an input with a default: the initializer
+            v = Var(vi.name, _tensor_type(vi, onnx, shapes))
+            self.env[vi.name] = v
+            self.params.append(v)
+            self._attribute([v], (vi.name, "Input"), descend=False)
+
+    # -- values -------------------------------------------------------------------------------
+    def expr(self, name: str) -> Expr:
+        e = self.env.get(name)
+        if e is not None:
+            return e
+        arr = self.inits.get(name)
+        if arr is None:
+            raise FrontendError(f"value {name!r} is used before it is defined "
+                                "(the graph must be topologically sorted)")
+        if self.weights == "params":
+            e = Var(name, TensorType(arr.shape, arr.dtype))
+            self.weight_params.append(e)
+            self.param_values[name] = arr
+        else:
+            e = Constant(arr)
+        self.env[name] = e
+        self._attribute([e], (name, "Initializer"), descend=False)
+        return e
+
+    def static(self, name: str) -> np.ndarray | None:
+        if name in self.inits:
+            return self.inits[name]
+        e = self.expr(name)
+        return e.data if type(e) is Constant else None
+
+    # -- lineage --------------------------------------------------------------------------------
+    def _attribute(self, outs: Sequence[Expr], src: tuple[str, str], descend: bool = True) -> None:
+        """Attribute every expression first reached from ``outs`` to ``src``."""
+        stack: list[Any] = []
+        for o in outs:
+            if o.id in self.seen:
+                old = self.sources.get(o.id)
+                if old is not None and src not in _pairs(old):
+                    self.sources[o.id] = (*_pairs(old), src)
+            else:
+                stack.append(o)
+        while stack:
+            n = stack.pop()
+            if n.id in self.seen:
+                continue
+            self.seen.add(n.id)
+            self.sources[n.id] = src
+            if descend:
+                stack.extend(c for c in expr_children(n) if c.id not in self.seen)
+
+    # -- nodes -----------------------------------------------------------------------------------
+    def convert_node(self, node: Any) -> None:
+        from ._onnx_ops import CONVERTERS
+
+        label = node.name or (node.output[0] if node.output else node.op_type)
+        where = f"ONNX node {label!r} ({node.op_type})"
+        if node.domain not in ("", "ai.onnx"):
+            raise FrontendError(f"{where}: operator domain {node.domain!r} is not supported")
+        conv = CONVERTERS.get(node.op_type)
+        if conv is None:
+            raise FrontendError(f"{where}: unsupported operator {node.op_type!r} (opset {self.opset})")
+        attrs = _Attrs(node, self.onnx)
+        cx = Ctx(self, node, attrs)
+        try:
+            out = conv(cx, attrs)
+            outs = list(out) if isinstance(out, (list, tuple)) else [out]
+            extra = attrs.unused()
+            if extra:
+                raise FrontendError(f"unsupported attribute(s) {extra}")
+            if not cx.dynamic:
+                outs = [_fold(o) for o in outs]
+            for o in outs:
+                o.checked_type  # noqa: B018 - type each new node now (errors name this ONNX node)
+        except FrontendError as e:
+            raise FrontendError(f"{where}: {e}") from None
+        except PyIRError as e:
+            raise FrontendError(f"{where}: {type(e).__name__}: {e}") from e
+        names = list(node.output)
+        while names and names[-1] == "":
+            names.pop()
+        if len(outs) < len(names):
+            raise FrontendError(f"{where}: only {len(outs)} of its {len(names)} outputs are supported")
+        for name, value in zip(names, outs):
+            if name:
+                self.env[name] = value
+        self._attribute(outs[:len(names)], (label, node.op_type))
+
+    def run(self) -> Module:
+        for node in self.graph.node:
+            self.convert_node(node)
+        outs = []
+        for vi in self.graph.output:
+            if vi.name not in self.env and vi.name not in self.inits:
+                raise FrontendError(f"graph output {vi.name!r} is not computed by any node")
+            e = self.expr(vi.name)
+            self._check_output(vi, e)
+            outs.append(e)
+        body = outs[0] if len(outs) == 1 else Tuple(outs)
+        func = Function([*self.params, *self.weight_params], body)
+        mod = Module({"main": func})
+        mod.type_of(func)
+        record = PassRecord("from_onnx", options="", edges=(), removed=frozenset(), sources=self.sources)
+        return mod._derive(mod.functions(), history=mod.pass_records.append(record))
+
+    def _check_output(self, vi: Any, e: Expr) -> None:
+        t = e.checked_type
+        if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
+            return
+        dims = vi.type.tensor_type.shape.dim
+        if not isinstance(t, TensorType) or len(dims) != len(t.shape) or any(
+                d.HasField("dim_value") and d.dim_value != s for d, s in zip(dims, t.shape)):
+            declared = tuple(d.dim_value if d.HasField("dim_value") else d.dim_param for d in dims)
+            raise FrontendError(f"graph output {vi.name!r}: the model declares shape {declared}, "
+                                f"the imported program computes {t}")
+
+
+def _pairs(v: Any) -> tuple[tuple[str, str], ...]:
+    return (v,) if isinstance(v[0], str) else v  # type: ignore[no-any-return]
+
+
+def _fold(e: Expr) -> Expr:
+    """Evaluate an expression built only from constants (static shape computations)."""
+    if type(e) is Constant:
+        return e
+    from ..interp import evaluate
+
+    t = e.checked_type
+    if not isinstance(t, TensorType):
+        return e
+    return Constant(np.asarray(evaluate(Function([], e))))
+
+
+def from_onnx(model_or_path: Any, *, weights: str = "constants",
+              shapes: Mapping[str, Sequence[int]] | None = None) -> Any:
+    """Import an ONNX model (a ``ModelProto``, a path, or the serialized bytes).
+
+    Args:
+        model_or_path: the model.
+        weights: ``"constants"`` embeds the initializers as constants; ``"params"``
+            makes each initializer used as data an extra parameter of ``main`` (after
+            the graph inputs) and returns ``(mod, {name: array})``.
+        shapes: static shapes for graph inputs whose declared shape is dynamic.
+
+    Returns:
+        The module (``main`` takes the graph inputs in order), or ``(module, params)``.
+
+    Raises:
+        FrontendError: onnx missing, unsupported operator/attribute, dynamic shapes.
+    """
+    if weights not in ("constants", "params"):
+        raise FrontendError(f"weights must be 'constants' or 'params', got {weights!r}")
+    onnx = _load_onnx()
+    if isinstance(model_or_path, (str, os.PathLike)):
+        try:
+            model = onnx.load(os.fspath(model_or_path))
+        except (OSError, onnx.onnx_cpp2py_export.checker.ValidationError, ValueError) as e:
+            raise FrontendError(f"cannot load ONNX model {model_or_path!r}: {e}") from e
+    elif isinstance(model_or_path, bytes):
+        model = onnx.load_model_from_string(model_or_path)
+    elif isinstance(model_or_path, onnx.ModelProto):
+        model = model_or_path
+    else:
+        raise FrontendError("expected an onnx.ModelProto, a path or bytes, "
+                            f"got {type(model_or_path).__name__}")
+    imp = _Importer(model, onnx, weights, shapes or {})
+    mod = imp.run()
+    if weights == "params":
+        return mod, dict(imp.param_values)
+    return mod
+
+
+# -- lineage queries ---------------------------------------------------------------------------------
+
+
+def source_table(mod: Module) -> dict[bytes, Any]:
+    """The ``sources`` table of the ``from_onnx`` record of ``mod``'s history (empty if none)."""
+    for rec in mod.pass_records:
+        if rec.name == "from_onnx" and rec.sources:
+            return rec.sources  # type: ignore[no-any-return]
+    return {}
+
+
+def onnx_sources(mod: Module, expr: Any) -> set[tuple[str, str]]:
+    """The ONNX nodes, as ``(name, op_type)``, that ``expr`` of ``mod`` comes from.
+
+    ``expr`` may be an expression (or id) of any module of a pipeline that
+    started with :func:`from_onnx`: it is traced back through every pass record.
+    """
+    table = source_table(mod)
+    out: set[tuple[str, str]] = set()
+    for i in mod.origins(expr):
+        v = table.get(i)
+        if v is not None:
+            out.update(_pairs(v))
+    return out
+
