@@ -207,11 +207,15 @@ def find(mod: Any, x: Any) -> list[Node]:
     for rec in mod.pass_records:
         fwd = rec.fwd
         removed = rec.removed
+        # forward closure within the record (a pass may rewrite a node it created)
         new: set[bytes] = set()
-        for i in cur:
-            nxt = fwd.get(i)
-            if nxt is not None:
-                new.update(nxt)
+        stack = [i for i in cur if i in fwd]
+        while stack:
+            for j in fwd[stack.pop()]:
+                if j not in new:
+                    new.add(j)
+                    if j in fwd:
+                        stack.append(j)
         if removed:
             cur = {i for i in cur if i not in removed}
         cur |= new
@@ -228,13 +232,20 @@ def origins(mod: Any, x: Any) -> set[bytes]:
         back = rec.back
         if not back:
             continue
+        # backward closure within the record (a pass may rewrite a node it created)
         nxt: set[bytes] = set()
-        for i in cur:
+        seen: set[bytes] = set()
+        stack = list(cur)
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
             olds = back.get(i)
             if olds is None:
                 nxt.add(i)
             else:
-                nxt.update(olds)
+                stack.extend(olds)
         cur = nxt
     return cur
 

@@ -140,6 +140,7 @@ class _Printer:
         self.meta_index: dict[Constant, int] = {}
         self.counter = 0
         self.const_text: dict[Node, str] = {}
+        self.next_suffix: dict[str, int] = {}
 
     # -- names ----------------------------------------------------------------------
     def var_name(self, v: Var) -> str:
@@ -148,10 +149,13 @@ class _Printer:
             return s
         base = v.name_hint if _IDENT.match(v.name_hint) and not v.name_hint[0].isdigit() else \
             "v_" + re.sub(r"[^A-Za-z0-9_.]", "_", v.name_hint)
-        name, i = base, 0
+        name, i = base, self.next_suffix.get(base, 0)
+        if i:
+            name = f"{base}_{i}"
         while name in self.used:
             i += 1
             name = f"{base}_{i}"
+        self.next_suffix[base] = i + 1
         self.used.add(name)
         s = self.names[v] = "%" + name
         return s

@@ -14,7 +14,7 @@ from typing import Any
 
 from .errors import PyIRError, TypeCheckError, UnknownOpError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .node import F_GLOBAL, F_UNTYPED, Node, _set_ty, cached_type
+from .node import F_GLOBAL, F_LET, F_UNTYPED, Node, _set_ty, cached_type
 from .types import FuncType, TensorType, TupleType, Type
 
 __all__ = ["infer_type", "check_call"]
@@ -66,11 +66,13 @@ def check_call(call: Call, arg_types: tuple[Type, ...]) -> Type:
 
 
 def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = None,
-               global_type: Callable[[GlobalVar], Type] | None = None) -> Type:
+               global_type: Callable[[GlobalVar], Type] | None = None,
+               env: dict[Var, Type] | None = None) -> Type:
     """The type of ``expr``; raises TypeCheckError naming the offending node.
 
     ``mod`` supplies the types of global functions; ``cache`` (default: the
-    module's) receives context-dependent types.
+    module's) receives context-dependent types; ``env``, if given, receives the
+    types of the let-bound variables without annotation (and may pre-bind some).
     """
     if cache is None:
         cache = mod._type_cache() if mod is not None else {}
@@ -81,7 +83,12 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
             def global_type(g: GlobalVar) -> Type:
                 raise TypeCheckError(f"@{g.name_hint} is a global function: infer types through its module "
                                      "(pyir.infer_type(expr, mod) or mod.type_of(expr))")
-    env: dict[Var, Type] = {}
+    # With a caller-supplied env, walk into let-containing nodes even when their type is
+    # already known, so that every let variable gets bound (each such node once).
+    want_env = env is not None
+    rebound: set[Node] = set()
+    if env is None:
+        env = {}
 
     def known(n: Node) -> Type | None:
         t = cached_type(n)
@@ -118,8 +125,12 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
         n, state = stack.pop()
         k = type(n)
         if state == 0:
-            if k is Var or k is GlobalVar or k is Op or known(n) is not None:
+            if k is Var or k is GlobalVar or k is Op:
                 continue
+            if known(n) is not None:
+                if not (want_env and n._mask & F_LET) or n in rebound:
+                    continue
+                rebound.add(n)
             if k is Let:
                 push((n, 2))
                 push((n.body, 0))  # type: ignore[attr-defined]

@@ -128,6 +128,7 @@ class Pass:
                     rec = Recorder()
                     out = self.run(mod)
                 if out is not mod or rec:
+                    _derive_functions(rec, mod, out)
                     record = PassRecord(self.name, self.options(), tuple(rec.edges),
                                         frozenset(rec.removed), rec.sources or None,
                                         time.perf_counter() - t0)
@@ -144,6 +145,18 @@ class Pass:
         for ins in ctx.instruments:
             ins.exit_pass(self, mod, out, seconds)
         return out
+
+
+def _derive_functions(rec: Recorder, before: Module, after: Module) -> None:
+    """A function replaced under the same name derives from the old one (unless the pass said otherwise)."""
+    if not rec.edges and after is before:
+        return
+    derived = {new for new, _ in rec.edges}
+    old_funcs = before.functions()
+    for name, f in after.functions().items():
+        old = old_funcs.get(name)
+        if old is not None and old is not f and f.id not in derived:
+            rec.edges.append((f.id, (old.id,)))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -75,7 +75,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import PassError, TypeCheckError
-from ..expr import Call, Constant, Expr, Function, Let, Op, Var
+from ..expr import Call, Constant, Expr, Function, Op, Var
 from ..functor import rebuild
 from ..lineage import current_recorder, derive
 from ..module import Module
@@ -323,6 +323,8 @@ class FuseOps(ModulePass):
                         ty = types.of(a)
                         p = params[a] = Var(f"p{i}", ty, uid=digest(gkey + b"param%d:" % i + ty.id))
                         args.append(memo[a])
+                        if rec is not None:  # a parameter stands for the value it receives
+                            rec.edges.append((p.id, (a.id,)))
                     new_args.append(p)
             copy = Call(m.op, tuple(new_args), m.attrs, _checked=True)
             body[m] = copy
@@ -331,6 +333,7 @@ class FuseOps(ModulePass):
         fn = Function(tuple(params.values()), body[root], types.of(root), {"Primitive": 1})
         call = Call(fn, tuple(args))
         derive(call, *members)
+        derive(fn, *members)
         return call
 
 
@@ -339,8 +342,8 @@ class _Types:
 
     def __init__(self, func: Function, mod: Module) -> None:
         self.mod = mod
-        infer_type(func, mod)
-        self.let_types: dict[Var, Type] | None = None
+        self.let_types: dict[Var, Type] = {}
+        infer_type(func, mod, env=self.let_types)
         self.func = func
 
     def of(self, n: Node) -> Type:
@@ -348,11 +351,6 @@ class _Types:
             t = n.type_annotation  # type: ignore[attr-defined]
             if t is not None:
                 return t  # type: ignore[no-any-return]
-            if self.let_types is None:
-                self.let_types = {}
-                for x in post_order(self.func.body):
-                    if type(x) is Let:
-                        self.let_types[x.var] = infer_type(x.value, self.mod)  # type: ignore[attr-defined]
             t = self.let_types.get(n)  # type: ignore[call-overload]
             if t is None:
                 raise TypeCheckError(f"FuseOps: cannot find the type of %{n.name_hint}")  # type: ignore[attr-defined]

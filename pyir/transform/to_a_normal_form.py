@@ -157,15 +157,16 @@ def _normalize(func: Function, mod: Module, bind_all: bool) -> Function:
     plan = _Plan(body)
     ty = _types_of(body, mod)
     scope, inner, mixed, flat = plan.scope, plan.inner, plan.mixed, plan.flat
-    bindings: dict[int, list[tuple[Var, Expr]]] = {}
+    bindings: dict[int, list[tuple[Var, Expr, Node]]] = {}
     atom: dict[Node, Expr] = {}
     done: list[tuple[Expr, Node]] = []
     record = done.append
 
     def close(s: int, result: Expr) -> Expr:
         e = atom[result]
-        for v, val in reversed(bindings.pop(s, ())):
+        for v, val, orig in reversed(bindings.pop(s, ())):
             e = Let(v, val, e)
+            record((e, orig))  # the let node stands for the graph node it binds
         return e
 
     for n in plan.order:
@@ -196,7 +197,7 @@ def _normalize(func: Function, mod: Module, bind_all: bool) -> Function:
             lst = bindings.get(s)
             if lst is None:
                 lst = bindings[s] = []
-            lst.append((v, new))
+            lst.append((v, new, n))
             atom[n] = v
             record((v, n))
         else:
