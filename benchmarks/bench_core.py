@@ -130,8 +130,9 @@ def main() -> None:
     for n in sizes:
         for gc_on in (True, False):
             r = construction(n, a.repeats, gc_on)
-            print(f"| {n:,} | {'on' if gc_on else 'off'} | {r['plain']:.0f} | {r['Call()']:.0f} | "
-                  f"{r['Call()'] / r['plain']:.2f}x | {r['op.add()']:.0f} | {r['op.add()'] / r['plain']:.2f}x |")
+            p, c, b = r["plain"], r["Call()"], r["op.add()"]
+            print(f"| {n:,} | {'on' if gc_on else 'off'} | {p:.0f} | {c:.0f} | {c / p:.2f}x | "
+                  f"{b:.0f} | {b / p:.2f}x |")
     print("\n## Memory per node (bytes, tracemalloc, intern table included)\n")
     print("| nodes | plain | Call() | ratio |")
     print("|---|---|---|---|")

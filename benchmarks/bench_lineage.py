@@ -13,9 +13,19 @@ import statistics
 import time
 
 import pyir
-from pyir.transform import (DeadCodeElimination, DefuseOps, FoldConstant, FuseOps, InferType,
-                            PassContext, Sequential, SimplifyExpr, SimplifyInference, ToANormalForm,
-                            ToGraphNormalForm)
+from pyir.transform import (
+    DeadCodeElimination,
+    DefuseOps,
+    FoldConstant,
+    FuseOps,
+    InferType,
+    PassContext,
+    Sequential,
+    SimplifyExpr,
+    SimplifyInference,
+    ToANormalForm,
+    ToGraphNormalForm,
+)
 
 
 def pipeline() -> Sequential:

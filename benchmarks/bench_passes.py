@@ -18,9 +18,18 @@ import time
 
 import pyir
 from pyir import op
-from pyir.transform import (DeadCodeElimination, DefuseOps, FoldConstant, FuseOps, InferType,
-                            Sequential, SimplifyExpr, SimplifyInference, ToANormalForm,
-                            ToGraphNormalForm)
+from pyir.transform import (
+    DeadCodeElimination,
+    DefuseOps,
+    FoldConstant,
+    FuseOps,
+    InferType,
+    Sequential,
+    SimplifyExpr,
+    SimplifyInference,
+    ToANormalForm,
+    ToGraphNormalForm,
+)
 
 
 def plain_walk(root) -> int:

@@ -37,10 +37,7 @@ the structure, so a cached answer never goes stale).
 
 from __future__ import annotations
 
-import gc
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from pyrsistent import pmap
@@ -49,7 +46,7 @@ from xxhash import xxh3_128_digest
 from .errors import WellFormedError
 from .expr import Call, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
 from .module import Module
-from .node import F_VAR, Node
+from .node import F_VAR, Node, gc_paused
 
 __all__ = ["structural_equal", "structural_hash", "alpha_equal", "alpha_hash", "clear_caches", "gc_paused"]
 
@@ -67,17 +64,6 @@ def clear_caches() -> None:
     _hash_cache.clear()
     _equal_cache.clear()
 
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector (walks allocate many short-lived tuples)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 # -- structural -------------------------------------------------------------------------------

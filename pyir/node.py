@@ -21,19 +21,21 @@ O(1), nothing stored).  Setting or deleting any attribute raises
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import struct
 import threading
 import weakref
 from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]
 from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from xxhash import xxh3_128_digest
 
 from .errors import AttrError, ImmutableError
 
-__all__ = ["Node", "Attrs", "attrs_of", "live_node_count"]
+__all__ = ["Node", "Attrs", "attrs_of", "live_node_count", "gc_paused"]
 
 # -- summary bits -------------------------------------------------------------
 # Each node carries ``_mask``: the OR of its children's masks and its own bit.
@@ -120,6 +122,25 @@ def intern(cls: type[Node], key: bytes, same: Any, fields: dict[str, Any], mask:
         return n
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for a bulk operation, then restore it.
+
+    Hash-consed nodes are built children-first and never mutated, so they can
+    never form a reference cycle: refcounting frees them, and the cyclic
+    collector rescanning millions of live nodes is pure overhead.  Pausing it
+    during a pass, a parse or a load is sound -- collection is deferred, not
+    skipped -- and re-entrant.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def live_node_count() -> int:
     """Number of live interned nodes (the size of the weak intern table)."""
     return len(_table)
@@ -141,6 +162,9 @@ class Node:
 
     id: bytes
     _mask: int
+
+    if TYPE_CHECKING:  # fields of the concrete kinds, for code that holds a plain ``Node``
+        def __getattr__(self, name: str) -> Any: ...
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)

@@ -37,8 +37,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
-import gc
 import json
 import re
 from collections.abc import Generator, Iterator, Mapping
@@ -50,6 +48,7 @@ import numpy as np
 from .errors import ParseError, PyIRError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .module import Module
+from .node import gc_paused as _gc_paused
 from .types import FuncType, TensorType, TupleType, Type, normalize_dtype
 
 __all__ = ["parse", "parse_expr", "parse_type", "tokenize", "Token", "Parser", "MAX_NESTING"]
@@ -1145,18 +1144,6 @@ def _metadata_start(text: str) -> int:
             return i
         i -= 1
 
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: parsing allocates many objects but no cycles,
-    and the collector's passes over them would cost about a third of the parse time."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _split(text: str) -> tuple[int, dict[int, Constant] | None]:

@@ -654,6 +654,8 @@ class Match:
     __slots__ = ("pattern", "expr", "_b", "_type_of")
     pattern: Pattern
     expr: Expr
+    _b: dict[Pattern, Expr]
+    _type_of: Callable[[Expr], Type | None]
 
     def __init__(self, pattern: Pattern, expr: Expr, bindings: dict[Pattern, Expr],
                  type_of: Callable[[Expr], Type | None]) -> None:

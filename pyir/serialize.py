@@ -54,7 +54,6 @@ invalid dtypes, wrong field types in JSON ...) raises
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import struct
@@ -71,7 +70,7 @@ from .errors import SerializationError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .lineage import PassRecord
 from .module import Module
-from .node import Attrs, Node
+from .node import Attrs, Node, gc_paused
 from .traverse import post_order
 from .types import FuncType, TensorType, TupleType
 
@@ -410,13 +409,8 @@ def dumps(obj: Module | Node) -> bytes:
     >>> loads(dumps(y)) is y
     True
     """
-    enabled = gc.isenabled()
-    gc.disable()  # the encoder allocates many small, long-lived objects: skip useless collections
-    try:
+    with gc_paused():  # the encoder allocates many small, long-lived objects
         cols = _encode(obj)
-    finally:
-        if enabled:
-            gc.enable()
     return _assemble(cols)
 
 
@@ -527,23 +521,20 @@ def load(path_or_file: str | os.PathLike[str] | IO[bytes]) -> Any:
 def _build(c: _Columns) -> Any:
     """Construct the nodes, the root and the history from decoded columns."""
     kinds, ints, strs, ids, blob, flags = c.kinds, c.ints, c.strs, c.ids, c.blob, c.flags
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        nodes, p = _build_nodes(kinds, ints, strs, blob)
-        root, p = _build_root(nodes, ints, strs, p, flags)
-        history, p = _build_history(ints, strs, ids, p)
-        if p != len(ints):
-            raise _Bad(f"{len(ints) - p} unread integers after the history")
-    except SerializationError:
-        raise
-    except _Bad as e:
-        raise SerializationError(f"invalid module root or pass history: {e}") from None
-    except Exception as e:
-        raise SerializationError(f"invalid module root or pass history: {type(e).__name__}: {e}") from e
-    finally:
-        if enabled:
-            gc.enable()
+    with gc_paused():  # see pyir.node.gc_paused: nodes are acyclic
+        try:
+            nodes, p = _build_nodes(kinds, ints, strs, blob)
+            root, p = _build_root(nodes, ints, strs, p, flags)
+            history, p = _build_history(ints, strs, ids, p)
+            if p != len(ints):
+                raise _Bad(f"{len(ints) - p} unread integers after the history")
+        except SerializationError:
+            raise
+        except _Bad as e:
+            raise SerializationError(f"invalid module root or pass history: {e}") from None
+        except Exception as e:
+            raise SerializationError(
+                f"invalid module root or pass history: {type(e).__name__}: {e}") from e
     if flags & FLAG_MODULE:
         return Module()._derive(pmap(root), history=pvector(history))
     return root

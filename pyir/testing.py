@@ -12,6 +12,7 @@ examples and benchmarks (and for users testing their own passes).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,16 +21,27 @@ import numpy as np
 from . import op
 from .expr import Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var, const, var
 from .module import Module
+from .node import gc_paused
 from .types import TensorType
 
 __all__ = ["resnet", "transformer_block", "elementwise_chain", "shared_dag", "programs",
            "random_inputs", "PROGRAM_SHAPE"]
 
 
+def _bulk(fn: Any) -> Any:
+    """Build with the cyclic collector paused (see :func:`pyir.node.gc_paused`)."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        with gc_paused():
+            return fn(*args, **kw)
+    return wrapper
+
+
 def _w(rng: np.random.Generator, *shape: int, scale: float = 0.1) -> Constant:
     return const(rng.standard_normal(shape).astype("float32") * scale)
 
 
+@_bulk
 def resnet(num_blocks: int = 2, *, channels: int = 8, size: int = 8, batch: int = 1,
            batch_norm: bool = True, num_classes: int = 10, seed: int = 0) -> Module:
     """A ResNet-style module: a stem conv, ``num_blocks`` residual blocks, then
@@ -59,6 +71,7 @@ def resnet(num_blocks: int = 2, *, channels: int = 8, size: int = 8, batch: int 
     return Module({"main": Function([x], out)})
 
 
+@_bulk
 def transformer_block(seq: int = 8, dim: int = 16, heads: int = 2, *, seed: int = 0) -> Module:
     """One transformer encoder block (multi-head self-attention + MLP, layer norms)."""
     rng = np.random.default_rng(seed)
@@ -82,6 +95,7 @@ def transformer_block(seq: int = 8, dim: int = 16, heads: int = 2, *, seed: int 
     return Module({"main": Function([x], out)})
 
 
+@_bulk
 def elementwise_chain(n: int, shape: Sequence[int] = (4,)) -> Module:
     """``main(x)``: ``n`` elementwise calls in one chain (graph depth ``n``)."""
     x = var("x", shape=shape)
@@ -93,6 +107,7 @@ def elementwise_chain(n: int, shape: Sequence[int] = (4,)) -> Module:
     return Module({"main": Function([x], h)})
 
 
+@_bulk
 def shared_dag(n: int, *, seed: int = 0, shape: Sequence[int] = (4,)) -> Module:
     """A DAG of ``n`` calls where each call uses one or two random earlier nodes."""
     rng = np.random.default_rng(seed)

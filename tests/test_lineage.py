@@ -131,7 +131,7 @@ def test_structurally_equal_expressions_share_lineage():
 
 def test_find_accepts_ids_and_unknown_ids():
     """find takes an expression or its 16-byte id; an unknown id finds nothing."""
-    mod, x, r, e = _model()
+    mod, _, r, _ = _model()
     new = relu_to_tanh(mod)
     assert new.find(r.id) == new.find(r)
     assert new.find(bytes(16)) == []

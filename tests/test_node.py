@@ -142,11 +142,11 @@ def test_unknown_ops_and_bad_attrs_fail_clearly():
     x = pyir.var("x", shape=(2,))
     with pytest.raises(pyir.UnknownOpError, match="no_such_op"):
         pyir.Op("no_such_op")
-    with pytest.raises(pyir.AttrError, match="clip.*a_min"):
+    with pytest.raises(pyir.AttrError, match=r"clip.*a_min"):
         op.clip(x, a_max=1.0)
-    with pytest.raises(pyir.AttrError, match="'cast'.*'dtype'"):
+    with pytest.raises(pyir.AttrError, match=r"'cast'.*'dtype'"):
         op.cast(x, dtype="not-a-dtype")
-    with pytest.raises(pyir.AttrError, match="unknown attribute.*bogus"):
+    with pytest.raises(pyir.AttrError, match=r"unknown attribute.*bogus"):
         op.nn.relu(x, bogus=1)
     with pytest.raises(pyir.AttrError, match="'axis'"):
         op.sum(x, axis="0")

@@ -13,9 +13,21 @@ from hypothesis import strategies as st
 
 import pyir
 from pyir.testing import programs, random_inputs
-from pyir.transform import (DeadCodeElimination, DefuseOps, EliminateCommonSubexpr, FoldConstant,
-                            FuseOps, InferType, Inline, Sequential, SimplifyExpr, SimplifyInference,
-                            ToANormalForm, ToBasicBlockNormalForm, ToGraphNormalForm)
+from pyir.transform import (
+    DeadCodeElimination,
+    DefuseOps,
+    EliminateCommonSubexpr,
+    FoldConstant,
+    FuseOps,
+    InferType,
+    Inline,
+    Sequential,
+    SimplifyExpr,
+    SimplifyInference,
+    ToANormalForm,
+    ToBasicBlockNormalForm,
+    ToGraphNormalForm,
+)
 
 PASSES = [InferType(), SimplifyInference(), FoldConstant(), SimplifyExpr(), EliminateCommonSubexpr(),
           DeadCodeElimination(), FuseOps(), DefuseOps(), ToANormalForm(), ToBasicBlockNormalForm(),

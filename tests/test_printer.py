@@ -77,10 +77,9 @@ def test_let_if_tuple_and_nested_function_print():
     assert "if (%" in text and "} else {" in text and ".0" in text
 
 
-def test_deep_chain_prints():
+def test_deep_chain_prints(deep_chain):
     """A 10^6-deep chain prints without recursion, one binding per call."""
-    mod = pyir.testing.elementwise_chain(10**6)
-    text = mod.astext()
+    text = deep_chain.astext()
     assert text.count("\n") == 10**6 + 2
     assert text.splitlines()[-2].startswith("  subtract(%999998, %x)")
 

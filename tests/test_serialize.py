@@ -32,7 +32,7 @@ from pyir.serialize import (
     save,
     to_json,
 )
-from pyir.testing import elementwise_chain, programs, resnet, shared_dag, transformer_block
+from pyir.testing import programs, resnet, shared_dag, transformer_block
 from pyir.transform.base import module_pass
 from pyir.types import FuncType, TensorType, TupleType
 
@@ -171,9 +171,9 @@ def test_save_load_paths_and_files(tmp_path) -> None:
         _check_same(m, load(f))
 
 
-def test_deep_chain_binary_and_pickle() -> None:
+def test_deep_chain_binary_and_pickle(deep_chain) -> None:
     """A 10**6-deep chain saves, loads and pickles without RecursionError."""
-    m = elementwise_chain(10**6)
+    m = deep_chain
     assert loads(dumps(m))["main"] is m["main"]
     assert pickle.loads(pickle.dumps(m["main"].body)) is m["main"].body
 

@@ -97,10 +97,10 @@ def test_unannotated_parameter_is_reported():
         pyir.Function([x], x).checked_type
 
 
-def test_deep_chain_type_checks_without_recursion():
-    """A 10^6-deep chain type-checks (iteratively)."""
-    m = pyir.testing.elementwise_chain(10**6)
-    assert m["main"].body.checked_type is pyir.TensorType((4,))
+def test_deep_chain_type_checks_without_recursion(deep_chain, deep_anf):
+    """A 10^6-deep chain and its 10^6-deep let chain type-check (iteratively)."""
+    assert deep_chain["main"].body.checked_type is pyir.TensorType((4,))
+    assert deep_anf.type_of(deep_anf["main"].body) is pyir.TensorType((4,))
 
 
 @settings(max_examples=40, deadline=None)

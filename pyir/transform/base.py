@@ -19,6 +19,7 @@ from ..errors import PassError, PyIRError
 from ..expr import Function
 from ..lineage import PassRecord, Recorder, recording
 from ..module import Module
+from ..node import gc_paused
 
 __all__ = ["Pass", "ModulePass", "FunctionPass", "Sequential", "PassContext", "PassInstrument",
            "TimingInstrument", "PrintIRInstrument", "module_pass", "function_pass"]
@@ -118,21 +119,8 @@ class Pass:
             ins.enter_pass(self, mod)
         t0 = time.perf_counter()
         try:
-            if isinstance(self, Sequential):
-                out = self.run(mod)
-            else:
-                if ctx.record_lineage:
-                    with recording() as rec:
-                        out = self.run(mod)
-                else:
-                    rec = Recorder()
-                    out = self.run(mod)
-                if out is not mod or rec:
-                    _derive_functions(rec, mod, out)
-                    record = PassRecord(self.name, self.options(), tuple(rec.edges),
-                                        frozenset(rec.removed), rec.sources or None,
-                                        time.perf_counter() - t0)
-                    out = out._derive(out.functions(), history=out.pass_records.append(record))
+            with gc_paused():
+                out = self._run_recorded(mod, ctx, t0)
         except PassError:
             raise
         except PyIRError as e:
@@ -144,6 +132,24 @@ class Pass:
         seconds = time.perf_counter() - t0
         for ins in ctx.instruments:
             ins.exit_pass(self, mod, out, seconds)
+        return out
+
+    def _run_recorded(self, mod: Module, ctx: PassContext, t0: float) -> Module:
+        """Run the pass with a lineage recorder and append its record to the result."""
+        if isinstance(self, Sequential):
+            return self.run(mod)
+        if ctx.record_lineage:
+            with recording() as rec:
+                out = self.run(mod)
+        else:
+            rec = Recorder()
+            out = self.run(mod)
+        if out is not mod or rec:
+            _derive_functions(rec, mod, out)
+            record = PassRecord(self.name, self.options(), tuple(rec.edges),
+                                frozenset(rec.removed), rec.sources or None,
+                                time.perf_counter() - t0)
+            out = out._derive(out.functions(), history=out.pass_records.append(record))
         return out
 
 

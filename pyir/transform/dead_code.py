@@ -145,11 +145,11 @@ class DeadCodeElimination(ModulePass):
             f = mod[name]
             if f.attrs.get("Primitive") or not f.body._mask & F_LET:
                 continue
-            nf, g = _remove_lets(f)
+            nf, removed = _remove_lets(f)
             if nf is not f:
                 derive(nf, f)
                 updates[name] = nf
-                gone.append((name, g))
+                gone.append((name, removed))
         if not updates:
             return mod
         new = mod.with_functions(updates)

@@ -69,9 +69,6 @@ node it copies, and each rebuilt node of the main graph from its old version.
 from __future__ import annotations
 
 import dataclasses
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from ..errors import PassError, TypeCheckError
@@ -80,6 +77,7 @@ from ..functor import rebuild
 from ..lineage import current_recorder, derive
 from ..module import Module
 from ..node import OP_BIT0, Node, digest
+from ..node import gc_paused as no_gc
 from ..op.registry import OpPattern
 from ..traverse import post_order
 from ..typecheck import infer_type
@@ -98,17 +96,6 @@ _INJECTIVE = int(OpPattern.INJECTIVE)
 _COMM_REDUCE = int(OpPattern.COMM_REDUCE)
 _OUT_FUSABLE = int(OpPattern.OUT_ELEMWISE_FUSABLE)
 
-
-@contextmanager
-def no_gc() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector (nodes are acyclic; reference counting frees them)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _is_op_call(n: Node) -> bool:

@@ -24,9 +24,6 @@ After::
 from __future__ import annotations
 
 import dataclasses
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import ClassVar
 
 from ..errors import WellFormedError
@@ -34,7 +31,7 @@ from ..expr import Expr, Function, Let, Var
 from ..functor import rebuild
 from ..lineage import derive
 from ..module import Module
-from ..node import F_LET, F_VAR, Node
+from ..node import F_LET, F_VAR, Node, gc_paused
 from ..traverse import post_order
 from .base import FunctionPass
 
@@ -42,22 +39,6 @@ __all__ = ["ToGraphNormalForm", "graph_form", "gc_paused"]
 
 _LET_OR_VAR = F_LET | F_VAR
 
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building many nodes.
-
-    Nodes form no reference cycles (they are freed by reference counting), and
-    the collector's repeated scans of millions of live nodes dominate the cost
-    of rewriting deep graphs.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _children(n: Node) -> tuple[Node, ...]:

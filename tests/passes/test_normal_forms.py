@@ -8,11 +8,11 @@ import pyir
 from pyir import op
 from pyir.expr import Call, Constant, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from pyir.interp import evaluate
-from pyir.testing import elementwise_chain, programs, random_inputs, resnet, shared_dag, transformer_block
+from pyir.testing import programs, random_inputs, resnet, shared_dag, transformer_block
 from pyir.transform.infer_type import InferType
 from pyir.transform.to_a_normal_form import ToANormalForm
 from pyir.transform.to_basic_block_normal_form import ToBasicBlockNormalForm
-from pyir.transform.to_graph_normal_form import ToGraphNormalForm, gc_paused
+from pyir.transform.to_graph_normal_form import ToGraphNormalForm
 
 MODELS = {
     "resnet": lambda: resnet(3),
@@ -247,17 +247,6 @@ def test_anf_nested_functions():
 
 # -- 10**6-deep chains ----------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def deep():
-    with gc_paused():  # building 10**6 nodes with the cyclic collector on is much slower
-        return elementwise_chain(10**6)
-
-
-@pytest.fixture(scope="module")
-def deep_anf(deep):
-    return ToANormalForm()(deep)
-
-
 def _let_depth(e):
     n = 0
     while type(e) is Let:
@@ -266,20 +255,20 @@ def _let_depth(e):
     return n
 
 
-def test_deep_chain_anf(deep, deep_anf):
+def test_deep_chain_anf(deep_chain, deep_anf):
     """A 10**6-deep chain becomes a 10**6-deep let chain (no recursion), leaving the input intact."""
     assert _let_depth(deep_anf["main"].body) == 10**6
-    assert deep["main"].body.op.name == "subtract"
+    assert deep_chain["main"].body.op.name == "subtract"
 
 
-def test_deep_chain_gnf(deep, deep_anf):
+def test_deep_chain_gnf(deep_chain, deep_anf):
     """GNF turns the 10**6-deep let chain back into the very same graph."""
-    assert ToGraphNormalForm()(deep_anf)["main"] is deep["main"]
+    assert ToGraphNormalForm()(deep_anf)["main"] is deep_chain["main"]
 
 
-def test_deep_chain_infer_type(deep, deep_anf):
+def test_deep_chain_infer_type(deep_chain, deep_anf):
     """InferType fills the return type of a 10**6-deep chain and of its A-normal form."""
-    out = InferType()(deep)
+    out = InferType()(deep_chain)
     assert out["main"].ret_type is pyir.TensorType((4,), "float32")
     assert InferType()(out) is out
     anf = InferType()(deep_anf)
