@@ -30,17 +30,16 @@ from .node import (
     Node,
     _drop,
     _get,
-    _lock,
-    _lookup,
     _new,
     _Ref,
     _set_id,
     _set_mask,
-    _table,
+    _setdefault,
     attrs_of,
     cached_type,
     digest,
     intern,
+    publish,
 )
 from .types import TensorType, Type, normalize_dtype
 
@@ -373,24 +372,19 @@ class Call(Expr):
 
 
 def _new_call(cls: type, op: Expr, args: tuple[Expr, ...], attrs: Attrs, key: bytes, mask: int) -> Call:
-    """The miss path of Call interning (under the lock; handles races and collisions)."""
-    with _lock:
-        r = _get(key)
-        if r is not None and r() is not None:  # a race or a digest collision: probe exactly
-            node, key = _lookup(key, lambda m: type(m) is Call and m.op is op and m.attrs is attrs
-                                and m.args == args)
-            if node is not None:
-                return node  # type: ignore[return-value]
-        node = _new(cls)
-        _set_op(node, op)
-        _set_args(node, args)
-        _set_attrs(node, attrs)
-        _set_mask(node, mask)
-        _set_id(node, key)
-        ref = _Ref(node, _drop)
-        ref.key = key  # type: ignore[attr-defined]
-        _table[key] = ref
-        return node  # type: ignore[return-value]
+    """The miss path of Call interning (lock-free; see :func:`pyir.node.publish`)."""
+    node: Any = _new(cls)
+    _set_op(node, op)
+    _set_args(node, args)
+    _set_attrs(node, attrs)
+    _set_mask(node, mask)
+    _set_id(node, key)
+    ref = _Ref(node, _drop)
+    ref.key = key  # type: ignore[attr-defined]
+    if _setdefault(key, ref) is ref:
+        return node  # type: ignore[no-any-return]
+    return publish(node, key, lambda m: type(m) is Call and m.op is op and m.attrs is attrs  # type: ignore[no-any-return]
+                   and m.args == args)
 
 
 _set_op = Call.__dict__["op"].__set__

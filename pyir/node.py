@@ -11,8 +11,8 @@ weak intern table keyed by its 128-bit content ID:
   later one is re-keyed along a deterministic probe sequence, so ids stay unique.
 * The table holds weak references: a node nobody references is freed at once,
   and its entry disappears with it.
-* Misses are inserted under a lock, so several threads building the same
-  structure end up with one canonical object.
+* Misses are inserted with an atomic ``dict.setdefault`` (no lock), so several
+  threads building the same structure end up with one canonical object.
 
 Equality is identity and ``hash`` is the identity hash (computed by CPython in C,
 O(1), nothing stored).  Setting or deleting any attribute raises
@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import struct
-import threading
 import weakref
 from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]
 from collections.abc import Iterator, Mapping
@@ -57,7 +56,6 @@ OP_BIT0 = 12
 digest = xxh3_128_digest
 _table: dict[bytes, _Ref] = {}
 _get = _table.get
-_lock = threading.Lock()
 _new = object.__new__
 
 
@@ -90,12 +88,32 @@ def _lookup(key: bytes, same: Any) -> tuple[Node | None, bytes]:
         key = _collision_key(key)
 
 
-def _publish(node: Node, key: bytes) -> None:
-    """Record ``node`` under ``key`` (caller holds ``_lock``)."""
-    _set_id(node, key)
-    ref = _Ref(node, _drop)
-    ref.key = key  # type: ignore[attr-defined]
-    _table[key] = ref
+_setdefault = _table.setdefault
+
+
+def publish(node: Node, key: bytes, same: Any) -> Any:
+    """Insert the new ``node`` under ``key``, or return the live node equal to it.
+
+    Lock-free and race-free: ``dict.setdefault`` inserts only into an empty slot,
+    a dead entry is removed only while it is dead (atomically, in C), and a live
+    entry that is not equal (a digest collision) sends the node along the probe
+    sequence.  So there is never more than one canonical node per structure,
+    whatever the threads do.  ``node`` must have every field but ``id`` set.
+    """
+    while True:
+        _set_id(node, key)
+        ref = _Ref(node, _drop)
+        ref.key = key  # type: ignore[attr-defined]
+        cur = _setdefault(key, ref)
+        if cur is ref:
+            return node
+        other = cur()
+        if other is None:
+            _remove_dead_weakref(_table, key)
+        elif same(other):
+            return other
+        else:
+            key = _collision_key(key)
 
 
 def intern(cls: type[Node], key: bytes, same: Any, fields: dict[str, Any], mask: int) -> Any:
@@ -103,23 +121,22 @@ def intern(cls: type[Node], key: bytes, same: Any, fields: dict[str, Any], mask:
 
     ``same(n)`` decides exact equality with the candidate; ``fields`` are the
     slot values of a new node.  Used by every node kind except the hot Call path.
+    Thread-safe without a lock (see :func:`publish`).
     """
     r = _get(key)
     if r is not None:
         n = r()
         if n is not None and same(n):
             return n
-    with _lock:
         n, key = _lookup(key, same)
         if n is not None:
             return n
-        n = _new(cls)
-        setters = cls._setters
-        for name, value in fields.items():
-            setters[name](n, value)
-        _set_mask(n, mask)
-        _publish(n, key)
-        return n
+    n = _new(cls)
+    setters = cls._setters
+    for name, value in fields.items():
+        setters[name](n, value)
+    _set_mask(n, mask)
+    return publish(n, key, same)
 
 
 @contextlib.contextmanager
