@@ -35,9 +35,8 @@ class Module:
     names in sorted order with ``main`` first.
     """
 
-    __slots__ = ("_cache", "_funcs", "_history", "_lineage")
+    __slots__ = ("_cache", "_funcs", "_history")
     _funcs: PMap
-    _lineage: Any
     _history: PVector
     _cache: dict[str, Any]
 
@@ -47,7 +46,7 @@ class Module:
             if not isinstance(f, Function):
                 raise WellFormedError(f"module entry {k!r} must be a Function, got {type(f).__name__}")
             funcs[_name(k)] = f
-        _init(self, pmap(funcs), None, pvector())
+        _init(self, pmap(funcs), pvector())
 
     @classmethod
     def from_expr(cls, expr: Expr, name: str = "main") -> Module:
@@ -114,10 +113,9 @@ class Module:
         return GlobalVar(name)
 
     # -- functional updates --------------------------------------------------------------
-    def _derive(self, funcs: PMap, lineage: Any = None, history: PVector | None = None) -> Module:
+    def _derive(self, funcs: PMap, history: PVector | None = None) -> Module:
         m = object.__new__(Module)
-        _init(m, funcs, self._lineage if lineage is None else lineage,
-              self._history if history is None else history)
+        _init(m, funcs, self._history if history is None else history)
         return m
 
     def with_function(self, name: str | GlobalVar, func: Function) -> Module:
@@ -272,9 +270,8 @@ class Module:
         p.text(self.astext())
 
 
-def _init(m: Module, funcs: PMap, lineage: Any, history: PVector) -> None:
+def _init(m: Module, funcs: PMap, history: PVector) -> None:
     object.__setattr__(m, "_funcs", funcs)
-    object.__setattr__(m, "_lineage", lineage)
     object.__setattr__(m, "_history", history)
     object.__setattr__(m, "_cache", {})
 

@@ -57,7 +57,11 @@ def check_call(call: Call, arg_types: tuple[Type, ...]) -> Type:
         return t
     except TypeCheckError as e:
         shapes = ", ".join(_fmt(t) for t in arg_types)
-        raise TypeCheckError(f"{op.name}: {e}\n  in {_where(call)}\n  argument types: ({shapes})") from None
+        msg = str(e)
+        short = op.name.rsplit(".", 1)[-1] + ": "
+        if msg.startswith(short):  # the relation already named the op
+            msg = msg[len(short):]
+        raise TypeCheckError(f"{op.name}: {msg}\n  in {_where(call)}\n  argument types: ({shapes})") from None
     except PyIRError:
         raise
     except Exception as e:  # a relation bug: still name the op and node
