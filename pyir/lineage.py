@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import LineageError
-from .node import Node
+from .node import Node, gc_paused
 
 __all__ = ["PassRecord", "Recorder", "derive", "eliminate", "current_recorder", "recording",
            "Step", "set_recording_enabled"]
@@ -128,31 +128,39 @@ class PassRecord:
         """new id -> old ids (built on first use)."""
         b = self._index.get("back")
         if b is None:
+            b = self._index["back"] = self._build_back()
+        return b  # type: ignore[no-any-return]
+
+    def _build_back(self) -> dict[bytes, tuple[bytes, ...]]:
+        with gc_paused():
             acc: dict[bytes, list[bytes]] = {}
             for new, olds in self.edges:
                 lst = acc.get(new)
                 if lst is None:
                     acc[new] = list(olds)
                 else:
-                    lst.extend(o for o in olds if o not in lst)
-            b = self._index["back"] = {k: tuple(v) for k, v in acc.items()}
-        return b  # type: ignore[no-any-return]
+                    lst.extend(olds)
+            return {k: tuple(dict.fromkeys(v)) if len(v) > 1 else tuple(v) for k, v in acc.items()}
 
     @property
     def fwd(self) -> dict[bytes, list[bytes]]:
         """old id -> new ids (built on first use)."""
         f = self._index.get("fwd")
         if f is None:
-            f = {}
+            f = self._index["fwd"] = self._build_fwd()
+        return f  # type: ignore[no-any-return]
+
+    def _build_fwd(self) -> dict[bytes, list[bytes]]:
+        with gc_paused():
+            acc: dict[bytes, list[bytes]] = {}
             for new, olds in self.edges:
                 for o in olds:
-                    lst = f.get(o)
+                    lst = acc.get(o)
                     if lst is None:
-                        f[o] = [new]
-                    elif new not in lst:
+                        acc[o] = [new]
+                    else:
                         lst.append(new)
-            self._index["fwd"] = f
-        return f  # type: ignore[no-any-return]
+            return {k: list(dict.fromkeys(v)) if len(v) > 1 else v for k, v in acc.items()}
 
     def __len__(self) -> int:
         return len(self.edges)
@@ -195,7 +203,8 @@ def module_index(mod: Any) -> dict[bytes, Node]:
     if idx is None:
         from .traverse import post_order
 
-        idx = {n.id: n for n in post_order(list(mod.functions().values()))}
+        with gc_paused():
+            idx = {n.id: n for n in post_order(list(mod.functions().values()))}
         mod._cache["id_index"] = idx
     return idx  # type: ignore[no-any-return]
 

@@ -154,14 +154,13 @@ class Pass:
 
 
 def _derive_functions(rec: Recorder, before: Module, after: Module) -> None:
-    """A function replaced under the same name derives from the old one (unless the pass said otherwise)."""
-    if not rec.edges and after is before:
+    """A function replaced under the same name derives from the old one."""
+    if after is before:
         return
-    derived = {new for new, _ in rec.edges}
     old_funcs = before.functions()
     for name, f in after.functions().items():
         old = old_funcs.get(name)
-        if old is not None and old is not f and f.id not in derived:
+        if old is not None and old is not f:  # a duplicate of a pass's own edge is harmless
             rec.edges.append((f.id, (old.id,)))
 
 
