@@ -234,10 +234,12 @@ def find(mod: Any, x: Any) -> list[Node]:
     return out
 
 
-def origins(mod: Any, x: Any) -> set[bytes]:
-    """Root origin ids of ``x``: the ids, before the first pass, it derives from."""
+def origins(mod: Any, x: Any, since: int = 0) -> set[bytes]:
+    """Root origin ids of ``x``: the ids, before the first pass (or before record
+    number ``since``), it derives from."""
     cur = {_id_of(x)}
-    for rec in reversed(mod.pass_records):
+    records = mod.pass_records
+    for rec in reversed(records[since:] if since else records):
         back = rec.back
         if not back:
             continue

@@ -230,11 +230,12 @@ class Module:
 
         return find(self, expr_or_id)  # type: ignore[return-value]
 
-    def origins(self, expr_or_id: Any) -> set[bytes]:
-        """The root origin ids (before the first recorded pass) that ``expr_or_id`` came from."""
+    def origins(self, expr_or_id: Any, since: int = 0) -> set[bytes]:
+        """The root origin ids (before the first recorded pass, or before pass record
+        number ``since``) that ``expr_or_id`` came from."""
         from .lineage import origins
 
-        return origins(self, expr_or_id)
+        return origins(self, expr_or_id, since)
 
     def history(self, expr_or_id: Any) -> list[Any]:
         """The steps (pass name, before id, after id) that led to ``expr_or_id``, or that

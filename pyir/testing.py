@@ -7,7 +7,9 @@ examples and benchmarks (and for users testing their own passes).
 * :func:`elementwise_chain` — a long chain of elementwise ops (depth tests);
 * :func:`shared_dag` — a DAG with heavy sharing;
 * :func:`programs` — a hypothesis strategy drawing random well-typed modules;
-* :func:`random_inputs` — seeded random inputs for a module's ``main``.
+* :func:`random_inputs` — seeded random inputs for a module's ``main``;
+* :func:`check_pass` — the invariant bundle every pass must satisfy (input
+  unchanged, meaning unchanged, lineage complete, idempotent), for your own passes.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .node import gc_paused
 from .types import TensorType
 
 __all__ = ["resnet", "transformer_block", "elementwise_chain", "shared_dag", "programs",
-           "random_inputs", "PROGRAM_SHAPE"]
+           "random_inputs", "PROGRAM_SHAPE", "snapshot", "assert_same_values", "check_pass"]
 
 
 def _bulk(fn: Any) -> Any:
@@ -234,3 +236,63 @@ def programs(max_steps: int = 12, *, allow_let: bool = True) -> Any:
 
 
 
+
+
+# -- the invariant bundle ----------------------------------------------------------------------------
+
+
+def snapshot(mod: Module) -> tuple[str, dict[str, list[bytes]]]:
+    """Printed text (with metadata) and the ids of every node of every function."""
+    from .traverse import post_order
+
+    return (mod.astext(show_meta_data=True),
+            {name: [n.id for n in post_order(f)] for name, f in mod.items()})
+
+
+def assert_same_values(before: Module, after: Module, *, inputs: Sequence[np.ndarray] | None = None,
+                       rtol: float = 1e-4, atol: float = 1e-5, seed: int = 0) -> None:
+    """Both modules' ``main`` give the same values (within tolerance) on the same inputs."""
+    from .interp import evaluate
+
+    ins = list(inputs) if inputs is not None else random_inputs(before, seed)
+    want, got = evaluate(before, *ins), evaluate(after, *ins)
+    stack = [(want, got)]
+    while stack:
+        w, g = stack.pop()
+        if isinstance(w, tuple):
+            if not (isinstance(g, tuple) and len(g) == len(w)):
+                raise AssertionError(f"tuple results differ: {g!r} vs {w!r}")
+            stack.extend(zip(w, g))
+        else:
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
+def check_pass(pass_: Any, mod: Module, *, idempotent: bool = True, lineage: bool = True,
+               rtol: float = 1e-4, atol: float = 1e-5, seed: int = 0) -> Module:
+    """Run ``pass_`` on ``mod`` and assert the invariants every pass must keep.
+
+    * the input is unchanged: the same printed text and the same node ids;
+    * the output means the same under the interpreter (on seeded random inputs);
+    * lineage is complete: every output node existed in the input or has origins,
+      all of them ids of the input;
+    * (``idempotent``) running the pass on its output returns that very module.
+
+    Returns the output module.
+    """
+    from .traverse import post_order
+
+    before = snapshot(mod)
+    out = pass_(mod)
+    if snapshot(mod) != before:
+        raise AssertionError(f"{pass_.name} modified its input")
+    assert_same_values(mod, out, rtol=rtol, atol=atol, seed=seed)
+    if lineage and out is not mod:
+        input_ids = {i for ids in before[1].values() for i in ids}
+        for n in post_order(list(out.functions().values())):
+            if n.id not in input_ids:
+                orig = out.origins(n, since=len(mod.pass_records))
+                if not orig or not orig <= input_ids:
+                    raise AssertionError(f"{pass_.name}: {n!r} has no origins, or origins outside the input")
+    if idempotent and pass_(out) is not out:
+        raise AssertionError(f"{pass_.name} is not idempotent here")
+    return out

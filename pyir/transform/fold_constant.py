@@ -172,7 +172,9 @@ class FoldConstant(FunctionPass):
                 new = _to_expr(v, r.checked_type)
                 if new is not r:
                     replacements[r] = new
-                    derive(new, *post_order(r))
+                    folded = post_order(r)
+                    for part in post_order(new):  # a tuple result: its constants too
+                        derive(part, *folded)
         if not replacements:
             return func
         return _Replace(replacements, expanded).visit(func)  # type: ignore[no-any-return]

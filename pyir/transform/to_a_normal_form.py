@@ -214,6 +214,8 @@ def _normalize(func: Function, mod: Module, bind_all: bool) -> Function:
             if type(n) in _COMPOUND:
                 pre[img] = (*pre.get(img, ()), n.id)
         rec.edges.extend([(new.id, pre.get(n) or (n.id,)) for new, n in done])
+        # nodes rebuilt by inlining the input's lets derive from the nodes they replace
+        rec.edges.extend([(img.id, (n.id,)) for n, img in g.items() if img is not n])
     return derive(Function(func.params, out, func.ret_type, func.attrs), func)  # type: ignore[return-value]
 
 

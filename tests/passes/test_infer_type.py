@@ -20,7 +20,7 @@ MODELS = {
 
 def snapshot(mod):
     """Printed text and the ids of every node of every function."""
-    return mod.astext(), {name: [n.id for n in pyir.post_order(f)] for name, f in mod.items()}
+    return pyir.testing.snapshot(mod)
 
 
 def assert_close(a, b):

@@ -7,8 +7,7 @@ from hypothesis import given, settings
 import pyir
 from pyir import op
 from pyir.expr import Call, Constant, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from pyir.interp import evaluate
-from pyir.testing import programs, random_inputs, resnet, shared_dag, transformer_block
+from pyir.testing import programs, resnet, shared_dag, transformer_block
 from pyir.transform.infer_type import InferType
 from pyir.transform.to_a_normal_form import ToANormalForm
 from pyir.transform.to_basic_block_normal_form import ToBasicBlockNormalForm
@@ -25,7 +24,7 @@ ATOMS = (Var, GlobalVar, Constant, Op)
 
 def snapshot(mod):
     """Printed text and the ids of every node of every function."""
-    return mod.astext(), {name: [n.id for n in pyir.post_order(f)] for name, f in mod.items()}
+    return pyir.testing.snapshot(mod)
 
 
 def assert_close(a, b):
@@ -38,14 +37,8 @@ def assert_close(a, b):
 
 
 def check_pass(p, mod):
-    """Run ``p``: input unchanged, same meaning, idempotent; returns the output."""
-    before = snapshot(mod)
-    out = p(mod)
-    assert snapshot(mod) == before
-    inputs = random_inputs(mod)
-    assert_close(evaluate(out, *inputs), evaluate(mod, *inputs))
-    assert p(out) is out
-    return out
+    """Run ``p``: the invariant bundle (input unchanged, same meaning, lineage, idempotent)."""
+    return pyir.testing.check_pass(p, mod)
 
 
 def assert_anf(f):
