@@ -8,6 +8,7 @@ either existed in the input or has origins, and every origin is an input id.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -76,3 +77,10 @@ def test_basic_block_normal_form_leaves_a_conv_module_untouched():
     ToBasicBlockNormalForm()(mod)
     ToBasicBlockNormalForm()(ToANormalForm()(mod))
     assert mod.astext() == text and [n.id for n in _all_nodes(mod)] == ids
+
+
+@pytest.mark.parametrize("p", [ToBasicBlockNormalForm(), Inline(), EliminateCommonSubexpr(),
+                               DeadCodeElimination()], ids=lambda p: p.name)
+def test_remaining_passes_survive_the_deep_chain(p, deep_chain):
+    """Passes without a deep test of their own take the 10^6-deep chain (nothing to change)."""
+    assert p(deep_chain) is deep_chain
