@@ -110,9 +110,6 @@ def repr_workaround(blocks: int) -> None:
           f"{len(hits)} | {len(probes) - len(hits)} | {sum(len(v) - 1 for v in hits.values())} |")
     print(f"| `out.find(old)` (lineage, index included) | {t_find * 1e3:.1f} ms | "
           f"{sum(1 for f in found if f)} | {sum(1 for f in found if not f)} | 0 |")
-    zeros = [n for n in pyir.post_order(mod["main"]) if isinstance(n, pyir.Constant)]
-    print(f"| (for reference: constants in the input that print identically to another) | | | | "
-          f"{len(zeros) - len({pyir.astext(z) for z in zeros})} |")
 
 
 def main() -> None:

@@ -9,16 +9,16 @@ True
 """
 
 from .base import (
-                   FunctionPass,
-                   ModulePass,
-                   Pass,
-                   PassContext,
-                   PassInstrument,
-                   PrintIRInstrument,
-                   Sequential,
-                   TimingInstrument,
-                   function_pass,
-                   module_pass,
+    FunctionPass,
+    ModulePass,
+    Pass,
+    PassContext,
+    PassInstrument,
+    PrintIRInstrument,
+    Sequential,
+    TimingInstrument,
+    function_pass,
+    module_pass,
 )
 from .dead_code import DeadCodeElimination
 from .defuse_ops import DefuseOps
