@@ -21,7 +21,7 @@ mod = pyir.Module.from_expr(y)
 print("type of main:", mod["main"].checked_type)
 
 # Relay-like text.
-print(mod.astext())
+print(mod)
 
 # The numpy reference interpreter.
 data = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype("float32")

@@ -21,7 +21,7 @@ from pyir.viz import to_dot
 display.install()
 mod = pyir.testing.resnet(2)
 print(repr(mod))
-print(mod.astext()[:400])
+print(str(mod)[:400])
 
 # %% Nodes are hash-consed: building the same thing twice gives the same object
 x = mod["main"].params[0]

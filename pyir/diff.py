@@ -234,8 +234,8 @@ def _lines(e: Expr | None, name: str) -> list[str]:
     if e is None:
         return []
     if isinstance(e, Function) and name != "<expr>":
-        return astext(Module({name: e})).splitlines()
-    return astext(e).splitlines()
+        return astext(Module({name: e}), show_meta_data=False).splitlines()
+    return astext(e, show_meta_data=False).splitlines()
 
 
 def diff(before: Module | Expr, after: Module | Expr) -> Diff:

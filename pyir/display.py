@@ -124,7 +124,7 @@ def expr_html(e: Expr, *, max_lines: int = MAX_LINES) -> str:
                 f"(more than {max_lines}: summarized)</div>"
                 + _note("top: " + short_repr(e)) + _note("kinds: " + _op_histogram(nodes)))
         return _wrap(body)
-    return _wrap(f"<pre{title}>{highlight(astext(e).rstrip())}</pre>")
+    return _wrap(f"<pre{title}>{highlight(astext(e, show_meta_data=False).rstrip())}</pre>")
 
 
 def _header(name: str, f: Function) -> str:
@@ -158,7 +158,7 @@ def module_html(mod: Module, *, max_lines: int = MAX_LINES, first_lines: int = 1
         if large and counts[name] > 4 * max_lines:
             inner = _note(f"{counts[name]} nodes; kinds: {_op_histogram(post_order(f))}")
         else:
-            lines = astext(Module({name: f})).rstrip().splitlines()[1:]
+            lines = astext(Module({name: f}), show_meta_data=False).rstrip().splitlines()[1:]
             more = ""
             if large and len(lines) > first_lines:
                 more = _note(f"... {len(lines) - first_lines} more line(s)")

@@ -83,7 +83,7 @@ class Expr(Node):
     def __str__(self) -> str:
         from .printer import astext
 
-        return astext(self)
+        return astext(self, show_meta_data=False)
 
     def __repr__(self) -> str:
         from .printer import short_repr

@@ -258,7 +258,7 @@ class Module:
         return astext(self, **kw)
 
     def __str__(self) -> str:
-        return self.astext()
+        return self.astext(show_meta_data=False)
 
     def __repr__(self) -> str:
         from .traverse import count_nodes
@@ -268,7 +268,7 @@ class Module:
         return f"<Module [{shown}] {count_nodes(list(self._funcs.values()))} nodes>"
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(self.astext())
+        p.text(self.astext(show_meta_data=False))
 
 
 def _init(m: Module, funcs: PMap, history: PVector) -> None:

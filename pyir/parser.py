@@ -5,7 +5,7 @@
     mod = pyir.parse(text)          # ``def @name(...) { ... }`` definitions (+ ``#[metadata]``)
     e = pyir.parse_expr(text)       # the expression form printed by ``pyir.astext(expr)``
 
-``parse(mod.astext(show_meta_data=True))`` is alpha-equivalent to ``mod`` (same
+``parse(mod.astext())`` is alpha-equivalent to ``mod`` (same
 structure, variables renamed consistently) and prints back to the same text.
 
 Design
@@ -599,7 +599,7 @@ class Parser:
             raise self.error(f"unsupported metadata kind {kind!r} (only Constant)", pos)
         if self.meta is None:
             raise self.error(f"{s} refers to the metadata section, which is missing: print with "
-                             "astext(show_meta_data=True) to include the large constants", pos)
+                             "astext() (not str()) to include the large constants", pos)
         c = self.meta.get(idx)
         if c is None:
             raise self.error(f"{s} is not in the metadata section ({len(self.meta)} constant(s))", pos)
@@ -1179,7 +1179,7 @@ def _split(text: str) -> tuple[int, dict[int, Constant] | None]:
 
 
 def parse(text: str) -> Module:
-    """Parse module text (as printed by ``mod.astext(show_meta_data=True)``).
+    """Parse module text (as printed by ``mod.astext()``, metadata section included).
 
     Raises :class:`~pyir.errors.ParseError` (with line and column) on malformed text.
 

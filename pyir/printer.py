@@ -10,8 +10,8 @@
 Every non-atomic node is bound once (``%N = ...``) in the innermost scope that
 needs it; names are deterministic (numbered in print order, variables by their
 name hint, uniquified).  Scalars and small tensors print inline; larger
-constants print as ``meta[Constant][i]`` and, with ``show_meta_data=True``, in
-a trailing ``#[metadata]`` section that :func:`pyir.parse` reads back.
+constants print as ``meta[Constant][i]`` and (by default) in a trailing
+``#[metadata]`` section that :func:`pyir.parse` reads back; ``str()`` elides it.
 
 The printer is iterative: scopes (function bodies, if-branches) are generators
 driven by an explicit stack, so a 10^6-deep chain prints fine.
@@ -325,11 +325,13 @@ class _Printer:
         return out
 
 
-def astext(obj: Any, *, show_meta_data: bool = False, inline_limit: int = INLINE_LIMIT) -> str:
+def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_LIMIT) -> str:
     """Relay-like text of a module, function, expression or type.
 
-    ``show_meta_data=True`` appends the large constants (base64), so that
-    :func:`pyir.parse` can rebuild them exactly.
+    By default the large constants are appended (base64) in a ``#[metadata]``
+    section, so that :func:`pyir.parse` rebuilds the module exactly;
+    ``show_meta_data=False`` replaces the section by a one-line note (that is
+    what ``str()`` and notebooks show).
     """
     from .module import Module
 
@@ -349,7 +351,7 @@ def astext(obj: Any, *, show_meta_data: bool = False, inline_limit: int = INLINE
         if show_meta_data:
             p.lines.extend(p.metadata())
         else:
-            p.lines.append(f"/* {len(p.meta)} large constant(s) elided: astext(show_meta_data=True) "
+            p.lines.append(f"/* {len(p.meta)} large constant(s) elided: astext() "
                            "includes them */")
     return "\n".join(p.lines) + "\n"
 

@@ -61,7 +61,7 @@ class PrintIRInstrument(PassInstrument):
     def exit_pass(self, pass_: Pass, before: Module, after: Module, seconds: float) -> None:
         if after is not before and not isinstance(pass_, Sequential):
             print(f"# IR after {pass_.name}", file=self.file or sys.stdout)
-            print(after.astext(), file=self.file or sys.stdout)
+            print(after.astext(show_meta_data=False), file=self.file or sys.stdout)
 
 
 _ctx: contextvars.ContextVar[PassContext | None] = contextvars.ContextVar("pyir_pass_ctx", default=None)
