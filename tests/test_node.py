@@ -242,3 +242,18 @@ def test_equality_is_identity_even_with_arithmetic_sugar():
     assert (x * x) == (x * x)
     assert (x * x) != (x + x)
     assert -x is op.negative(x)
+
+
+def test_deep_chain_is_freed_without_recursion():
+    """Dropping the last reference to a 10^6-deep chain frees it (no RecursionError, no crash)."""
+    gc.collect()
+    before = live_node_count()
+    with pyir.node.gc_paused():
+        x = pyir.var("x", shape=(2,))
+        h = x
+        for _ in range(10**6):
+            h = op.negative(h)
+    assert live_node_count() >= before + 10**6
+    del h, x
+    gc.collect()
+    assert live_node_count() <= before + 2
