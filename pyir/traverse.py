@@ -9,7 +9,7 @@ from .expr import Call, Expr, Function, GlobalVar, Let, Op, Var
 from .node import Node
 
 __all__ = ["expr_children", "post_order", "pre_order", "count_nodes", "free_vars", "bound_vars",
-           "global_vars", "iter_calls"]
+           "check_binders", "global_vars", "iter_calls"]
 
 
 def expr_children(n: Node) -> tuple[Node, ...]:
@@ -163,3 +163,32 @@ def iter_calls(expr: Expr, op_name: str | None = None) -> Iterator[Call]:
         if type(n) is Call and type(n.op) is Op and n.op.name == op_name:  # type: ignore[attr-defined]
             yield n  # type: ignore[misc]
 
+
+
+def check_binders(expr: Expr) -> None:
+    """Raise WellFormedError unless every variable is bound by at most one binder node.
+
+    A binder is a Function (its params) or a Let (its var).  Hash-consing makes a
+    node shared by two scopes one node, so a variable bound by two different
+    binders would give that node two meanings; pyir rejects such programs.  (One
+    binder node shared by several parents is fine.)  Iterative; skips every
+    subgraph without a function or a let.
+    """
+    from .errors import WellFormedError
+    from .node import F_FUNC, F_LET
+
+    binder_of: dict[Var, Node] = {}
+    for n in post_order(expr, stop=lambda n: not (n._mask & (F_FUNC | F_LET))):
+        k = type(n)
+        if k is Function:
+            bound: tuple[Var, ...] = n.params  # type: ignore[attr-defined]
+        elif k is Let:
+            bound = (n.var,)  # type: ignore[attr-defined]
+        else:
+            continue
+        for v in bound:
+            other = binder_of.setdefault(v, n)
+            if other is not n:
+                raise WellFormedError(f"variable %{v.name_hint} is bound twice (by {type(other).__name__} "
+                                      f"#{other.id.hex()[:8]} and {k.__name__} #{n.id.hex()[:8]}); "
+                                      "use a fresh pyir.var for each binding")
