@@ -130,6 +130,161 @@ def _op_attr_text(call: Call) -> list[str]:
     return out
 
 
+_ATOMS = (Var, GlobalVar, Op, Constant)
+_USE, _ROOT, _CONT = 0, 1, 2
+
+
+def _relations(n: Node) -> tuple[tuple[Node, int], ...]:
+    """(child, how it is used): as a value, as the root of a nested scope, or as the
+    continuation of a let chain."""
+    k = type(n)
+    if k is If:
+        return ((n.cond, _USE), (n.true_branch, _ROOT), (n.false_branch, _ROOT))
+    if k is Function:
+        return ((n.body, _ROOT),)
+    if k is Let:
+        return ((n.value, _USE), (n.body, _CONT))
+    return tuple((c, _USE) for c in n.children())
+
+
+class _Plan:
+    """Where each node of a body is printed: the innermost scope containing all its uses.
+
+    Scopes are the body, if-branches, function bodies and let blocks.  Each
+    non-atomic node is printed once, in its scope, before its first use there
+    and after the let lines it depends on; so sharing across branches and nested
+    functions survives the text.  Iterative, linear in the body's size.
+    """
+
+    def __init__(self, root: Node) -> None:
+        # 1. The order: post-order, with a marker where each let's value is complete.
+        self.pos: dict[Node, int] = {}
+        self.letpos: dict[Node, int] = {}
+        stream: list[Node] = []
+        seen: set[Node] = set()
+        stack: list[Any] = [root]
+        while stack:
+            it = stack.pop()
+            if type(it) is tuple:
+                if it[0]:
+                    self.letpos[it[1]] = len(stream)
+                else:
+                    self.pos[it[1]] = len(stream)
+                    stream.append(it[1])
+                continue
+            if it in seen or type(it) in _ATOMS:
+                continue
+            seen.add(it)
+            stack.append((0, it))
+            if type(it) is Let:
+                stack.append(it.body)
+                stack.append((1, it))
+                stack.append(it.value)
+            else:
+                stack.extend(reversed(it.children()))
+        # 2. Lets printed as a line of a scope's let chain, unless claimed twice or used as values.
+        claims: dict[Node, int] = {root: 1} if type(root) is Let else {}
+        values: set[Node] = set()
+        for n in reversed(stream):
+            for c, how in _relations(n):
+                if type(c) is Let:
+                    if how == _USE:
+                        values.add(c)
+                    else:
+                        claims[c] = claims.get(c, 0) + 1
+
+        def chained(c: Node) -> bool:
+            return type(c) is Let and claims.get(c) == 1 and c not in values
+
+        # 3. Homes: the lowest common ancestor of the scopes that use each node.
+        parent, depth = [0], [0]
+        home: dict[Node, int] = {}
+        uses: dict[Node, int] = {}
+        self.spine: dict[int, list[Any]] = {}
+        self.tail: dict[int, Node] = {}
+        self.inner: dict[Node, tuple[int, ...]] = {}
+        link: dict[Node, int] = {}  # let -> the scope whose chain it continues
+
+        def lca(a: int, b: int) -> int:
+            while depth[a] > depth[b]:
+                a = parent[a]
+            while depth[b] > depth[a]:
+                b = parent[b]
+            while a != b:
+                a, b = parent[a], parent[b]
+            return a
+
+        def use(c: Node, s: int) -> None:
+            if type(c) in _ATOMS:
+                return
+            h = home.get(c)
+            home[c] = s if h is None else lca(h, s)
+            uses[c] = uses.get(c, 0) + 1
+
+        def new(p: int) -> int:
+            parent.append(p)
+            depth.append(depth[p] + 1)
+            return len(parent) - 1
+
+        def continue_chain(s: int, c: Node) -> None:
+            if chained(c):
+                link[c] = s
+                self.spine[s].append(c)
+            else:
+                self.tail[s] = c
+                use(c, s)
+
+        def open_scope(s: int, r: Node) -> None:
+            self.spine[s] = []
+            continue_chain(s, r)
+
+        open_scope(0, root)
+        for n in reversed(stream):
+            k = type(n)
+            s = link.get(n)
+            if s is not None:  # a line of a let chain
+                use(n.value, s)
+                continue_chain(s, n.body)
+                continue
+            h = home.get(n)
+            if h is None:
+                continue
+            if k is If:
+                t, f = new(h), new(h)
+                self.inner[n] = (t, f)
+                use(n.cond, h)
+                open_scope(t, n.true_branch)
+                open_scope(f, n.false_branch)
+            elif k is Function:
+                b = new(h)
+                self.inner[n] = (b,)
+                open_scope(b, n.body)
+            elif k is Let:  # a let block: the head of its own chain
+                b = new(h)
+                self.inner[n] = (b,)
+                self.spine[b] = [n]
+                use(n.value, b)
+                continue_chain(b, n.body)
+            else:
+                for c in n.children():
+                    use(c, h)
+        # 4. What each scope binds, in order; single-use let values and tails print inline.
+        self.homed: dict[int, list[Node]] = {}
+        for n in stream:
+            h = home.get(n)
+            if h is not None:
+                self.homed.setdefault(h, []).append(n)
+        self.inline: set[Node] = set()
+        for s, lets in self.spine.items():
+            for let in lets:
+                v = let.value
+                if home.get(v) == s and uses[v] == 1:
+                    self.inline.add(v)
+            last = self.tail[s]
+            if home.get(last) == s and uses[last] == 1:
+                self.inline.add(last)
+
+
 class _Printer:
     def __init__(self, inline_limit: int) -> None:
         self.inline_limit = inline_limit
@@ -216,70 +371,60 @@ class _Printer:
         return self.ref(n)
 
     # -- scopes -------------------------------------------------------------------------------
-    def local_children(self, n: Node) -> tuple[Node, ...]:
+    def scope(self, plan: _Plan, s: int, indent: str) -> Generator[Any, None, None]:
+        """Print scope ``s`` of ``plan``: its bindings, its let lines, its tail."""
+        items = plan.homed.get(s, ())
+        pos, inline = plan.pos, plan.inline
+        i = 0
+        for let in plan.spine.get(s, ()):
+            lp = plan.letpos[let]
+            while i < len(items) and pos[items[i]] < lp:
+                if items[i] not in inline:
+                    yield from self.emit(plan, items[i], indent)
+                i += 1
+            value = let.value
+            head = f"let {self.param(let.var)} = "
+            if value in inline:
+                yield from self.line(plan, value, indent, head, ";")
+            else:
+                self.lines.append(f"{indent}{head}{self.ref(value)};")
+        while i < len(items):
+            if items[i] not in inline:
+                yield from self.emit(plan, items[i], indent)
+            i += 1
+        tail = plan.tail[s]
+        if tail in inline:
+            yield from self.line(plan, tail, indent, "", "")
+        else:
+            self.lines.append(indent + self.ref(tail))
+
+    def emit(self, plan: _Plan, n: Node, indent: str) -> Generator[Any, None, None]:
+        """Bind ``n`` to the next ``%N``."""
+        name = f"%{self.counter}"
+        self.counter += 1
+        yield from self.line(plan, n, indent, f"{name} = ", ";")
+        self.names[n] = name
+
+    def line(self, plan: _Plan, n: Node, indent: str, prefix: str, suffix: str) -> Generator[Any, None, None]:
+        """Print ``n`` (its children already named) after ``prefix``; blocks open nested scopes."""
         k = type(n)
         if k is If:
-            return (n.cond,)  # type: ignore[attr-defined]
-        if k is Function or k is Let:
-            return ()
-        return n.children()
-
-    def bind_below(self, root: Node, indent: str, bound_here: list[Node],
-                   include_root: bool) -> Generator[Any, None, None]:
-        from .traverse import post_order
-
-        names = self.names
-        order = post_order(root, self.local_children,  # type: ignore[arg-type]
-                           stop=lambda n: n in names or type(n) in (Var, GlobalVar, Op, Constant))
-        if not include_root:
-            order.pop()
-        for n in order:
-            if n in names or type(n) in (Var, GlobalVar, Op, Constant):
-                continue
-            name = f"%{self.counter}"
-            self.counter += 1
-            k = type(n)
-            if k is Function:
-                yield from self.function(n, indent, f"{name} = ", ";")  # type: ignore[arg-type]
-            elif k is If:
-                yield from self.if_(n, indent, f"{name} = ", ";")  # type: ignore[arg-type]
-            elif k is Let:
-                self.lines.append(f"{indent}{name} = {{")
-                yield self.scope(n, indent + "  ")  # type: ignore[arg-type]
-                self.lines.append(f"{indent}}};")
-            else:
-                self.lines.append(f"{indent}{name} = {self.flat(n)};")
-            names[n] = name
-            bound_here.append(n)
-
-    def scope(self, body: Expr, indent: str) -> Generator[Any, None, None]:
-        bound_here: list[Node] = []
-        e: Expr = body
-        while type(e) is Let:
-            yield from self.bind_below(e.value, indent, bound_here, include_root=False)  # type: ignore[attr-defined]
-            v = e.var  # type: ignore[attr-defined]
-            value = e.value  # type: ignore[attr-defined]
-            head = f"{indent}let {self.param(v)} = "
-            if type(value) is Function:
-                yield from self.function(value, indent, head[len(indent):], ";")
-            elif type(value) is If:
-                yield from self.if_(value, indent, head[len(indent):], ";")
-            elif type(value) is Let:
-                self.lines.append(head + "{")
-                yield self.scope(value, indent + "  ")
-                self.lines.append(f"{indent}}};")
-            else:
-                self.lines.append(f"{head}{self.flat(value)};")
-            e = e.body  # type: ignore[attr-defined]
-        yield from self.bind_below(e, indent, bound_here, include_root=False)
-        if type(e) is Function:
-            yield from self.function(e, indent, "", "")  # type: ignore[arg-type]
-        elif type(e) is If:
-            yield from self.if_(e, indent, "", "")  # type: ignore[arg-type]
+            t, f = plan.inner[n]
+            self.lines.append(f"{indent}{prefix}if ({self.ref(n.cond)}) {{")
+            yield self.scope(plan, t, indent + "  ")
+            self.lines.append(f"{indent}}} else {{")
+            yield self.scope(plan, f, indent + "  ")
+            self.lines.append(f"{indent}}}{suffix}")
+        elif k is Function:
+            self.lines.append(indent + self.fn_header(n, prefix + "fn "))  # type: ignore[arg-type]
+            yield self.scope(plan, plan.inner[n][0], indent + "  ")
+            self.lines.append(f"{indent}}}{suffix}")
+        elif k is Let:  # a let block used as a value
+            self.lines.append(f"{indent}{prefix}{{")
+            yield self.scope(plan, plan.inner[n][0], indent + "  ")
+            self.lines.append(f"{indent}}}{suffix}")
         else:
-            self.lines.append(indent + self.flat(e))
-        for n in bound_here:
-            del self.names[n]
+            self.lines.append(f"{indent}{prefix}{self.flat(n)}{suffix}")
 
     def fn_header(self, f: Function, head: str) -> str:
         parts = [self.param(p) for p in f.params]
@@ -287,23 +432,11 @@ class _Printer:
         ret = f" -> {type_str(f.ret_type)}" if f.ret_type is not None else ""
         return f"{head}({', '.join(parts)}){ret} {{"
 
-    def function(self, f: Function, indent: str, prefix: str, suffix: str) -> Generator[Any, None, None]:
-        self.lines.append(indent + self.fn_header(f, prefix + "fn "))
-        yield self.scope(f.body, indent + "  ")
-        self.lines.append(f"{indent}}}{suffix}")
-
-    def if_(self, n: If, indent: str, prefix: str, suffix: str) -> Generator[Any, None, None]:
-        self.lines.append(f"{indent}{prefix}if ({self.ref(n.cond)}) {{")
-        yield self.scope(n.true_branch, indent + "  ")
-        self.lines.append(f"{indent}}} else {{")
-        yield self.scope(n.false_branch, indent + "  ")
-        self.lines.append(f"{indent}}}{suffix}")
-
     def definition(self, name: str, f: Function) -> Generator[Any, None, None]:
         self.counter = 0
         gname = "@" + name if _IDENT.match(name) else "@" + json.dumps(name)
         self.lines.append(self.fn_header(f, f"def {gname}"))
-        yield self.scope(f.body, "  ")
+        yield self.scope(_Plan(f.body), 0, "  ")
         self.lines.append("}")
 
     def run(self, gen: Generator[Any, None, None]) -> None:
@@ -344,7 +477,7 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
                 p.lines.append("")
             p.run(p.definition(name, f))
     elif isinstance(obj, Expr):
-        p.run(p.scope(obj, ""))
+        p.run(p.scope(_Plan(obj), 0, ""))
     else:
         raise TypeError(f"cannot print {type(obj).__name__}")
     if p.meta:

@@ -90,3 +90,31 @@ def test_repr_is_short():
     assert repr(m).startswith("<Module [@main]") and "\n" not in repr(m)
     r = repr(m["main"].body)
     assert r.startswith("<Call nn.softmax(") and len(r) < 200
+
+
+def test_nodes_shared_across_branches_print_once():
+    """A node used in both branches of nested ifs and outside is bound once (no blow-up)."""
+    x = pyir.var("x", shape=(3,))
+    c = pyir.var("c", shape=(), dtype="bool")
+    h = x
+    for _ in range(12):
+        s = op.exp(h)
+        h = op.add(pyir.If(c, op.nn.relu(s), op.negative(s)), s)
+    text = pyir.astext(pyir.Function([c, x], h))
+    assert text.count("exp(") == 12
+    assert len(text.splitlines()) < 100
+
+
+def test_shared_fused_function_prints_once_and_round_trips():
+    """A function node used in two scopes is printed once, so parsing keeps the sharing."""
+    x = pyir.var("x", shape=(3,))
+    c = pyir.var("c", shape=(), dtype="bool")
+    s = op.exp(x)
+    body = op.add(pyir.If(c, op.nn.relu(s), op.negative(s)), s)
+    mod = pyir.transform.FuseOps()(pyir.Module.from_expr(body))
+    text = mod.astext()
+    assert text.count("exp(") == 1
+    back = pyir.parse(text)
+    assert back.astext() == text
+    assert pyir.alpha_equal(back["main"], mod["main"])
+    assert pyir.count_nodes(back["main"]) == pyir.count_nodes(mod["main"])
