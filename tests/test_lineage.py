@@ -135,3 +135,27 @@ def test_find_accepts_ids_and_unknown_ids():
     new = relu_to_tanh(mod)
     assert new.find(r.id) == new.find(r)
     assert new.find(bytes(16)) == []
+
+
+def test_a_pass_that_builds_a_fresh_module_keeps_the_history():
+    """A module pass returning a newly built Module still extends its input's lineage."""
+    mod, _, r, _ = _model()
+    one = relu_to_tanh(mod)
+
+    @module_pass(name="Rebuild")
+    def rebuild(m):
+        return pyir.Module({"main": pyir.Function(m["main"].params, op.exp(m["main"].body))})
+
+    out = rebuild(one)
+    assert [rec.name for rec in out.pass_records] == ["ReluToTanh", "Rebuild"]
+    assert out.find(r)  # the tanh (and what derives from it) is still found
+
+
+def test_sequential_rejects_non_passes():
+    """Sequential of something that is not a sequence of passes is a PassError."""
+    import pytest
+
+    with pytest.raises(pyir.PassError):
+        Sequential(3)
+    with pytest.raises(pyir.PassError):
+        Sequential([3])

@@ -149,8 +149,17 @@ class Pass:
             record = PassRecord(self.name, self.options(), tuple(rec.edges),
                                 frozenset(rec.removed), rec.sources or None,
                                 time.perf_counter() - t0)
-            out = out._derive(out.functions(), history=out.pass_records.append(record))
+            out = out._derive(out.functions(), history=_history_base(mod, out).append(record))
         return out
+
+
+def _history_base(before: Module, after: Module) -> Any:
+    """The history to extend: the output's if it extends the input's (nested passes
+    appended records), else the input's (a pass that built a fresh Module)."""
+    old, new = before.pass_records, after.pass_records
+    if len(new) >= len(old) and all(a is b for a, b in zip(old, new)):
+        return new
+    return old
 
 
 def _derive_functions(rec: Recorder, before: Module, after: Module) -> None:
@@ -201,7 +210,10 @@ class Sequential(Pass):
     name: ClassVar[str] = "Sequential"
 
     def __init__(self, passes: Sequence[Pass] = ()) -> None:
-        object.__setattr__(self, "passes", tuple(passes))
+        try:
+            object.__setattr__(self, "passes", tuple(passes))
+        except TypeError:
+            raise PassError(f"Sequential takes a sequence of passes, got {passes!r}") from None
         for p in self.passes:
             if not isinstance(p, Pass):
                 raise PassError(f"Sequential takes passes, got {p!r}")
