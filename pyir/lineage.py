@@ -193,7 +193,10 @@ def _id_of(x: Any) -> bytes:
     if isinstance(x, bytes) and len(x) == 16:
         return x
     if isinstance(x, str) and len(x) == 32:
-        return bytes.fromhex(x)
+        try:
+            return bytes.fromhex(x)
+        except ValueError:
+            raise LineageError(f"{x!r} is not a 32-digit hex id") from None
     raise LineageError(f"expected a node or a 16-byte id, got {x!r}")
 
 
@@ -237,6 +240,8 @@ def find(mod: Any, x: Any) -> list[Node]:
 def origins(mod: Any, x: Any, since: int = 0) -> set[bytes]:
     """Root origin ids of ``x``: the ids, before the first pass (or before record
     number ``since``), it derives from."""
+    if isinstance(since, bool) or not isinstance(since, int):
+        raise LineageError(f"since must be a pass record number (an int), got {since!r}")
     cur = {_id_of(x)}
     records = mod.pass_records
     for rec in reversed(records[since:] if since else records):
@@ -263,7 +268,11 @@ def origins(mod: Any, x: Any, since: int = 0) -> set[bytes]:
 
 def history(mod: Any, x: Any) -> list[Step]:
     """Steps (pass, before, after) that led to ``x``; for an expression of an
-    earlier module, the steps that carried it forward (or eliminated it)."""
+    earlier module, the steps that carried it forward (or eliminated it).
+
+    Within one pass, chains of edges are followed (a pass may rewrite a node it
+    created), as ``find`` and ``origins`` do.
+    """
     target = _id_of(x)
     recs = list(mod.pass_records)
     # Backward: how was target produced?
@@ -271,16 +280,26 @@ def history(mod: Any, x: Any) -> list[Step]:
     cur = {target}
     for rec in reversed(recs):
         back = rec.back
-        nxt: set[bytes] = set()
-        for i in sorted(cur):
+        if not back:
+            continue
+        roots: set[bytes] = set()
+        seen: set[bytes] = set()
+        rec_steps: list[Step] = []
+        stack = sorted(cur, reverse=True)
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
             olds = back.get(i)
             if olds is None:
-                nxt.add(i)
-            else:
-                for o in olds:
-                    back_steps.append(Step(rec.name, o, i))
-                    nxt.add(o)
-        cur = nxt
+                roots.add(i)
+                continue
+            for o in olds:
+                rec_steps.append(Step(rec.name, o, i))
+                stack.append(o)
+        back_steps.extend(reversed(rec_steps))
+        cur = roots
     back_steps.reverse()
     if back_steps:
         return back_steps
@@ -289,13 +308,19 @@ def history(mod: Any, x: Any) -> list[Step]:
     cur = {target}
     for rec in recs:
         fwd = rec.fwd
-        nxt2: set[bytes] = set(cur)
-        for i in sorted(cur):
+        removed = rec.removed
+        reached: set[bytes] = set(cur)
+        stack = sorted(cur, reverse=True)
+        while stack:
+            i = stack.pop()
             for n in fwd.get(i, ()):
                 steps.append(Step(rec.name, i, n))
-                nxt2.add(n)
-            if i in rec.removed:
+                if n not in reached:
+                    reached.add(n)
+                    stack.append(n)
+        for i in sorted(cur):
+            if i in removed:
                 steps.append(Step(rec.name, i, None))
-                nxt2.discard(i)
-        cur = nxt2
+                reached.discard(i)
+        cur = reached
     return steps
