@@ -213,10 +213,14 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
     >>> evaluate(f, np.array([1, 2], "float32"))
     array([2., 4.], dtype=float32)
     """
+    from .traverse import check_binders
+
     mod: Module | None = None
     if isinstance(program, Module):
         mod = program
         program = program["main"]
+    if isinstance(program, Expr):
+        check_binders(program)  # the interpreter memoizes per node: binders must be unique
     if isinstance(program, Function):
         params = program.params
         if len(inputs) != len(params):

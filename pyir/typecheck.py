@@ -14,7 +14,7 @@ from typing import Any
 
 from .errors import PyIRError, TypeCheckError, UnknownOpError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .node import F_GLOBAL, F_LET, F_UNTYPED, Node, _set_ty, cached_type
+from .node import F_FUNC, F_GLOBAL, F_LET, F_UNTYPED, Node, _set_ty, cached_type
 from .types import FuncType, TensorType, TupleType, Type
 
 __all__ = ["infer_type", "check_call"]
@@ -80,6 +80,10 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
     """
     if cache is None:
         cache = mod._type_cache() if mod is not None else {}
+    if expr._mask & (F_FUNC | F_LET) and cached_type(expr) is None and expr not in cache:
+        from .traverse import check_binders
+
+        check_binders(expr)  # a variable bound twice would give shared nodes two types
     if global_type is None:
         if mod is not None:
             global_type = mod.global_type

@@ -109,3 +109,15 @@ def test_random_programs_are_well_typed(mod):
     """Every program the strategy draws type-checks to the parameter type."""
     f = mod["main"]
     assert mod.type_of(f.body) is f.params[0].type_annotation
+
+
+def test_a_variable_bound_twice_is_rejected():
+    """Two binders of one Var would give shared nodes two types: a WellFormedError instead."""
+    v = pyir.Var("v")
+    a = pyir.const(np.ones(2, "float32"))
+    b = pyir.const(np.ones(3, "int32"))
+    e = pyir.Tuple([pyir.Let(v, a, op.add(v, v)), pyir.Let(v, b, op.add(v, v))])
+    with pytest.raises(pyir.WellFormedError, match="bound twice"):
+        pyir.infer_type(e)
+    with pytest.raises(pyir.WellFormedError, match="bound twice"):
+        pyir.evaluate(e)
