@@ -15,6 +15,7 @@ from pyrsistent import PMap, PVector, pmap, pvector
 from .errors import ImmutableError, TypeCheckError, WellFormedError
 from .expr import Expr, Function, GlobalVar
 from .node import Node
+from .traverse import check_binders
 from .types import FuncType, Type
 
 __all__ = ["Module"]
@@ -45,6 +46,7 @@ class Module:
         for k, f in (functions or {}).items():
             if not isinstance(f, Function):
                 raise WellFormedError(f"module entry {k!r} must be a Function, got {type(f).__name__}")
+            check_binders(f)
             funcs[_name(k)] = f
         _init(self, pmap(funcs), pvector())
 
@@ -86,6 +88,8 @@ class Module:
     def __contains__(self, key: object) -> bool:
         if type(key) is GlobalVar:
             key = key.name_hint
+        elif not isinstance(key, str):
+            return False
         return key in self._funcs
 
     def names(self) -> list[str]:
@@ -125,6 +129,7 @@ class Module:
         n = _name(name)
         if self._funcs.get(n) is func:
             return self
+        check_binders(func)
         return self._derive(self._funcs.set(n, func))
 
     def without_function(self, name: str | GlobalVar) -> Module:
@@ -134,16 +139,19 @@ class Module:
             raise WellFormedError(f"module has no function @{n}")
         return self._derive(self._funcs.remove(n))
 
-    def with_functions(self, updates: Mapping[str, Function | None]) -> Module:
-        """Batch update: map names to new functions, or to None to remove them."""
+    def with_functions(self, updates: Mapping[str, Function | None] | Mapping[GlobalVar, Function | None]
+                       ) -> Module:
+        """Batch update: map names (or GlobalVars) to new functions, or to None to remove them."""
         ev = self._funcs.evolver()
-        for k, f in updates.items():
+        for key, f in updates.items():
+            k = _name(key)
             if f is None:
                 if k in self._funcs:
                     del ev[k]
             elif self._funcs.get(k) is not f:
                 if not isinstance(f, Function):
                     raise WellFormedError(f"module entries must be Functions, got {type(f).__name__}")
+                check_binders(f)
                 ev[k] = f
         if not ev.is_dirty():
             return self
