@@ -28,6 +28,7 @@ from .node import (
     F_VAR,
     Attrs,
     Node,
+    _collided,
     _drop,
     _get,
     _new,
@@ -247,11 +248,18 @@ class Constant(Expr):
     data: np.ndarray
 
     def __new__(cls, data: Any, dtype: Any = None) -> Constant:
-        arr = _default_array(data, dtype)
+        try:
+            arr = _default_array(data, dtype)
+        except WellFormedError:
+            raise
+        except (TypeError, ValueError) as e:
+            raise WellFormedError(f"cannot make a constant of {data!r}: {e}") from None
         if not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr)
         if arr.dtype.hasobject or arr.dtype.kind in "OSUVMm":
             raise WellFormedError(f"Constant dtype {arr.dtype} is not supported")
+        if not arr.dtype.isnative:  # key (and store) native byte order: '>f4' and '<f4' data agree
+            arr = arr.astype(arr.dtype.newbyteorder("="))
         dt = _dtype_name(arr.dtype)
         shape = arr.shape
         body = digest(memoryview(arr).cast("B")) if arr.size else b""  # type: ignore[arg-type]
@@ -266,8 +274,9 @@ class Constant(Expr):
             n = r()
             if n is not None and same(n):
                 return n  # type: ignore[no-any-return]
-        frozen = arr.copy()
-        frozen.setflags(write=False)
+        # A view of immutable bytes: read-only, and (not owning its memory) it cannot be
+        # made writable again with ``setflags(write=True)``.
+        frozen = np.frombuffer(arr.tobytes(), dtype=arr.dtype).reshape(shape)
         return intern(cls, key, same, {"data": frozen}, F_CONST)  # type: ignore[no-any-return]
 
     @property
@@ -334,7 +343,11 @@ class Call(Expr):
     def __new__(cls, op: Expr | str, args: Iterable[Any] = (),
                 attrs: Mapping[str, Any] | Attrs | None = None, *, _checked: bool = False) -> Call:
         if type(args) is not tuple:
-            args = tuple(as_expr(a) for a in args)
+            try:
+                args = tuple(as_expr(a) for a in args)
+            except TypeError:
+                raise WellFormedError(f"Call arguments must be a sequence of expressions, got {args!r}"
+                                      ) from None
         if not _checked:
             if type(op) is str:
                 op = Op(op)
@@ -390,10 +403,11 @@ def _new_call(cls: type, op: Expr, args: tuple[Expr, ...], attrs: Attrs, key: by
     _set_attrs(node, attrs)
     _set_mask(node, mask)
     _set_id(node, key)
-    ref = _Ref(node, _drop)
-    ref.key = key  # type: ignore[attr-defined]
-    if _setdefault(key, ref) is ref:
-        return node  # type: ignore[no-any-return]
+    if key not in _collided:  # else an equal call may live further along the probe sequence
+        ref = _Ref(node, _drop)
+        ref.key = key  # type: ignore[attr-defined]
+        if _setdefault(key, ref) is ref:
+            return node  # type: ignore[no-any-return]
     return publish(node, key, lambda m: type(m) is Call and m.op is op and m.attrs is attrs  # type: ignore[no-any-return]
                    and m.args == args)
 
@@ -420,7 +434,10 @@ class Tuple(Expr):
     fields: tuple[Expr, ...]
 
     def __new__(cls, fields: Iterable[Any]) -> Tuple:
-        fs = tuple(as_expr(f) for f in fields)
+        try:
+            fs = tuple(as_expr(f) for f in fields)
+        except TypeError:
+            raise WellFormedError(f"Tuple fields must be a sequence of expressions, got {fields!r}") from None
         mask = F_TUPLE
         for f in fs:
             mask |= f._mask
@@ -470,7 +487,10 @@ class Function(Expr):
 
     def __new__(cls, params: Iterable[Var], body: Expr, ret_type: Type | None = None,
                 attrs: Mapping[str, Any] | Attrs | None = None) -> Function:
-        ps = tuple(params)
+        try:
+            ps = tuple(params)
+        except TypeError:
+            raise WellFormedError(f"Function parameters must be a sequence of Vars, got {params!r}") from None
         for p in ps:
             if type(p) is not Var:
                 raise WellFormedError(f"Function parameters must be Vars, got {p!r}")

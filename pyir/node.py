@@ -27,6 +27,7 @@ import struct
 import weakref
 from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -74,17 +75,33 @@ def _collision_key(key: bytes) -> bytes:
     return digest(key + b"\x00probe")
 
 
+# Keys at which a live node of another structure once made a new node move on along the
+# probe sequence.  A node re-keyed past ``K`` stays there after ``K``'s owner is freed,
+# so lookups must not stop at an empty or dead slot whose key is in this set.  It only
+# grows, and only on a genuine 128-bit digest collision -- never, in practice -- so it
+# stays empty and costs one failed set lookup on the rare miss paths.  (A set ``add`` is
+# atomic under the GIL, and is done before anything is inserted past the key.)
+_collided: set[bytes] = set()
+
+
 def _lookup(key: bytes, same: Any) -> tuple[Node | None, bytes]:
-    """Probe for a live node equal to the candidate; returns (node, free_key)."""
+    """Probe for a live node equal to the candidate; returns (node, free_key).
+
+    ``free_key`` is the first empty or dead slot of the probe sequence.
+    """
+    free: bytes | None = None
     while True:
         r = _get(key)
-        if r is None:
-            return None, key
-        n = r()
+        n = None if r is None else r()
         if n is None:
-            return None, key
-        if same(n):
+            if free is None:
+                free = key
+            if key not in _collided:
+                return None, free
+        elif same(n):
             return n, key
+        elif free is None:  # the candidate may be inserted past this live, different node
+            _collided.add(key)
         key = _collision_key(key)
 
 
@@ -101,6 +118,10 @@ def publish(node: Node, key: bytes, same: Any) -> Any:
     whatever the threads do.  ``node`` must have every field but ``id`` set.
     """
     while True:
+        if key in _collided:  # an equal node may live further along the probe sequence
+            other, _ = _lookup(_collision_key(key), same)
+            if other is not None:
+                return other
         _set_id(node, key)
         ref = _Ref(node, _drop)
         ref.key = key  # type: ignore[attr-defined]
@@ -113,6 +134,7 @@ def publish(node: Node, key: bytes, same: Any) -> Any:
         elif same(other):
             return other
         else:
+            _collided.add(key)
             key = _collision_key(key)
 
 
@@ -311,7 +333,7 @@ class Attrs(Node):
     __slots__ = ("_index", "_items")
     _kind = b"A"
     _items: tuple[tuple[str, Any], ...]
-    _index: dict[str, Any]
+    _index: Mapping[str, Any]  # a read-only view (MappingProxyType) of a dict
 
     def __new__(cls, mapping: Mapping[str, Any] | Attrs | None = None, **kw: Any) -> Attrs:
         if type(mapping) is Attrs and not kw:
@@ -337,7 +359,7 @@ class Attrs(Node):
             return type(n) is Attrs and len(n._items) == len(tup) and all(
                 ka == kb and _typed_equal(va, vb) for (ka, va), (kb, vb) in zip(n._items, tup))
 
-        return intern(cls, digest(enc), same, {"_items": tup, "_index": dict(tup)},
+        return intern(cls, digest(enc), same, {"_items": tup, "_index": MappingProxyType(dict(tup))},
                       0)  # type: ignore[no-any-return]
 
     def __getitem__(self, name: str) -> Any:

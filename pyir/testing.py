@@ -251,7 +251,10 @@ def snapshot(mod: Module) -> tuple[str, dict[str, list[bytes]]]:
 
 def assert_same_values(before: Module, after: Module, *, inputs: Sequence[np.ndarray] | None = None,
                        rtol: float = 1e-4, atol: float = 1e-5, seed: int = 0) -> None:
-    """Both modules' ``main`` give the same values (within tolerance) on the same inputs."""
+    """Both modules' ``main`` give the same values (within tolerance) on the same inputs.
+
+    Tensors must also agree exactly in shape and dtype.
+    """
     from .interp import evaluate
 
     ins = list(inputs) if inputs is not None else random_inputs(before, seed)
@@ -264,6 +267,9 @@ def assert_same_values(before: Module, after: Module, *, inputs: Sequence[np.nda
                 raise AssertionError(f"tuple results differ: {g!r} vs {w!r}")
             stack.extend(zip(w, g))
         else:
+            w, g = np.asarray(w), np.asarray(g)
+            if w.shape != g.shape or w.dtype != g.dtype:
+                raise AssertionError(f"result is {g.dtype}{list(g.shape)}, expected {w.dtype}{list(w.shape)}")
             np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
 
 

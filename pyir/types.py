@@ -14,11 +14,17 @@ __all__ = ["Type", "TensorType", "TupleType", "FuncType", "normalize_dtype"]
 
 
 def normalize_dtype(dtype: Any) -> str:
-    """Canonical dtype name (``"float32"``, ``"int64"``, ``"bool"``, ...)."""
+    """Canonical dtype name (``"float32"``, ``"int64"``, ``"bool"``, ...).
+
+    Only bool and numeric dtypes are tensor dtypes; others raise WellFormedError.
+    """
     try:
-        return np.dtype(dtype).name
-    except TypeError as e:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError) as e:
         raise WellFormedError(f"unknown dtype {dtype!r}") from e
+    if dt.kind not in "biufc":
+        raise WellFormedError(f"dtype {dt} is not supported (tensors hold bool or numbers)")
+    return dt.name
 
 
 class Type(Node):
@@ -42,7 +48,7 @@ class TensorType(Type):
     def __new__(cls, shape: Sequence[int] = (), dtype: Any = "float32") -> TensorType:
         try:
             shp = tuple(int(d) for d in shape)
-        except TypeError as e:
+        except (TypeError, ValueError) as e:
             raise WellFormedError(f"TensorType shape must be a sequence of ints, got {shape!r}") from e
         for d, orig in zip(shp, shape):
             if d < 0 or (not isinstance(orig, (int, np.integer))):
@@ -82,7 +88,10 @@ class TupleType(Type):
     fields: tuple[Type, ...]
 
     def __new__(cls, fields: Iterable[Type]) -> TupleType:
-        fs = tuple(fields)
+        try:
+            fs = tuple(fields)
+        except TypeError:
+            raise WellFormedError(f"TupleType fields must be a sequence of types, got {fields!r}") from None
         for f in fs:
             if not isinstance(f, Type):
                 raise WellFormedError(f"TupleType fields must be types, got {f!r}")
@@ -111,7 +120,11 @@ class FuncType(Type):
     ret_type: Type
 
     def __new__(cls, arg_types: Iterable[Type], ret_type: Type) -> FuncType:
-        args = tuple(arg_types)
+        try:
+            args = tuple(arg_types)
+        except TypeError:
+            raise WellFormedError(f"FuncType arg_types must be a sequence of types, got {arg_types!r}"
+                                  ) from None
         for t in (*args, ret_type):
             if not isinstance(t, Type):
                 raise WellFormedError(f"FuncType needs types, got {t!r}")

@@ -126,6 +126,31 @@ def test_constant_data_is_read_only_and_copied():
         c.data[0] = 1
 
 
+@pytest.mark.parametrize("value", [np.float32(2.5), np.zeros((0, 3), "float32"), np.arange(6).reshape(2, 3),
+                                   np.array([True, False])])
+def test_constant_data_cannot_be_made_writable(value):
+    """An interned Constant's array does not own its memory, so setflags(write=True) fails."""
+    c = pyir.const(value)
+    assert c.shape == np.shape(value) and c.data.dtype == np.asarray(value).dtype
+    with pytest.raises(ValueError):
+        c.data.setflags(write=True)
+    assert not c.data.flags.writeable
+
+
+@pytest.mark.parametrize("dtype", ["f4", "f8", "i2", "i8", "u4", "c8"])
+def test_constants_are_canonical_across_byte_order(dtype):
+    """Big- and little-endian arrays of equal values are one Constant, stored in native order."""
+    big = np.array([1, 2, 300], ">" + dtype)
+    little = np.array([1, 2, 300], "<" + dtype)
+    c = pyir.const(big)
+    assert c is pyir.const(little) and c.data.dtype.isnative
+    np.testing.assert_array_equal(c.data, little)
+    x = pyir.var("x", shape=(3,), dtype=c.dtype)
+    mod = pyir.Module.from_expr(op.add(x, c))
+    back = pyir.parse(mod.astext())
+    assert back["main"].body.args[1] is c
+
+
 def test_op_calls_with_equal_attrs_are_one_node():
     """Two calls of one op on the same args with the same (normalized) attrs are one object."""
     x = pyir.var("x", shape=(1, 3, 8, 8))
@@ -150,6 +175,14 @@ def test_unknown_ops_and_bad_attrs_fail_clearly():
         op.nn.relu(x, bogus=1)
     with pytest.raises(pyir.AttrError, match="'axis'"):
         op.sum(x, axis="0")
+
+
+def test_attrs_index_is_read_only():
+    """The lookup index of an Attrs cannot be mutated."""
+    a = pyir.Attrs(axis=1)
+    with pytest.raises(TypeError):
+        a._index["axis"] = 2  # type: ignore[index]
+    assert a["axis"] == 1 and a.get("axis") == 1 and "axis" in a and pyir.Attrs(axis=1) is a
 
 
 def test_content_ids_are_deterministic_and_structural():
@@ -210,6 +243,36 @@ def test_forced_digest_collisions_keep_interning_exact(monkeypatch):
     assert pyir.TensorType((3, 1, 7)) is a and pyir.TensorType((3, 1, 8)) is b
 
 
+def test_forced_collisions_stay_exact_after_the_chain_head_dies(monkeypatch):
+    """A node re-keyed past a collision is still found after the node that held its key is freed."""
+    import pyir.node as node_mod
+
+    real = node_mod.digest
+    collided_before = set(node_mod._collided)
+    monkeypatch.setattr(node_mod, "digest", lambda b: real(b[:1]))  # collide every node of one kind
+    monkeypatch.setattr(pyir.types, "digest", node_mod.digest)
+    monkeypatch.setattr(pyir.expr, "digest", node_mod.digest)
+    try:
+        a = pyir.TensorType((3, 1, 17), "float32")
+        b = pyir.TensorType((3, 1, 18), "float32")
+        b_id = b.id
+        assert a.id != b_id
+        del a
+        gc.collect()
+        assert pyir.TensorType((3, 1, 18)) is b and b.id == b_id
+        x = pyir.var("x")
+        ca = op.exp(x)
+        cb = op.log(x)  # re-keyed: its digest collides with ca's
+        del ca
+        gc.collect()
+        assert op.log(x) is cb  # the Call hit path
+        assert pyir.Call(cb.op, [x]) is cb
+        assert pyir.TensorType((3, 1, 17)) is not b and op.exp(x) is not cb
+    finally:
+        del_keys = node_mod._collided - collided_before
+        node_mod._collided.difference_update(del_keys)
+
+
 def test_interning_is_thread_safe():
     """Threads building the same structures at once get one canonical object per structure."""
     results: list[list] = [[] for _ in range(8)]
@@ -257,3 +320,28 @@ def test_deep_chain_is_freed_without_recursion():
     del h, x
     gc.collect()
     assert live_node_count() <= before + 2
+
+
+_X = pyir.var("x")
+_BAD_INPUTS = {
+    "TensorType shape str": (lambda: pyir.TensorType("ab"), pyir.WellFormedError),
+    "var shape str": (lambda: pyir.var("x", shape="ab"), pyir.WellFormedError),
+    "TensorType str dtype": (lambda: pyir.TensorType((2,), "U5"), pyir.WellFormedError),
+    "TensorType datetime dtype": (lambda: pyir.TensorType((2,), "datetime64[s]"), pyir.WellFormedError),
+    "Tuple of int": (lambda: pyir.Tuple(3), pyir.WellFormedError),
+    "TupleType of int": (lambda: pyir.TupleType(3), pyir.WellFormedError),
+    "Function params int": (lambda: pyir.Function(3, _X), pyir.WellFormedError),
+    "Call args int": (lambda: pyir.Call("exp", 3), pyir.WellFormedError),
+    "ragged const": (lambda: pyir.const([[1], [1, 2]]), pyir.WellFormedError),
+    "find bad hex id": (lambda: pyir.Module.from_expr(op.exp(_X)).find("zz" * 16), pyir.LineageError),
+    "origins since str": (lambda: pyir.Module.from_expr(op.exp(_X)).origins(_X, since="a"),
+                          pyir.LineageError),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_BAD_INPUTS))
+def test_bad_user_input_raises_pyir_errors(case):
+    """Malformed constructor/query arguments raise the matching pyir error, not a bare built-in."""
+    build, err = _BAD_INPUTS[case]
+    with pytest.raises(err):
+        build()
