@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -177,6 +178,8 @@ def check_binders(expr: Expr) -> None:
     from .errors import WellFormedError
     from .node import F_FUNC, F_LET
 
+    if not (expr._mask & (F_FUNC | F_LET)) or expr in _binders_checked:
+        return
     binder_of: dict[Var, Node] = {}
     for n in post_order(expr, stop=lambda n: not (n._mask & (F_FUNC | F_LET))):
         k = type(n)
@@ -192,3 +195,8 @@ def check_binders(expr: Expr) -> None:
                 raise WellFormedError(f"variable %{v.name_hint} is bound twice (by {type(other).__name__} "
                                       f"#{other.id.hex()[:8]} and {k.__name__} #{n.id.hex()[:8]}); "
                                       "use a fresh pyir.var for each binding")
+    _binders_checked.add(expr)
+
+
+# Roots already checked (nodes are immutable, so the answer never changes).
+_binders_checked: weakref.WeakSet[Node] = weakref.WeakSet()
