@@ -237,6 +237,29 @@ def find(mod: Any, x: Any) -> list[Node]:
     return out
 
 
+def _roots_within(back: dict[bytes, tuple[bytes, ...]], ids: set[bytes],
+                  steps: list[Step] | None = None, name: str = "") -> set[bytes]:
+    """The ids that ``ids`` derive from within one record, following chains of edges
+    (a pass may rewrite a node it created); each edge crossed is appended to ``steps``."""
+    roots: set[bytes] = set()
+    seen: set[bytes] = set()
+    stack = sorted(ids, reverse=True)
+    while stack:
+        i = stack.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        olds = back.get(i)
+        if olds is None:
+            roots.add(i)
+            continue
+        for o in olds:
+            if steps is not None:
+                steps.append(Step(name, o, i))
+            stack.append(o)
+    return roots
+
+
 def origins(mod: Any, x: Any, since: int = 0) -> set[bytes]:
     """Root origin ids of ``x``: the ids, before the first pass (or before record
     number ``since``), it derives from."""
@@ -248,21 +271,7 @@ def origins(mod: Any, x: Any, since: int = 0) -> set[bytes]:
         back = rec.back
         if not back:
             continue
-        # backward closure within the record (a pass may rewrite a node it created)
-        nxt: set[bytes] = set()
-        seen: set[bytes] = set()
-        stack = list(cur)
-        while stack:
-            i = stack.pop()
-            if i in seen:
-                continue
-            seen.add(i)
-            olds = back.get(i)
-            if olds is None:
-                nxt.add(i)
-            else:
-                stack.extend(olds)
-        cur = nxt
+        cur = _roots_within(back, cur)
     return cur
 
 
@@ -282,22 +291,8 @@ def history(mod: Any, x: Any) -> list[Step]:
         back = rec.back
         if not back:
             continue
-        roots: set[bytes] = set()
-        seen: set[bytes] = set()
         rec_steps: list[Step] = []
-        stack = sorted(cur, reverse=True)
-        while stack:
-            i = stack.pop()
-            if i in seen:
-                continue
-            seen.add(i)
-            olds = back.get(i)
-            if olds is None:
-                roots.add(i)
-                continue
-            for o in olds:
-                rec_steps.append(Step(rec.name, o, i))
-                stack.append(o)
+        roots = _roots_within(back, cur, rec_steps, rec.name)
         back_steps.extend(reversed(rec_steps))
         cur = roots
     back_steps.reverse()

@@ -27,13 +27,6 @@ def snapshot(mod):
     return pyir.testing.snapshot(mod)
 
 
-def assert_close(a, b):
-    if isinstance(a, (tuple, list)):
-        assert isinstance(b, (tuple, list)) and len(a) == len(b)
-        for x, y in zip(a, b):
-            assert_close(x, y)
-    else:
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
 def check_pass(p, mod):
