@@ -25,7 +25,7 @@ from typing import Any
 from .expr import Call, Expr, Function, Op
 from .lineage import PassRecord, Step
 from .module import Module
-from .node import Node, cached_type
+from .node import Node, cached_type, gc_paused
 from .printer import astext, short_repr, type_str
 
 __all__ = ["install", "highlight", "expr_html", "module_html", "diff_html", "pass_record_html",
@@ -115,7 +115,8 @@ def expr_html(e: Expr, *, max_lines: int = MAX_LINES) -> str:
     """HTML for an expression: highlighted text, or a summary when it is large."""
     from .traverse import post_order
 
-    nodes = post_order(e)
+    with gc_paused():
+        nodes = post_order(e)
     t = cached_type(e)
     title = f' title="{_esc(type_str(t))}"' if t is not None else ""
     if len(nodes) > max_lines:
@@ -143,7 +144,9 @@ def module_html(mod: Module, *, max_lines: int = MAX_LINES, first_lines: int = 1
     """HTML for a module: one collapsible ``<details>`` per function; summarized when large."""
     from .traverse import post_order
 
-    counts = {name: len(post_order(f)) for name, f in mod.items()}
+    with gc_paused():
+        orders = {name: post_order(f) for name, f in mod.items()}
+    counts = {name: len(o) for name, o in orders.items()}
     total = sum(counts.values())
     parts = [f"<div><b>Module</b> with {len(mod)} function(s), {total} node(s)"
              + (f", {len(mod.pass_records)} pass record(s)" if len(mod.pass_records) else "") + "</div>"]
@@ -156,7 +159,7 @@ def module_html(mod: Module, *, max_lines: int = MAX_LINES, first_lines: int = 1
     for name, f in mod.items():
         summary = highlight(_header(name, f))
         if large and counts[name] > 4 * max_lines:
-            inner = _note(f"{counts[name]} nodes; kinds: {_op_histogram(post_order(f))}")
+            inner = _note(f"{counts[name]} nodes; kinds: {_op_histogram(orders[name])}")
         else:
             lines = astext(Module({name: f}), show_meta_data=False).rstrip().splitlines()[1:]
             more = ""

@@ -185,3 +185,18 @@ def test_deep_chain():
     b = pyir.testing.elementwise_chain(10**5)["main"]
     assert alpha_hash(a) == alpha_hash(b)
     assert alpha_equal(a, b)
+
+
+def test_deep_chain_million(deep_chain, deep_anf):
+    """The 10**6-deep chain and its let chain go through alpha_hash, alpha_equal, diff and to_dot."""
+    from pyir.viz import to_dot
+
+    main = deep_chain["main"]
+    assert len(pyir.alpha_hash(main)) == 16 and pyir.alpha_hash(deep_anf["main"])
+    assert pyir.alpha_equal(deep_anf["main"], deep_anf["main"])
+    top = main.body
+    edited = pyir.Function(main.params, pyir.op.tanh(top.args[0]))
+    d = pyir.diff(deep_chain, deep_chain.with_function("main", edited))
+    assert d.changed == ["main"] and len(d.new_nodes) <= 3
+    assert "digraph" in to_dot(deep_chain)
+    assert "<" in deep_chain._repr_html_()
