@@ -30,6 +30,7 @@ import numpy as np
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .node import Attrs, Node, _typed_equal
 from .op.registry import REQUIRED
+from .traverse import ScopeTree
 from .types import FuncType, TensorType, TupleType, Type
 
 __all__ = ["astext", "type_str", "short_repr", "format_attr_value", "INLINE_LIMIT"]
@@ -197,7 +198,8 @@ class _Plan:
             return type(c) is Let and claims.get(c) == 1 and c not in values
 
         # 3. Homes: the lowest common ancestor of the scopes that use each node.
-        parent, depth = [0], [0]
+        tree = ScopeTree()
+        lca, new = tree.lca, tree.new
         home: dict[Node, int] = {}
         uses: dict[Node, int] = {}
         self.spine: dict[int, list[Any]] = {}
@@ -205,26 +207,12 @@ class _Plan:
         self.inner: dict[Node, tuple[int, ...]] = {}
         link: dict[Node, int] = {}  # let -> the scope whose chain it continues
 
-        def lca(a: int, b: int) -> int:
-            while depth[a] > depth[b]:
-                a = parent[a]
-            while depth[b] > depth[a]:
-                b = parent[b]
-            while a != b:
-                a, b = parent[a], parent[b]
-            return a
-
         def use(c: Node, s: int) -> None:
             if type(c) in _ATOMS:
                 return
             h = home.get(c)
             home[c] = s if h is None else lca(h, s)
             uses[c] = uses.get(c, 0) + 1
-
-        def new(p: int) -> int:
-            parent.append(p)
-            depth.append(depth[p] + 1)
-            return len(parent) - 1
 
         def continue_chain(s: int, c: Node) -> None:
             if chained(c):

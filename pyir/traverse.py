@@ -10,7 +10,7 @@ from .expr import Call, Expr, Function, GlobalVar, Let, Op, Var
 from .node import Node
 
 __all__ = ["expr_children", "post_order", "pre_order", "count_nodes", "free_vars", "bound_vars",
-           "check_binders", "global_vars", "iter_calls"]
+           "check_binders", "global_vars", "iter_calls", "ScopeTree"]
 
 
 def expr_children(n: Node) -> tuple[Node, ...]:
@@ -164,6 +164,32 @@ def iter_calls(expr: Expr, op_name: str | None = None) -> Iterator[Call]:
         if type(n) is Call and type(n.op) is Op and n.op.name == op_name:  # type: ignore[attr-defined]
             yield n  # type: ignore[misc]
 
+
+
+class ScopeTree:
+    """Nested scopes (numbered from 0, the root) as parent pointers, with lowest common
+    ancestors: where to place a node used from several scopes."""
+
+    def __init__(self) -> None:
+        self.parent: list[int] = [0]
+        self.depth: list[int] = [0]
+
+    def new(self, parent: int) -> int:
+        """A new scope nested in ``parent``."""
+        self.parent.append(parent)
+        self.depth.append(self.depth[parent] + 1)
+        return len(self.parent) - 1
+
+    def lca(self, a: int, b: int) -> int:
+        """The innermost scope containing both ``a`` and ``b``."""
+        parent, depth = self.parent, self.depth
+        while depth[a] > depth[b]:
+            a = parent[a]
+        while depth[b] > depth[a]:
+            b = parent[b]
+        while a != b:
+            a, b = parent[a], parent[b]
+        return a
 
 
 def check_binders(expr: Expr) -> None:

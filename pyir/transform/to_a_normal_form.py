@@ -41,7 +41,7 @@ from ..functor import rebuild
 from ..lineage import current_recorder, derive
 from ..module import Module
 from ..node import F_FUNC, F_IF, Node
-from ..traverse import post_order
+from ..traverse import ScopeTree, post_order
 from ..typecheck import infer_type
 from ..types import Type
 from .base import FunctionPass
@@ -73,8 +73,7 @@ class _Plan:
 
     def __init__(self, body: Expr) -> None:
         self.order: list[Any] = post_order(body, _eval_children, stop=_is_primitive)
-        self.parent: list[int] = [0]
-        self.depth: list[int] = [0]
+        self.tree = ScopeTree()
         self.scope: dict[Node, int] = {body: 0}
         self.inner: dict[Node, tuple[int, ...]] = {}  # If -> (then, else); Function -> (body,)
         self.mixed: set[Node] = set()  # nodes used from a scope other than their own
@@ -89,13 +88,13 @@ class _Plan:
                 continue
             s = scope[n]
             if k is If:
-                t, f = self._new(s), self._new(s)
+                t, f = self.tree.new(s), self.tree.new(s)
                 self.inner[n] = (t, f)
                 uses: Any = ((n.cond, s), (n.true_branch, t), (n.false_branch, f))
             elif k is Function:
                 if _is_primitive(n):
                     continue
-                b = self._new(s)
+                b = self.tree.new(s)
                 self.inner[n] = (b,)
                 uses = ((n.body, b),)
             else:
@@ -106,23 +105,8 @@ class _Plan:
                     if old is None:
                         scope[c] = u
                     elif old != u:
-                        scope[c] = self._lca(old, u)
+                        scope[c] = self.tree.lca(old, u)
                         mixed.add(c)
-
-    def _new(self, parent: int) -> int:
-        self.parent.append(parent)
-        self.depth.append(self.depth[parent] + 1)
-        return len(self.parent) - 1
-
-    def _lca(self, a: int, b: int) -> int:
-        parent, depth = self.parent, self.depth
-        while depth[a] > depth[b]:
-            a = parent[a]
-        while depth[b] > depth[a]:
-            b = parent[b]
-        while a != b:
-            a, b = parent[a], parent[b]
-        return a
 
 
 def _types_of(body: Expr, mod: Module) -> Any:
