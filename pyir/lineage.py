@@ -240,33 +240,47 @@ def find(mod: Any, x: Any) -> list[Node]:
 def _roots_within(back: dict[bytes, tuple[bytes, ...]], ids: set[bytes],
                   steps: list[Step] | None = None, name: str = "") -> set[bytes]:
     """The ids that ``ids`` derive from within one record, following chains of edges
-    (a pass may rewrite a node it created); each edge crossed is appended to ``steps``."""
+    (a pass may rewrite a node it created); each edge crossed is appended to ``steps``.
+
+    A chain that comes back to a node on it (hash-consing rebuilt a node the chain
+    started from) ends at that node.
+    """
     roots: set[bytes] = set()
-    seen: set[bytes] = set()
-    stack = sorted(ids, reverse=True)
+    done: set[bytes] = set()
+    on_path: set[bytes] = set()
+    stack: list[tuple[bytes, bool]] = [(i, False) for i in sorted(ids, reverse=True)]
     while stack:
-        i = stack.pop()
-        if i in seen:
+        i, leaving = stack.pop()
+        if leaving:
+            on_path.discard(i)
+            done.add(i)
             continue
-        seen.add(i)
+        if i in done or i in on_path:
+            continue
         olds = back.get(i)
         if olds is None:
             roots.add(i)
+            done.add(i)
             continue
+        on_path.add(i)
+        stack.append((i, True))
         for o in olds:
             if steps is not None:
                 steps.append(Step(name, o, i))
-            stack.append(o)
+            if o in on_path:
+                roots.add(o)
+            elif o not in done:
+                stack.append((o, False))
     return roots
 
 
 def origins(mod: Any, x: Any, since: int = 0) -> set[bytes]:
     """Root origin ids of ``x``: the ids, before the first pass (or before record
     number ``since``), it derives from."""
-    if isinstance(since, bool) or not isinstance(since, int):
-        raise LineageError(f"since must be a pass record number (an int), got {since!r}")
-    cur = {_id_of(x)}
     records = mod.pass_records
+    if isinstance(since, bool) or not isinstance(since, int) or not 0 <= since <= len(records):
+        raise LineageError(f"since must be a pass record number in [0, {len(records)}], got {since!r}")
+    cur = {_id_of(x)}
     for rec in reversed(records[since:] if since else records):
         back = rec.back
         if not back:

@@ -66,7 +66,7 @@ import numpy as np
 from pyrsistent import pmap, pvector
 from xxhash import xxh3_128_digest
 
-from .errors import SerializationError
+from .errors import SerializationError, WellFormedError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .lineage import PassRecord
 from .module import Module
@@ -536,6 +536,13 @@ def _build(c: _Columns) -> Any:
             raise SerializationError(
                 f"invalid module root or pass history: {type(e).__name__}: {e}") from e
     if flags & FLAG_MODULE:
+        from .traverse import check_binders
+
+        for name, f in root.items():
+            try:
+                check_binders(f)
+            except WellFormedError as e:
+                raise SerializationError(f"function @{name}: {e}") from None
         return Module()._derive(pmap(root), history=pvector(history))
     return root
 

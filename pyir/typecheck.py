@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .errors import PyIRError, TypeCheckError, UnknownOpError
+from .errors import PyIRError, TypeCheckError, UnknownOpError, WellFormedError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .node import F_FUNC, F_GLOBAL, F_LET, F_UNTYPED, Node, _set_ty, cached_type
+from .node import F_GLOBAL, F_LET, F_UNTYPED, Node, _set_ty, cached_type
 from .types import FuncType, TensorType, TupleType, Type
 
 __all__ = ["infer_type", "check_call"]
@@ -80,10 +80,6 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
     """
     if cache is None:
         cache = mod._type_cache() if mod is not None else {}
-    if expr._mask & (F_FUNC | F_LET) and cached_type(expr) is None and expr not in cache:
-        from .traverse import check_binders
-
-        check_binders(expr)  # a variable bound twice would give shared nodes two types
     if global_type is None:
         if mod is not None:
             global_type = mod.global_type
@@ -97,6 +93,7 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
     rebound: set[Node] = set()
     if env is None:
         env = {}
+    binder: dict[Var, Node] = {}
 
     def known(n: Node) -> Type | None:
         t = cached_type(n)
@@ -158,6 +155,10 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
             continue
         if state == 1:  # a Let's value is typed: bind its variable
             v = n.var  # type: ignore[attr-defined]
+            other = binder.setdefault(v, n)
+            if other is not n:  # shared nodes under both lets would get one type for two values
+                raise WellFormedError(f"variable %{v.name_hint} is bound by two lets; use a fresh "
+                                      "pyir.var for each binding")
             vt = tyof(n.value)  # type: ignore[attr-defined]
             if v.type_annotation is not None and v.type_annotation is not vt:
                 raise TypeCheckError(f"let %{v.name_hint}: annotated {_fmt(v.type_annotation)} "

@@ -159,3 +159,55 @@ def test_sequential_rejects_non_passes():
         Sequential(3)
     with pytest.raises(pyir.PassError):
         Sequential([3])
+
+
+def test_a_pass_run_inside_another_records_into_it():
+    """A pass called from within another pass adds its edges to the outer pass's record."""
+    x = pyir.var("x", shape=(4,))
+    start = op.negative(op.exp(x))
+    mod = pyir.Module.from_expr(start)
+
+    @module_pass(name="Outer")
+    def outer(m):
+        m = m.with_function("main", pyir.rewrite(m["main"], lambda n: op.tanh(n.args[0])
+                                                 if isinstance(n, pyir.Call) and n.op.name == "negative"
+                                                 else None))
+        return exp_to_log(m)
+
+    out = outer(mod)
+    assert [r.name for r in out.pass_records] == ["Outer"]
+    final = out["main"].body
+    assert final is op.tanh(op.log(x))
+    assert start.id in out.origins(final)
+    assert out.find(start) == [final]
+
+
+def test_origins_through_a_cycle_within_one_pass():
+    """A pass that rewrites A -> B -> A (hash-consing) still reports A as its own origin."""
+    x = pyir.var("x", shape=(4,))
+    e = op.exp(x)
+    mod = pyir.Module.from_expr(op.negative(e))
+
+    @module_pass(name="RoundTrip")
+    def round_trip(m):
+        lg = op.log(x)
+        pyir.derive(lg, e)
+        pyir.derive(e, lg)
+        t = pyir.derive(op.tanh(e), m["main"].body)
+        return m.with_function("main", pyir.Function(m["main"].params, t))
+
+    out = round_trip(mod)
+    assert out.origins(e) == {e.id}
+    assert out.origins(out["main"].body) == {mod["main"].body.id}
+
+
+def test_origins_since_is_checked():
+    """origins(since=) takes a record number within range."""
+    import pytest
+
+    mod, _, r, _ = _model()
+    new = relu_to_tanh(mod)
+    assert new.origins(op.tanh(r.args[0]), since=1) == {op.tanh(r.args[0]).id}
+    for bad in (-1, 2, "a"):
+        with pytest.raises(pyir.LineageError):
+            new.origins(r, since=bad)

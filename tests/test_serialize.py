@@ -458,3 +458,15 @@ def test_json_field_type_errors() -> None:
         mutate(d)
         with pytest.raises(SerializationError):
             from_json(json.dumps(d))
+
+
+def test_loading_rejects_a_variable_bound_twice() -> None:
+    """A forged file whose two lets bind one variable is a SerializationError (as Module() would refuse)."""
+    x = pyir.var("x", shape=(2,))
+    a, b = pyir.Var("a"), pyir.Var("b")
+    body = pyir.Tuple([pyir.Let(a, pyir.op.exp(x), pyir.op.tanh(a)),
+                       pyir.Let(b, pyir.op.negative(x), pyir.op.tanh(b))])
+    doc = json.loads(to_json(pyir.Module({"main": pyir.Function([x], body)})))
+    text = json.dumps(doc).replace(b.uid.hex(), a.uid.hex())
+    with pytest.raises(SerializationError):
+        from_json(text)

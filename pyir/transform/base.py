@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from ..errors import PassError, PyIRError
 from ..expr import Function
-from ..lineage import PassRecord, Recorder, recording
+from ..lineage import PassRecord, Recorder, current_recorder, recording
 from ..module import Module
 from ..node import gc_paused
 
@@ -137,6 +137,8 @@ class Pass:
     def _run_recorded(self, mod: Module, ctx: PassContext, t0: float) -> Module:
         """Run the pass with a lineage recorder and append its record to the result."""
         if isinstance(self, Sequential):
+            return self.run(mod)
+        if current_recorder() is not None:  # run by another pass: its record takes our edges
             return self.run(mod)
         if ctx.record_lineage:
             with recording() as rec:
