@@ -157,7 +157,7 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
             v = n.var  # type: ignore[attr-defined]
             other = binder.setdefault(v, n)
             if other is not n:  # shared nodes under both lets would get one type for two values
-                raise WellFormedError(f"variable %{v.name_hint} is bound by two lets; use a fresh "
+                raise WellFormedError(f"variable %{v.name_hint} is bound twice (by two lets); use a fresh "
                                       "pyir.var for each binding")
             vt = tyof(n.value)  # type: ignore[attr-defined]
             if v.type_annotation is not None and v.type_annotation is not vt:
