@@ -12,9 +12,6 @@ from pyir.transform.eliminate_common_subexpr import EliminateCommonSubexpr
 CSE = EliminateCommonSubexpr
 
 
-
-
-
 def _check_pass(mod: pyir.Module) -> pyir.Module:
     """Run CSE and check the invariant bundle (input unchanged, same values, lineage, idempotent)."""
     return check_pass(CSE(), mod, rtol=1e-5, atol=1e-6)

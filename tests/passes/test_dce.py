@@ -13,9 +13,6 @@ from pyir.traverse import post_order
 DCE = DeadCodeElimination
 
 
-
-
-
 def _check_pass(mod: pyir.Module) -> pyir.Module:
     """Run DCE and check the invariant bundle (input unchanged, same values, lineage, idempotent)."""
     return check_pass(DCE(), mod, rtol=1e-5, atol=1e-6)

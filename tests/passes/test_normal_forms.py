@@ -27,8 +27,6 @@ def snapshot(mod):
     return pyir.testing.snapshot(mod)
 
 
-
-
 def check_pass(p, mod):
     """Run ``p``: the invariant bundle (input unchanged, same meaning, lineage, idempotent)."""
     return pyir.testing.check_pass(p, mod)
