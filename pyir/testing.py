@@ -9,7 +9,9 @@ examples and benchmarks (and for users testing their own passes).
 * :func:`programs` — a hypothesis strategy drawing random well-typed modules;
 * :func:`random_inputs` — seeded random inputs for a module's ``main``;
 * :func:`check_pass` — the invariant bundle every pass must satisfy (input
-  unchanged, meaning unchanged, lineage complete, idempotent), for your own passes.
+  unchanged, meaning unchanged, lineage complete, idempotent), for your own passes;
+* :func:`assert_canonical` — every node of a module (or below a node) is exactly
+  what the public constructors build (the oracle of the loader fuzz tests).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from .node import gc_paused
 from .types import TensorType
 
 __all__ = ["resnet", "transformer_block", "elementwise_chain", "shared_dag", "programs",
-           "random_inputs", "PROGRAM_SHAPE", "snapshot", "assert_same_values", "check_pass"]
+           "random_inputs", "PROGRAM_SHAPE", "snapshot", "assert_same_values", "check_pass",
+           "assert_canonical"]
 
 
 def _bulk(fn: Any) -> Any:
@@ -235,9 +238,6 @@ def programs(max_steps: int = 12, *, allow_let: bool = True) -> Any:
                      st.integers(1, 3), lets)
 
 
-
-
-
 # -- the invariant bundle ----------------------------------------------------------------------------
 
 
@@ -302,3 +302,90 @@ def check_pass(pass_: Any, mod: Module, *, idempotent: bool = True, lineage: boo
     if idempotent and pass_(out) is not out:
         raise AssertionError(f"{pass_.name} is not idempotent here")
     return out
+
+
+# -- canonical form ----------------------------------------------------------------------------------
+
+
+def _rebuild(n: Any) -> Any:
+    """``n`` rebuilt through its public constructor from its (already canonical) fields."""
+    from .expr import Call, GlobalVar, Op
+    from .node import Attrs
+    from .types import FuncType, TupleType
+
+    t = type(n)
+    if t is Call:
+        return Call(n.op, list(n.args), n.attrs.to_dict())
+    if t is Var:
+        return Var(n.name_hint, n.type_annotation, n.uid)
+    if t is Constant:
+        return Constant(np.array(n.data), n.dtype)
+    if t is Attrs:
+        return Attrs(n.to_dict())
+    if t is TensorType:
+        return TensorType(list(n.shape), n.dtype)
+    if t is Function:
+        return Function(list(n.params), n.body, n.ret_type, n.attrs.to_dict())
+    if t is Tuple:
+        return Tuple(list(n.fields))
+    if t is TupleGetItem:
+        return TupleGetItem(n.tuple_value, n.index)
+    if t is Let:
+        return Let(n.var, n.value, n.body)
+    if t is If:
+        return If(n.cond, n.true_branch, n.false_branch)
+    if t is Op:
+        return Op(n.name)
+    if t is GlobalVar:
+        return GlobalVar(n.name_hint)
+    if t is TupleType:
+        return TupleType(list(n.fields))
+    if t is FuncType:
+        return FuncType(list(n.arg_types), n.ret_type)
+    raise AssertionError(f"{n!r} is a {t.__name__}, not one of pyir's node kinds")
+
+
+def assert_canonical(obj: Any) -> None:
+    """Assert that ``obj`` (a Module or a node) is exactly what the constructors build.
+
+    Every node reachable from it (expressions, operators, types, attribute sets),
+    rebuilt children first through its public constructor from its fields, must give
+    back the very same object (``is``); a module must also be accepted by the
+    ``Module`` constructor, and its pass records by ``PassRecord``'s.  Iterative: any
+    depth works.  Raises AssertionError naming the first node that differs.
+    """
+    from .errors import PyIRError
+    from .lineage import PassRecord
+    from .node import Node
+    from .serialize import _node_table
+
+    if isinstance(obj, Module):
+        roots: list[Any] = [obj[name] for name in obj.names()]
+    elif isinstance(obj, Node):
+        roots = [obj]
+    else:
+        raise AssertionError(f"expected a Module or a node, got {type(obj).__name__}")
+    with gc_paused():
+        for n in _node_table(roots):
+            try:
+                again = _rebuild(n)
+            except PyIRError as e:
+                raise AssertionError(f"the constructor rejects the fields of {n!r}: "
+                                     f"{type(e).__name__}: {e}") from None
+            if again is not n:
+                raise AssertionError(f"{n!r} is not canonical: its constructor builds {again!r}")
+    if isinstance(obj, Module):
+        try:
+            again_mod = Module(dict(obj.items()))
+        except PyIRError as e:
+            raise AssertionError(f"the Module constructor rejects this module: {type(e).__name__}: {e}"
+                                 ) from None
+        if dict(again_mod.items()) != dict(obj.items()):  # pragma: no cover - identity of functions
+            raise AssertionError("the Module constructor builds another module")
+        for rec in obj.pass_records:
+            if type(rec) is not PassRecord:
+                raise AssertionError(f"pass record {rec!r} is a {type(rec).__name__}")
+            try:
+                PassRecord(rec.name, rec.options, rec.edges, rec.removed, rec.sources, rec.seconds)
+            except PyIRError as e:
+                raise AssertionError(f"the PassRecord constructor rejects {rec!r}: {e}") from None
