@@ -23,11 +23,13 @@ Semantics
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+import numbers
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
-from .errors import LineageError
+from .errors import ImmutableError, LineageError
 from .node import Node, gc_paused
 
 __all__ = ["PassRecord", "Recorder", "derive", "eliminate", "current_recorder", "recording",
@@ -107,29 +109,217 @@ def eliminate(*olds: Node) -> None:
         rec.eliminate(olds)
 
 
-@dataclass(frozen=True, eq=False)
+_ID_LEN = 16
+#: How deep lineage source values (lists / dicts) may nest.
+MAX_SOURCE_DEPTH = 64
+
+
+def _check_id(x: Any, what: str) -> bytes:
+    if type(x) is not bytes or len(x) != _ID_LEN:
+        raise LineageError(f"pass record {what}: expected a 16-byte node id, got {x!r:.80}")
+    return x
+
+
+def _check_text(x: Any, what: str) -> str:
+    if type(x) is not str:
+        raise LineageError(f"pass record {what} must be a str, got {x!r:.80}")
+    try:
+        x.encode("utf-8")
+    except UnicodeEncodeError:
+        raise LineageError(f"pass record {what} holds a lone surrogate: {x!r:.80}") from None
+    return x
+
+
+def freeze_source_value(v: Any, where: str = "lineage source") -> Any:
+    """The immutable form of a JSON-able lineage source value (iterative, any depth).
+
+    ``None``, bools, ints, finite floats and (UTF-8 encodable) strings are kept;
+    lists and tuples become tuples, dicts with str keys read-only mappings, nested
+    at most ``MAX_SOURCE_DEPTH`` deep.  Anything else (NaN, infinities, sets,
+    objects ...) raises LineageError.
+    """
+    out: list[Any] = []
+    # (value, container to fill, key in it, depth); containers are frozen in a second phase
+    stack: list[tuple[Any, Any, Any, int]] = [(v, out, None, 0)]
+    finish: list[tuple[Any, Any, Any]] = []
+    while stack:
+        x, dest, key, depth = stack.pop()
+        t = type(x)
+        if x is None or t is bool or t is int:
+            y: Any = x
+        elif t is float:
+            if x != x or x in (_INF, -_INF):
+                raise LineageError(f"{where}: non-finite number {x!r} (not JSON)")
+            y = x
+        elif t is str:
+            y = _check_text(x, where)
+        elif depth >= MAX_SOURCE_DEPTH and (t is tuple or t is list or t is dict or t is MappingProxyType):
+            raise LineageError(f"{where}: nested more than {MAX_SOURCE_DEPTH} deep")
+        elif t is tuple or t is list:
+            y = [None] * len(x)
+            finish.append((dest, y, key))
+            for i in range(len(x) - 1, -1, -1):
+                stack.append((x[i], y, i, depth + 1))
+            continue
+        elif t is dict or t is MappingProxyType:
+            keys = list(x)
+            for k in keys:
+                if type(k) is not str:
+                    raise LineageError(f"{where}: object keys must be str, got {k!r:.80}")
+                _check_text(k, where)
+            y = dict.fromkeys(keys)
+            finish.append((dest, y, key))
+            for k in reversed(keys):
+                stack.append((x[k], y, k, depth + 1))
+            continue
+        else:
+            raise LineageError(f"{where}: {t.__name__} values are not JSON-able ({x!r:.80})")
+        if key is None:
+            dest.append(y)
+        else:
+            dest[key] = y
+    # containers: innermost were registered last, so finish in reverse order
+    for dest, y, key in reversed(finish):
+        frozen: Any = tuple(y) if type(y) is list else MappingProxyType(y)
+        if key is None:
+            dest.append(frozen)
+        else:
+            dest[key] = frozen
+    return out[0]
+
+
+def thaw_source_value(v: Any) -> Any:
+    """The plain JSON form (lists, dicts) of a frozen source value, for ``json.dumps`` (iterative)."""
+    t = type(v)
+    if t is not tuple and t is not MappingProxyType:
+        return v
+    root: list[Any] = []
+    stack: list[tuple[Any, Any, Any]] = [(v, root, None)]
+    while stack:
+        x, dest, key = stack.pop()
+        t = type(x)
+        if t is tuple:
+            y: Any = [None] * len(x)
+            for i, e in enumerate(x):
+                stack.append((e, y, i))
+        elif t is MappingProxyType:
+            y = dict.fromkeys(x)
+            for k, e in x.items():
+                stack.append((e, y, k))
+        else:
+            y = x
+        if key is None:
+            dest.append(y)
+        else:
+            dest[key] = y
+    return root[0]
+
+
+_INF = float("inf")
+
+
 class PassRecord:
     """One pass run: its name, options, derivation edges and eliminated ids.
 
     ``sources`` maps ids to external origins (e.g. ONNX node names) for
-    records made by frontends.
+    records made by frontends: a read-only mapping of JSON-able values, frozen
+    (lists become tuples, dicts read-only mappings).  ``seconds`` is a finite,
+    non-negative float.  Records are immutable: fields are read-only, every
+    container is immutable, and invalid fields raise :class:`LineageError`.
+    Equality is identity.
     """
 
+    __slots__ = ("name", "options", "edges", "removed", "sources", "seconds", "_back", "_fwd")
     name: str
     options: str
     edges: tuple[tuple[bytes, tuple[bytes, ...]], ...]
     removed: frozenset[bytes]
-    sources: Any = None
-    seconds: float = 0.0
-    _index: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    sources: Mapping[bytes, Any] | None
+    seconds: float
+    _back: Mapping[bytes, tuple[bytes, ...]]
+    _fwd: Mapping[bytes, tuple[bytes, ...]]
+
+    def __init__(self, name: str, options: str, edges: Iterable[tuple[bytes, Iterable[bytes]]],
+                 removed: Iterable[bytes], sources: Mapping[bytes, Any] | None = None,
+                 seconds: float = 0.0) -> None:
+        _check_text(name, "name")
+        _check_text(options, "options")
+        try:
+            es: tuple[Any, ...] = edges if type(edges) is tuple else tuple(edges)
+            rs = removed if type(removed) is frozenset else frozenset(removed)
+        except TypeError as err:
+            raise LineageError(f"pass record {name!r}: edges and removed must be iterables: {err}") from None
+        fixed: list[Any] | None = None
+        for i, edge in enumerate(es):
+            if type(edge) is not tuple or len(edge) != 2 or type(edge[1]) is not tuple:
+                if fixed is None:
+                    fixed = list(es)
+                try:
+                    new, olds = edge
+                    edge = fixed[i] = (new, tuple(olds))
+                except (TypeError, ValueError):
+                    raise LineageError(f"pass record {name!r}: edges are (new id, old ids) pairs, "
+                                       f"got {edge!r:.80}") from None
+            new, olds = edge
+            if type(new) is not bytes or len(new) != _ID_LEN:
+                _check_id(new, "edge")
+            for o in olds:
+                if type(o) is not bytes or len(o) != _ID_LEN:
+                    _check_id(o, "edge")
+        if fixed is not None:
+            es = tuple(fixed)
+        for r in rs:
+            if type(r) is not bytes or len(r) != _ID_LEN:
+                _check_id(r, "removed id")
+        src: Mapping[bytes, Any] | None = None
+        if sources is not None:
+            try:
+                items = list(sources.items())
+            except (AttributeError, TypeError):
+                raise LineageError(f"pass record {name!r}: sources must be a mapping, got "
+                                   f"{type(sources).__name__}") from None
+            table: dict[bytes, Any] = {}
+            for k, v in items:
+                table[_check_id(k, "sources key")] = freeze_source_value(v, f"pass {name!r}: lineage source")
+            src = MappingProxyType(table)
+        if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+            raise LineageError(f"pass record {name!r}: seconds must be a number, got {seconds!r:.80}")
+        secs = float(seconds)
+        if not 0.0 <= secs < _INF:
+            raise LineageError(f"pass record {name!r}: seconds must be finite and non-negative, got {secs!r}")
+        _set = object.__setattr__
+        _set(self, "name", name)
+        _set(self, "options", options)
+        _set(self, "edges", es)
+        _set(self, "removed", rs)
+        _set(self, "sources", src)
+        _set(self, "seconds", secs)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise ImmutableError(f"pass records are immutable (cannot set {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise ImmutableError(f"pass records are immutable (cannot delete {name!r})")
+
+    def __reduce__(self) -> Any:
+        src = None if self.sources is None else {k: thaw_source_value(v) for k, v in self.sources.items()}
+        return (PassRecord, (self.name, self.options, self.edges, self.removed, src, self.seconds))
+
+    def __copy__(self) -> PassRecord:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> PassRecord:
+        return self
 
     @property
-    def back(self) -> dict[bytes, tuple[bytes, ...]]:
-        """new id -> old ids (built on first use)."""
-        b = self._index.get("back")
-        if b is None:
-            b = self._index["back"] = self._build_back()
-        return b  # type: ignore[no-any-return]
+    def back(self) -> Mapping[bytes, tuple[bytes, ...]]:
+        """new id -> old ids (a read-only mapping, built on first use)."""
+        try:
+            return self._back
+        except AttributeError:
+            b = MappingProxyType(self._build_back())
+            object.__setattr__(self, "_back", b)
+            return b
 
     def _build_back(self) -> dict[bytes, tuple[bytes, ...]]:
         with gc_paused():
@@ -143,14 +333,16 @@ class PassRecord:
             return {k: tuple(dict.fromkeys(v)) if len(v) > 1 else tuple(v) for k, v in acc.items()}
 
     @property
-    def fwd(self) -> dict[bytes, list[bytes]]:
-        """old id -> new ids (built on first use)."""
-        f = self._index.get("fwd")
-        if f is None:
-            f = self._index["fwd"] = self._build_fwd()
-        return f  # type: ignore[no-any-return]
+    def fwd(self) -> Mapping[bytes, tuple[bytes, ...]]:
+        """old id -> new ids (a read-only mapping, built on first use)."""
+        try:
+            return self._fwd
+        except AttributeError:
+            f = MappingProxyType(self._build_fwd())
+            object.__setattr__(self, "_fwd", f)
+            return f
 
-    def _build_fwd(self) -> dict[bytes, list[bytes]]:
+    def _build_fwd(self) -> dict[bytes, tuple[bytes, ...]]:
         with gc_paused():
             acc: dict[bytes, list[bytes]] = {}
             for new, olds in self.edges:
@@ -160,7 +352,7 @@ class PassRecord:
                         acc[o] = [new]
                     else:
                         lst.append(new)
-            return {k: list(dict.fromkeys(v)) if len(v) > 1 else v for k, v in acc.items()}
+            return {k: tuple(dict.fromkeys(v)) if len(v) > 1 else tuple(v) for k, v in acc.items()}
 
     def __len__(self) -> int:
         return len(self.edges)

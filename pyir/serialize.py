@@ -63,12 +63,12 @@ from collections.abc import Callable
 from typing import IO, Any
 
 import numpy as np
-from pyrsistent import pmap, pvector
+from pyrsistent import pvector
 from xxhash import xxh3_128_digest
 
-from .errors import SerializationError, WellFormedError
+from .errors import LineageError, PyIRError, SerializationError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .lineage import PassRecord
+from .lineage import PassRecord, thaw_source_value
 from .module import Module
 from .node import Attrs, Node, gc_paused
 from .traverse import post_order
@@ -390,7 +390,7 @@ def _encode_history(records: Any, S: _Strings, ids: Any, ints: list[int]) -> Non
             keys = list(src)
             ints.append(len(keys))
             ints += map(idref, keys)
-            ints.append(S(_json_value_text([src[k] for k in keys], rec.name)))
+            ints.append(S(_json_value_text([thaw_source_value(src[k]) for k in keys], rec.name)))
 
 
 def _json_value_text(values: Any, pass_name: str) -> str:
@@ -428,12 +428,18 @@ def save(obj: Module | Node, path_or_file: str | os.PathLike[str] | IO[bytes]) -
 
 
 def _bytes_view(data: Any) -> memoryview:
+    """A flat byte view of ``data`` (any buffer; non-contiguous ones are copied)."""
+    if isinstance(data, str):
+        raise SerializationError("expected bytes, got str (is this the JSON form? use from_json)")
     try:
         mv = memoryview(data)
-    except TypeError:
+    except Exception:
         raise SerializationError(f"expected bytes, got {type(data).__name__}") from None
-    if mv.ndim != 1 or mv.itemsize != 1:
-        mv = mv.cast("B")
+    try:
+        if mv.ndim != 1 or mv.itemsize != 1 or not mv.c_contiguous:
+            mv = memoryview(mv.tobytes())
+    except Exception as e:  # e.g. a buffer released meanwhile
+        raise SerializationError(f"unusable buffer ({type(e).__name__}: {e})") from None
     return mv
 
 
@@ -509,12 +515,23 @@ def _decode_strings(lens: list[int], data: memoryview) -> list[str]:
 
 
 def load(path_or_file: str | os.PathLike[str] | IO[bytes]) -> Any:
-    """Read a module (or node) written by :func:`save` from a path or a binary file object."""
-    if hasattr(path_or_file, "read"):
-        data = path_or_file.read()  # type: ignore[union-attr]
-    else:
-        with open(path_or_file, "rb") as f:  # type: ignore[arg-type]
-            data = f.read()
+    """Read a module (or node) written by :func:`save` from a path or a binary file object.
+
+    SerializationError for anything unusable: not a path or a binary file, a file
+    that cannot be read (the OSError is the cause), or invalid content.
+    """
+    try:
+        if hasattr(path_or_file, "read"):
+            data = path_or_file.read()  # type: ignore[union-attr]
+        elif isinstance(path_or_file, (str, bytes, os.PathLike)):
+            with open(path_or_file, "rb") as f:
+                data = f.read()
+        else:
+            raise SerializationError(f"expected a path or a binary file, got {type(path_or_file).__name__}")
+    except SerializationError:
+        raise
+    except Exception as e:
+        raise SerializationError(f"cannot read {path_or_file!r:.200}: {type(e).__name__}: {e}") from e
     return loads(data)
 
 
@@ -536,14 +553,11 @@ def _build(c: _Columns) -> Any:
             raise SerializationError(
                 f"invalid module root or pass history: {type(e).__name__}: {e}") from e
     if flags & FLAG_MODULE:
-        from .traverse import check_binders
-
-        for name, f in root.items():
-            try:
-                check_binders(f)
-            except WellFormedError as e:
-                raise SerializationError(f"function @{name}: {e}") from None
-        return Module()._derive(pmap(root), history=pvector(history))
+        try:
+            mod = Module(root)  # the constructor's checks (binders ...)
+        except PyIRError as e:
+            raise SerializationError(f"invalid module: {e}") from None
+        return mod._derive(mod.functions(), history=pvector(history))
     return root
 
 
@@ -561,7 +575,7 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], blob: Any) -> t
     nodes: list[Node] = []
     push = nodes.append
     p = 0
-    call_ok: set[tuple[Node, Node, int]] = set()
+    call_attrs: dict[tuple[Node, Node, int], Attrs] = {}  # (target, stored attrs, arity) -> canonical
     nstr = len(strs)
     i = 0
     k = -1
@@ -583,13 +597,15 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], blob: Any) -> t
                 at = nodes[a]
                 args = tuple([nodes[j] for j in js])
                 key = (op, at, na)
-                if key not in call_ok:
-                    _check_call(op, at, na)
-                    call_ok.add(key)
+                nat = call_attrs.get(key)
+                if nat is None:
+                    nat = call_attrs[key] = _call_attrs(op, at, na)
                 for x in args:
                     if not isinstance(x, Expr):
                         raise _Bad(f"a Call argument is a {type(x).__name__}, not an expression")
-                push(Call(op, args, at, _checked=True))  # type: ignore[arg-type]
+                # What Call(op, args, at) builds: the checks and the attribute normalization
+                # of the public constructor were done (once per distinct key) just above.
+                push(Call(op, args, nat, _checked=True))  # type: ignore[arg-type]
             elif k == K_CONST:
                 s = ints[p]
                 nd = ints[p + 1]
@@ -705,17 +721,19 @@ def _refs_at(ints: list[int], p: int, n: int, i: int) -> tuple[list[int], int]:
     return js, p + n
 
 
-def _check_call(op: Node, at: Node, na: int) -> None:
-    """Validate a call target and its attributes once per distinct (op, attrs, arity)."""
+def _call_attrs(op: Node, at: Node, na: int) -> Attrs:
+    """Validate a call target, its arity and attributes as ``Call`` does; return the
+    attributes ``Call`` would store (normalized by the operator's schema)."""
     if type(at) is not Attrs:
         raise _Bad(f"Call attrs is a {type(at).__name__}")
     if type(op) is Op:
         odef = op.op_def
         odef.check_arity(na)
         if at or odef.attrs:
-            odef.normalize_attrs(at)
+            return odef.normalize_attrs(at)  # type: ignore[no-any-return]
     elif not isinstance(op, Expr):
         raise _Bad(f"Call target is a {type(op).__name__}, not an expression")
+    return at
 
 
 def _read_value(ints: list[int], p: int, i: int, nodes: list[Node], strs: list[str],
@@ -828,8 +846,8 @@ def _build_history(ints: list[int], strs: list[str], ids: list[bytes],
             keys = idrefs(p + 1, ns)
             p += 1 + ns
             try:
-                values = json.loads(sref(ints[p]))
-            except json.JSONDecodeError as e:
+                values = json.loads(sref(ints[p]), parse_constant=_no_constant)
+            except (ValueError, RecursionError) as e:
                 raise _Bad(f"pass {name!r}: invalid lineage sources: {e}") from None
             p += 1
             if type(values) is not list or len(values) != ns:
@@ -837,8 +855,16 @@ def _build_history(ints: list[int], strs: list[str], ids: list[bytes],
             sources = dict(zip(keys, values))
         else:
             p += 1
-        out.append(PassRecord(name, options, tuple(edges), frozenset(removed), sources, seconds))
+        try:
+            out.append(PassRecord(name, options, tuple(edges), frozenset(removed), sources, seconds))
+        except LineageError as e:
+            raise _Bad(str(e)) from None
     return out, p
+
+
+def _no_constant(name: str) -> Any:
+    """``json.loads`` hook: NaN and infinities are not JSON (nor valid lineage values)."""
+    raise ValueError(f"non-finite number {name} (not JSON)")
 
 
 # -- JSON (in pyir.serialize_json) ----------------------------------------------------------------

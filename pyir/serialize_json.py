@@ -29,7 +29,7 @@ import json
 from typing import Any
 
 from .errors import SerializationError
-from .lineage import PassRecord
+from .lineage import PassRecord, thaw_source_value
 from .module import Module
 from .node import Node
 from .serialize import (
@@ -67,7 +67,7 @@ from .serialize import (
     _build,
     _Columns,
     _float_bits,
-    _json_value_text,
+    _no_constant,
     _node_table,
     _qq,
     _Strings,
@@ -167,8 +167,7 @@ def _json_record(rec: PassRecord) -> dict[str, Any]:
         "name": rec.name, "options": rec.options, "seconds": float(rec.seconds),
         "edges": [[new.hex(), [o.hex() for o in olds]] for new, olds in rec.edges],
         "removed": sorted(r.hex() for r in rec.removed),
-        "sources": None if src is None else [[k.hex(), json.loads(_json_value_text(v, rec.name))]
-                                             for k, v in src.items()],
+        "sources": None if src is None else [[k.hex(), thaw_source_value(v)] for k, v in src.items()],
     }
 
 
@@ -177,8 +176,10 @@ def from_json(text: str | bytes) -> Any:
 
     Raises :class:`SerializationError` for malformed or invalid input.
     """
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise SerializationError(f"expected JSON text (str or bytes), got {type(text).__name__}")
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_constant=_no_constant)  # NaN / Infinity are not JSON
     except (ValueError, TypeError, RecursionError) as e:
         raise SerializationError(f"invalid JSON: {e}") from None
     try:
@@ -222,14 +223,15 @@ def _ref_or_null(x: Any, what: str) -> int:
     return x  # type: ignore[no-any-return]
 
 
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+
 def _hex_id(x: Any, what: str) -> bytes:
+    """A 16-byte id written as exactly 32 lowercase hex digits (as ``to_json`` writes them)."""
     s = _str(x, what)
-    if len(s) != 32:
-        raise _Bad(f"{what} must be 32 hex digits, got {s!r:.60}")
-    try:
-        return bytes.fromhex(s)
-    except ValueError:
-        raise _Bad(f"{what} must be 32 hex digits, got {s!r:.60}") from None
+    if len(s) != 32 or not _HEX_DIGITS.issuperset(s):
+        raise _Bad(f"{what} must be 32 lowercase hex digits, got {s!r:.60}")
+    return bytes.fromhex(s)
 
 
 class _JsonColumns:
@@ -286,13 +288,7 @@ class _JsonColumns:
         out = self.ints
         S = self.S
         if k == K_VAR:
-            uid = _str(f[1], "Var uid")
-            try:
-                raw = bytes.fromhex(uid)
-            except ValueError:
-                raise _Bad(f"Var uid must be 32 hex digits, got {uid!r:.60}") from None
-            if len(raw) != 16:
-                raise _Bad(f"Var uid must be 32 hex digits, got {uid!r:.60}")
+            raw = _hex_id(f[1], "Var uid")
             out += (S(_str(f[0], "Var name")), *_qq.unpack(raw), _ref_or_null(f[2], "Var type"))
         elif k in (K_GLOBAL, K_OP):
             out.append(S(_str(f[0], f"{rec[0]} name")))

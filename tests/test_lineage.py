@@ -211,3 +211,75 @@ def test_origins_since_is_checked():
     for bad in (-1, 2, "a"):
         with pytest.raises(pyir.LineageError):
             new.origins(r, since=bad)
+
+
+# -- issue 10 item 12: pass records are immutable -----------------------------------------------------
+
+
+def test_pass_record_is_immutable():
+    """issue 10 item 12: no __dict__, read-only fields, immutable containers (edges, removed, sources)."""
+    import copy
+    import pickle
+
+    import pytest
+
+    from pyir.errors import ImmutableError, LineageError
+    from pyir.lineage import PassRecord
+
+    a, b = bytes(range(16)), bytes(range(1, 17))
+    rec = PassRecord("P", "o", [[a, [b]]], [b], {a: {"k": [1, 2]}}, 0.5)
+    assert not hasattr(rec, "__dict__")
+    for name in ("name", "options", "edges", "removed", "sources", "seconds", "_back", "other"):
+        with pytest.raises(ImmutableError):
+            setattr(rec, name, 1)
+        with pytest.raises(ImmutableError):
+            delattr(rec, name)
+    assert rec.edges == ((a, (b,)),) and type(rec.removed) is frozenset
+    with pytest.raises(TypeError):
+        rec.sources[a] = 1  # type: ignore[index]
+    with pytest.raises(TypeError):
+        rec.sources[a]["k"] = 1
+    assert rec.sources[a]["k"] == (1, 2)
+    for view in (rec.back, rec.fwd):
+        with pytest.raises(TypeError):
+            view[a] = ()  # type: ignore[index]
+    assert rec.back[a] == (b,) and rec.fwd[b] == (a,)
+    assert copy.copy(rec) is rec and copy.deepcopy(rec) is rec
+    again = pickle.loads(pickle.dumps(rec))
+    assert (again.name, again.edges, again.removed, again.sources, again.seconds) == \
+           (rec.name, rec.edges, rec.removed, rec.sources, rec.seconds)
+    src: dict = {a: [1]}
+    rec2 = PassRecord("P", "", (), (), src)
+    src[a].append(2)
+    src[b] = 3
+    assert rec2.sources == {a: (1,)}  # a copy: the caller's containers do not leak in
+    for bad in [{"name": 1}, {"name": "\ud800"}, {"edges": [(a, b)]}, {"edges": [(a[:3], ())]},
+                {"edges": 5}, {"removed": [a.hex()]}, {"sources": {a.hex(): 1}}, {"sources": [a]},
+                {"sources": {a: {1: 2}}}, {"sources": {a: {1, 2}}}, {"seconds": "1"}, {"seconds": True}]:
+        kw: dict = {"name": "P", "options": "", "edges": (), "removed": (), **bad}
+        with pytest.raises(LineageError):
+            PassRecord(**kw)
+
+
+def test_onnx_sources_are_immutable():
+    """issue 10 item 12: the ONNX importer's sources table is a read-only mapping of tuples."""
+    import pytest
+
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    from pyir.frontend.onnx import from_onnx, onnx_sources, source_table
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name="relu0"), helper.make_node("Exp", ["r"], ["y"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    mod = from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    onnx.checker.check_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    table = source_table(mod)
+    with pytest.raises(TypeError):
+        table[b"x" * 16] = ("a", "b")  # type: ignore[index]
+    assert all(type(v) is tuple for v in table.values())
+    assert onnx_sources(mod, mod["main"].body) == {("y", "Exp")}
+    back = pyir.loads(pyir.dumps(mod))
+    assert source_table(back) == table and pyir.from_json(pyir.to_json(mod)).pass_records[0].sources == table

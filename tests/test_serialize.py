@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickle
+import struct
 import subprocess
 import sys
 
@@ -15,7 +17,7 @@ from hypothesis import strategies as st
 
 import pyir
 from pyir import op
-from pyir.errors import SerializationError
+from pyir.errors import LineageError, SerializationError
 from pyir.expr import Call, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var, const
 from pyir.functor import rewrite
 from pyir.lineage import PassRecord
@@ -64,13 +66,13 @@ def _all_kinds_module() -> Module:
         "nested": (1, (2.0, ("x", None)), True), "type": t, "expr": consts[0],
     }
     call_g = Call(GlobalVar("helper"), [x], attrs)
-    conv = op.nn.conv2d(Var("img", TensorType((1, 1, 4, 4))), const(np.ones((1, 1, 3, 3), "float32")),
-                        padding=(1, 1))
+    img = Var("img", TensorType((1, 1, 4, 4)))
+    conv = op.nn.conv2d(img, const(np.ones((1, 1, 3, 3), "float32")), padding=(1, 1))
     tup = Tuple([call_g, x, *consts])
     v = Var("v")
     body = Let(v, TupleGetItem(tup, 0),
                If(op.greater(op.sum(v), const(0.0)), op.add(v, y), op.nn.relu(v)))
-    main = Function([x, y, f_t, tup_t], Tuple([body, conv, Op("nn.relu"), Call(f_t, [x])]),
+    main = Function([x, y, f_t, tup_t, img], Tuple([body, conv, Op("nn.relu"), Call(f_t, [x])]),
                     None, {"Compiler": "test", "flags": (1, 1.0, True)})
     return Module({"main": main, "helper": helper})
 
@@ -232,12 +234,11 @@ def test_history_survives_round_trip() -> None:
 
 
 def test_unserializable_sources_rejected() -> None:
-    """Lineage sources that are not JSON-able are refused at save time with SerializationError."""
+    """Lineage sources that are not JSON-able are refused when the record is made (LineageError),
+    so every record can be saved."""
     m = Module.from_expr(op.nn.relu(pyir.var("x", shape=(2,))))
-    rec = PassRecord("P", "", (), frozenset(), {m["main"].id: object()}, 0.0)
-    bad = m._derive(m.functions(), history=m.pass_records.append(rec))
-    with pytest.raises(SerializationError, match="JSON"):
-        dumps(bad)
+    with pytest.raises(LineageError, match="JSON"):
+        PassRecord("P", "", (), frozenset(), {m["main"].id: object()}, 0.0)
     with pytest.raises(SerializationError):
         dumps(object())  # type: ignore[arg-type]
 
@@ -470,3 +471,157 @@ def test_loading_rejects_a_variable_bound_twice() -> None:
     text = json.dumps(doc).replace(b.uid.hex(), a.uid.hex())
     with pytest.raises(SerializationError):
         from_json(text)
+
+
+# -- issue 10: loaders build exactly what the constructors build -------------------------------------
+
+
+def _conv_module():
+    x = pyir.var("x", shape=(1, 2, 4, 4))
+    w = const(np.ones((2, 2, 3, 3), "float32"))
+    c = op.nn.conv2d(x, w, padding=(1, 1))
+    return Module({"main": Function([x], op.nn.relu(c))}), x, w, c
+
+
+def test_loaded_call_attrs_are_normalized_binary() -> None:
+    """issue 10 item 1: a payload whose conv padding is a 2-tuple loads as the canonical conv
+    (the very node op.nn.conv2d builds), type-checks, and saves again stably."""
+    mod, x, w, c = _conv_module()
+    short = Call(Op("nn.conv2d"), (x, w), c.attrs.with_(padding=(1, 1)), _checked=True)  # a forged node
+    assert short is not c
+    payload = dumps(Module({"main": Function([x], op.nn.relu(short))}))
+    back = loads(payload)
+    assert back["main"] is mod["main"] and back["main"].body.args[0] is c
+    pyir.testing.assert_canonical(back)
+    pyir.transform.InferType()(back)
+    again = dumps(back)
+    assert again == dumps(mod) and dumps(loads(again)) == again
+
+
+def test_loaded_call_attrs_are_normalized_json() -> None:
+    """issue 10 item 1: the same through JSON: a 2-tuple padding is normalized by the op schema."""
+    mod, _x, _w, _c = _conv_module()
+    doc = json.loads(to_json(mod))
+    for rec in doc["nodes"]:
+        if rec[0] == "Attrs":
+            for item in rec[1]:
+                if item[0] == "padding":
+                    item[1] = ["tuple", [["int", 1], ["int", 1]]]
+    back = from_json(json.dumps(doc))
+    assert back["main"] is mod["main"]
+    pyir.testing.assert_canonical(back)
+    assert to_json(back) == to_json(mod)
+
+
+def test_loaded_call_attrs_wrong_kind_rejected() -> None:
+    """issue 10 item 1: attributes the op schema refuses are a SerializationError, not a bare error."""
+    mod, _x, _w, _c = _conv_module()
+    doc = json.loads(to_json(mod))
+    for rec in doc["nodes"]:
+        if rec[0] == "Attrs":
+            for item in rec[1]:
+                if item[0] == "padding":
+                    item[1] = ["str", "same"]
+    with pytest.raises(SerializationError, match="padding"):
+        from_json(json.dumps(doc))
+
+
+def _with_record(mod: Module, rec: PassRecord) -> Module:
+    return mod._derive(mod.functions(), history=mod.pass_records.append(rec))
+
+
+def _reassembled(payload: bytes, mutate) -> bytes:
+    """``payload`` with its decoded columns mutated and the checksum recomputed."""
+    cols = _sections(payload)
+    cols.blob = bytes(cols.blob)
+    mutate(cols)
+    return _assemble(cols)
+
+
+def test_non_finite_numbers_rejected_by_records() -> None:
+    """issue 10 item 2: one rule, non-finite seconds and lineage values are refused when a record
+    is made (LineageError) and when one is loaded (SerializationError)."""
+    some_id = bytes(16)
+    for bad in ({"seconds": float("nan")}, {"seconds": float("inf")}, {"seconds": -1.0},
+                {"sources": {some_id: float("nan")}}, {"sources": {some_id: [1, float("-inf")]}}):
+        kw: dict = {"sources": None, "seconds": 0.0, **bad}
+        with pytest.raises(LineageError):
+            PassRecord("P", "", (), frozenset(), **kw)
+
+
+def test_non_finite_numbers_rejected_by_loaders() -> None:
+    """issue 10 item 2: payloads with a NaN / infinite pass time or lineage value do not load."""
+    mod, x, _w, c = _conv_module()
+    rec = PassRecord("P", "", ((c.id, (x.id,)),), frozenset(), {c.id: [0.5, "conv"]}, 0.25)
+    good = _with_record(mod, rec)
+    payload = dumps(good)
+    assert dumps(loads(payload)) == payload
+    sec_bits = struct.unpack("<q", struct.pack("<d", 0.25))[0]
+    for bits in (0x7FF8000000000000, 0x7FF0000000000000, -0x10000000000000):  # NaN, inf, -inf
+        def set_seconds(cols, bits=bits):
+            cols.ints[len(cols.ints) - cols.ints[::-1].index(sec_bits) - 1] = bits
+        with pytest.raises(SerializationError, match="seconds"):
+            loads(_reassembled(payload, set_seconds))
+
+    def nan_source(cols):
+        cols.strs[cols.strs.index('[[0.5,"conv"]]')] = '[[NaN,"conv"]]'
+    with pytest.raises(SerializationError, match="non-finite"):
+        loads(_reassembled(payload, nan_source))
+    text = to_json(good)
+    for old, new in (('"seconds": 0.25', '"seconds": NaN'), ('"seconds": 0.25', '"seconds": 1e999'),
+                     ('[0.5, "conv"]', '[Infinity, "conv"]'), ('[0.5, "conv"]', '[1e400, "conv"]')):
+        assert old in text
+        with pytest.raises(SerializationError):
+            from_json(text.replace(old, new))
+
+
+def test_frozen_sources_round_trip() -> None:
+    """issue 10 items 2, 12: frozen lineage values (tuples, read-only dicts) save and load identically."""
+    mod, x, _w, c = _conv_module()
+    rec = PassRecord("P", "o", (), frozenset(), {c.id: {"a": [1, {"b": None}], "s": "t"}, x.id: 2}, 1)
+    good = _with_record(mod, rec)
+    for back in (loads(dumps(good)), from_json(to_json(good)), pickle.loads(pickle.dumps(good))):
+        (r,) = back.pass_records
+        assert r.sources == rec.sources and r.seconds == 1.0
+        assert r.sources[c.id]["a"] == (1, {"b": None})
+        assert dumps(back) == dumps(good) and to_json(back) == to_json(good)
+
+
+def test_json_ids_validated_strictly() -> None:
+    """issue 10 item 3: ids must be exactly 32 lowercase hex digits (no spaces, no other forms)."""
+    mod, x, w, c = _conv_module()
+    good = _with_record(mod, PassRecord("P", "", ((c.id, (x.id,)),), frozenset({w.id}), {c.id: 1}, 0.0))
+    text = to_json(good)
+    assert from_json(text)["main"] is mod["main"]
+    for hexid in (c.id.hex(), x.id.hex(), w.id.hex(), x.uid.hex()):
+        assert hexid in text
+        spaced = hexid[:10] + " " + hexid[12:] + "0"  # 32 characters, 15.5 bytes of hex
+        for bad in (hexid[:8] + " " * 2 + hexid[10:], spaced, hexid.upper(), "0x" + hexid[2:],
+                    hexid[:31] + "g", hexid[:30] + "\u0660\u0661"):
+            assert len(bad) == 32
+            with pytest.raises(SerializationError, match="hex"):
+                from_json(text.replace(hexid, bad))
+
+
+def test_loads_rejects_unusable_inputs() -> None:
+    """issue 10 item 13: any object given to loads / load / from_json raises SerializationError
+    if unusable; non-contiguous buffers are read like their bytes."""
+    mod, *_ = _conv_module()
+    payload = dumps(mod)
+    bad_inputs = [np.zeros(64, "uint8")[::2], np.zeros((8, 8), "uint8")[:, ::2], np.zeros((4, 4), "int32").T,
+                  None, 12, 1.5, "PYIR", [1, 2], object()]
+    for data in bad_inputs:
+        with pytest.raises(SerializationError):
+            loads(data)  # type: ignore[arg-type]
+    strided = np.zeros(2 * len(payload), "uint8")
+    strided[::2] = np.frombuffer(payload, "uint8")
+    assert loads(strided[::2])["main"] is mod["main"]
+    assert loads(np.frombuffer(payload + b"\0" * (-len(payload) % 4), "uint8")[:len(payload)]
+                 )["main"] is mod["main"]
+    for target in (None, 12, 1.5, object(), "/nonexistent/dir/file.pyir", io.StringIO("text"),
+                   io.BytesIO(b"PYIR")):
+        with pytest.raises(SerializationError):
+            load(target)  # type: ignore[arg-type]
+    for text in (None, 12, memoryview(b"{}"), ["{}"], b"\xff\xfe"):
+        with pytest.raises(SerializationError):
+            from_json(text)  # type: ignore[arg-type]

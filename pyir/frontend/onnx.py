@@ -344,8 +344,11 @@ def from_onnx(model_or_path: Any, *, weights: str = "constants",
 # -- lineage queries ---------------------------------------------------------------------------------
 
 
-def source_table(mod: Module) -> dict[bytes, Any]:
-    """The ``sources`` table of the ``from_onnx`` record of ``mod``'s history (empty if none)."""
+def source_table(mod: Module) -> Mapping[bytes, Any]:
+    """The ``sources`` table of the ``from_onnx`` record of ``mod``'s history (empty if none).
+
+    A read-only mapping: id -> ``(node name, op type)`` or a tuple of such pairs.
+    """
     for rec in mod.pass_records:
         if rec.name == "from_onnx" and rec.sources:
             return rec.sources  # type: ignore[no-any-return]
