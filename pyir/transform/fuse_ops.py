@@ -57,9 +57,11 @@ body, using the operators' pattern kinds (:class:`~pyir.op.registry.OpPattern`):
 
 4. Each group becomes ``fn (%p0, ...) { body }`` with ``Primitive=1``: its free
    inputs become fresh parameters (annotated with the input's type), constants
-   stay inline.  Parameter uids are derived from the group's content, so
-   fusing the same graph twice yields the very same function objects (and
-   :class:`~pyir.transform.defuse_ops.DefuseOps` restores the input exactly).
+   stay inline.  Parameter uids are derived from the group's structure, so
+   fusing the same graph twice yields the very same function objects,
+   structurally identical groups share one function (a 10^6-step chain of
+   four kinds of step has four fused functions), and
+   :class:`~pyir.transform.defuse_ops.DefuseOps` restores the input exactly.
 
 Fusion never crosses ``let``, ``if``, tuple or function boundaries.  Lineage:
 the fused call derives from every node of its group, each body node from the
@@ -180,7 +182,12 @@ class FuseOps(ModulePass):
         if not consumers:
             return func
         groups = self._group(order, consumers)
-        pos = {n: i for i, n in enumerate(order) if n in groups}
+        del consumers
+        pos = {}  # post-order position of the members of groups of several calls (to sort them)
+        for i, n in enumerate(order):
+            g = groups.get(n)
+            if g is not None and len(g.members) > 1:
+                pos[n] = i
         types = _Types(func, mod)
         memo: dict[Node, Any] = {}
         for n in order:
@@ -286,41 +293,69 @@ class FuseOps(ModulePass):
 
     @staticmethod
     def _fuse_group(g: _Group, memo: dict[Node, Any], types: _Types, pos: dict[Node, int]) -> Call:
-        """Build the primitive function of ``g`` and its call (args taken from ``memo``)."""
+        """Build the primitive function of ``g`` and its call (args taken from ``memo``).
+
+        The function is keyed by the group's structure (operators, attributes, constants,
+        how members use each other and the parameter types), not by its members'
+        identities: structurally identical groups share one hash-consed function (as a
+        compiler caches lowered functions by structural hash), so a long chain of equal
+        steps costs one function, not one per step.
+        """
         root = g.root
         members = g.members
         if len(members) > 1:  # producers first
             members.sort(key=pos.__getitem__)
-        gkey = digest(b"pyir.FuseOps" + b"".join([m.id for m in members]))
-        params: dict[Node, Var] = {}
-        args: list[Expr] = []
-        body: dict[Node, Expr] = {}  # member -> its copy (members are built producers first)
-        rec = current_recorder()
-        for m in members:
-            new_args = []
+        # Pass 1: the group's free inputs (parameters) and its structural key.
+        slot: dict[Node, int] = {}  # member -> its position in the group
+        inputs: dict[Node, int] = {}  # free input -> parameter number
+        ptypes: list[Type] = []
+        parts: list[bytes] = [b"pyir.FuseOps.group"]
+        for j, m in enumerate(members):
+            slot[m] = j
+            parts.append(b"C%d;" % len(m.args))
+            parts.append(m.op.id)
+            parts.append(m.attrs.id)
             for a in m.args:
-                if a in body:
-                    new_args.append(body[a])
+                k = slot.get(a)
+                if k is not None:
+                    parts.append(b"m%d;" % k)
                 elif type(a) is Constant:
-                    new_args.append(a)
+                    parts.append(b"k")
+                    parts.append(a.id)
                 else:
-                    p = params.get(a)
-                    if p is None:
-                        i = len(params)
-                        ty = types.of(a)
-                        p = params[a] = Var(f"p{i}", ty, uid=digest(gkey + b"param%d:" % i + ty.id))
-                        args.append(memo[a])
-                        if rec is not None:  # a parameter stands for the value it receives
-                            rec.edges.append((p.id, (a.id,)))
-                    new_args.append(p)
+                    i = inputs.get(a)
+                    if i is None:
+                        i = inputs[a] = len(ptypes)
+                        ptypes.append(types.of(a))
+                    parts.append(b"p%d;" % i)
+        parts.append(b"T%d;" % len(ptypes))
+        parts.extend([t.id for t in ptypes])
+        gkey = digest(b"".join(parts))
+        # Pass 2: the parameters, the body copy and the call.
+        params = [Var(f"p{i}", t, uid=digest(gkey + b"param%d:" % i)) for i, t in enumerate(ptypes)]
+        rec = current_recorder()
+        if rec is not None:  # a parameter stands for the value it receives
+            for inp, i in inputs.items():
+                rec.edges.append((params[i].id, (inp.id,)))
+        body: dict[Node, Expr] = {}  # member -> its copy (members are built producers first)
+        single = len(members) == 1
+        mids = (root.id,) if single else tuple([m.id for m in members])  # shared by the edges below
+        for m in members:
+            new_args: list[Expr] = []
+            for a in m.args:
+                c: Expr | None = body.get(a)
+                if c is None:
+                    c = a if type(a) is Constant else params[inputs[a]]
+                new_args.append(c)
             copy = Call(m.op, tuple(new_args), m.attrs, _checked=True)
             body[m] = copy
             if rec is not None and copy is not m:
-                rec.edges.append((copy.id, (m.id,)))
-        fn = Function(tuple(params.values()), body[root], types.of(root), {"Primitive": 1})
-        call = Call(fn, tuple(args))
-        derive(call, *members)
-        derive(fn, *members)
+                rec.edges.append((copy.id, mids if single else (m.id,)))
+        fn = Function(tuple(params), body[root], types.of(root), {"Primitive": 1})
+        call = Call(fn, tuple([memo[a] for a in inputs]))
+        if rec is not None:  # the call and the function derive from every member
+            rec.edges.append((call.id, mids))
+            rec.edges.append((fn.id, mids))
         return call
 
 

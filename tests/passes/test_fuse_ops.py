@@ -17,8 +17,10 @@ from pyir.transform.fuse_ops import FuseOps
 
 
 def _fused(mod: pyir.Module) -> list[Function]:
-    """Primitive functions called from main, in post-order."""
-    return [n for n in pyir.post_order(mod["main"]) if type(n) is Function and n.attrs.get("Primitive")]
+    """The primitive function of each fused call in main (calls in post-order; structurally
+    identical groups share one function, so a function may appear several times)."""
+    return [n.op for n in pyir.post_order(mod["main"])
+            if type(n) is Call and type(n.op) is Function and n.op.attrs.get("Primitive")]
 
 
 def _ops(fn: Function) -> list[str]:
@@ -155,7 +157,8 @@ def test_other_functions_and_primitive_globals():
     """Every non-primitive function is fused; primitive global functions are left alone."""
     x = pyir.var("x", shape=(4,))
     y = pyir.var("y", shape=(4,))
-    prim = pyir.Function([y], op.exp(op.exp(y)), attrs={"Primitive": 1})
+    z = pyir.var("z", shape=(4,))  # one variable per binding, across functions too
+    prim = pyir.Function([z], op.exp(op.exp(z)), attrs={"Primitive": 1})
     helper = pyir.Function([y], op.nn.relu(op.exp(y)))
     main = pyir.Function([x], Call(pyir.GlobalVar("helper"), [op.tanh(x)]))
     m = pyir.Module({"main": main, "helper": helper, "prim": prim})
@@ -190,3 +193,29 @@ def test_deep_chain(deep_chain):
     out = FuseOps()(m)
     assert out is not m
     assert DefuseOps()(out)["main"] is m["main"]
+
+
+def test_identical_groups_share_one_function():
+    """issue 10 item (10^6 memory target): structurally identical groups share one primitive
+    function, so FuseOps on a long let chain builds a handful of functions, not one per step."""
+    m = pyir.transform.ToANormalForm()(elementwise_chain(40))
+    out = FuseOps()(m)
+    calls = _fused(out)
+    assert len(calls) == 40
+    assert len({id(f) for f in calls}) == 4  # add, multiply, relu, subtract
+    assert DefuseOps()(out)["main"] is m["main"]
+    _same_values(m, out)
+
+
+def test_shared_structure_with_other_parameter_types_is_not_shared():
+    """issue 10 item (10^6 memory target): groups that differ only in a parameter's type get
+    different functions and different parameters (one binder per variable)."""
+    x = pyir.var("x", shape=(4,))
+    y = pyir.var("y", shape=(1,))
+    a = op.subtract(op.exp(x), x)  # p1: (4,)
+    b = op.subtract(op.exp(x), y)  # p1: (1,), p0 the same type as above
+    out = FuseOps(fuse_opt_level=0)(pyir.Module({"main": pyir.Function([x, y], pyir.Tuple([a, b]))}))
+    subs = [f for f in _fused(out) if _ops(f) == ["subtract"]]
+    assert len(subs) == 2 and subs[0] is not subs[1]
+    assert subs[0].params[0] is not subs[1].params[0]
+    pyir.Module({"main": out["main"]})  # the binder check passes
