@@ -69,6 +69,10 @@ class SerializationError(PyIRError, ValueError):
     """A serialized module is truncated, corrupted, of another version, or invalid."""
 
 
+class FinalKindError(PyIRError, TypeError):
+    """A node kind was subclassed: node kinds are final (their instances are interned)."""
+
+
 __all__ = [
     "PyIRError",
     "ImmutableError",
@@ -82,4 +86,5 @@ __all__ = [
     "LineageError",
     "ParseError",
     "SerializationError",
+    "FinalKindError",
 ]

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import UnknownOpError, WellFormedError
+from .errors import AttrError, UnknownOpError, WellFormedError
 from .node import (
     EMPTY_ATTRS,
     F_CONST,
@@ -26,6 +26,7 @@ from .node import (
     F_TUPLE,
     F_UNTYPED,
     F_VAR,
+    MAX_INDEX,
     Attrs,
     Node,
     _collided,
@@ -38,11 +39,13 @@ from .node import (
     _setdefault,
     attrs_of,
     cached_type,
+    check_text,
     digest,
     intern,
     publish,
+    short_int,
 )
-from .types import TensorType, Type, normalize_dtype
+from .types import TENSOR_DTYPES, TensorType, Type, normalize_dtype
 
 __all__ = [
     "Expr",
@@ -152,7 +155,7 @@ def fresh_uid() -> bytes:
     return _UID_PREFIX + next(_uid_counter).to_bytes(8, "little")
 
 
-class Var(Expr):
+class Var(Expr, final=True):
     """A local variable: a name hint, a unique ``uid`` and an optional type annotation.
 
     Two calls ``Var("x")`` make two different variables; ``Var`` with an
@@ -166,10 +169,14 @@ class Var(Expr):
     uid: bytes
 
     def __new__(cls, name_hint: str, type_annotation: Type | None = None, uid: bytes | None = None) -> Var:
-        if not isinstance(name_hint, str):
-            raise WellFormedError(f"Var name must be a str, got {name_hint!r}")
+        if type(name_hint) is not str:
+            if not isinstance(name_hint, str):
+                raise WellFormedError(f"Var name must be a str, got {name_hint!r:.80}")
+            name_hint = str.__getitem__(name_hint, slice(None))  # a plain str
+        if not name_hint.isascii():
+            check_text(name_hint, "Var name")
         if type_annotation is not None and not isinstance(type_annotation, Type):
-            raise WellFormedError(f"Var type annotation must be a Type, got {type_annotation!r}")
+            raise WellFormedError(f"Var type annotation must be a Type, got {type_annotation!r:.80}")
         if uid is None:
             uid = fresh_uid()
         elif type(uid) is not bytes or len(uid) != 16:
@@ -183,12 +190,12 @@ class Var(Expr):
                     f"variable uid {uid.hex()} is already %{n.name_hint} with another name or type")
             return True
 
-        return intern(cls, digest(b"V" + uid), same,  # type: ignore[no-any-return]
+        return intern(Var, digest(b"V" + uid), same,  # type: ignore[no-any-return]
                       {"name_hint": name_hint, "type_annotation": type_annotation, "uid": uid},
                       F_VAR if type_annotation is not None else F_VAR | F_UNTYPED)
 
 
-class GlobalVar(Expr):
+class GlobalVar(Expr, final=True):
     """A reference to a function of the module, by name: ``GlobalVar("main")``."""
 
     __slots__ = ("name_hint",)
@@ -196,9 +203,15 @@ class GlobalVar(Expr):
     name_hint: str
 
     def __new__(cls, name_hint: str) -> GlobalVar:
-        if not isinstance(name_hint, str) or not name_hint:
-            raise WellFormedError(f"GlobalVar name must be a non-empty str, got {name_hint!r}")
-        return intern(cls, digest(b"G" + name_hint.encode()),  # type: ignore[no-any-return]
+        if type(name_hint) is not str:
+            if not isinstance(name_hint, str):
+                raise WellFormedError(f"GlobalVar name must be a non-empty str, got {name_hint!r:.80}")
+            name_hint = str.__getitem__(name_hint, slice(None))  # a plain str
+        if not name_hint:
+            raise WellFormedError("GlobalVar name must be a non-empty str, got ''")
+        if not name_hint.isascii():
+            check_text(name_hint, "GlobalVar name")
+        return intern(GlobalVar, digest(b"G" + name_hint.encode()),  # type: ignore[no-any-return]
                       lambda n: type(n) is GlobalVar and n.name_hint == name_hint,
                       {"name_hint": name_hint}, F_GLOBAL)
 
@@ -226,6 +239,7 @@ def _default_array(value: Any, dtype: Any) -> np.ndarray:
 
 
 _DTYPE_NAMES: dict[Any, str] = {}
+_CANONICAL_DTYPES = {name: np.dtype(name) for name in TENSOR_DTYPES}
 
 
 def _dtype_name(dt: Any) -> str:
@@ -236,64 +250,79 @@ def _dtype_name(dt: Any) -> str:
     return name
 
 
-class Constant(Expr):
-    """A constant tensor (a read-only numpy array), keyed by dtype, shape and bytes.
+class Constant(Expr, final=True):
+    """A constant tensor, keyed by dtype, shape and bytes.
 
+    The bytes are private and immutable: :attr:`data` hands out a fresh read-only
+    view each time, so reshaping or retyping it never changes the constant.
     ``pyir.const(0.0) is pyir.const(0.0)``; ``0.0`` and ``-0.0`` are different
-    constants; NaNs intern by bit pattern.
+    constants; NaNs intern by bit pattern; bool data is stored as 0/1 bytes.
     """
 
-    __slots__ = ("data",)
+    __slots__ = ("_buf", "_dtype", "_shape")
     _kind = b"K"
-    data: np.ndarray
+    _buf: bytes
+    _dtype: np.dtype
+    _shape: tuple[int, ...]
 
     def __new__(cls, data: Any, dtype: Any = None) -> Constant:
         try:
             arr = _default_array(data, dtype)
-        except WellFormedError:
+            if not arr.flags.c_contiguous:
+                arr = np.ascontiguousarray(arr)
+        except (WellFormedError, MemoryError):
             raise
-        except (TypeError, ValueError) as e:
-            raise WellFormedError(f"cannot make a constant of {data!r}: {e}") from None
-        if not arr.flags.c_contiguous:
-            arr = np.ascontiguousarray(arr)
-        if arr.dtype.hasobject or arr.dtype.kind in "OSUVMm":
-            raise WellFormedError(f"Constant dtype {arr.dtype} is not supported")
-        if not arr.dtype.isnative:  # key (and store) native byte order: '>f4' and '<f4' data agree
-            arr = arr.astype(arr.dtype.newbyteorder("="))
-        dt = _dtype_name(arr.dtype)
-        shape = arr.shape
-        body = digest(memoryview(arr).cast("B")) if arr.size else b""  # type: ignore[arg-type]
+        except Exception as e:  # numpy's conversions raise TypeError, ValueError, OverflowError ...
+            raise WellFormedError(f"cannot make a constant of {data!r:.80}: {type(e).__name__}: {e}"
+                                  ) from None
+        dt = _DTYPE_NAMES.get(arr.dtype)
+        if dt is None:
+            if arr.dtype.hasobject or arr.dtype.fields is not None:
+                raise WellFormedError(f"Constant dtype {arr.dtype} is not supported")
+            dt = _dtype_name(arr.dtype)
+        cdt = _CANONICAL_DTYPES.get(dt)
+        if cdt is None:
+            raise WellFormedError(f"Constant dtype {dt} is not supported (use one of "
+                                  f"{', '.join(TENSOR_DTYPES)})")
+        if not arr.dtype.isnative:
+            arr = arr.astype(cdt)  # key (and store) native byte order: '>f4' and '<f4' data agree
+        elif dt == "bool":
+            arr = arr != 0  # canonical 0/1 bytes (a bool view of other bytes means the same)
+        shape = tuple(arr.shape)
+        buf = arr.tobytes()
+        body = digest(buf) if buf else b""
         key = digest(b"K%s(%s)" % (dt.encode(), b",".join(b"%d" % d for d in shape)) + body)
 
         def same(n: Node) -> bool:
-            return (type(n) is Constant and n.data.dtype == arr.dtype and n.data.shape == shape
-                    and n.data.tobytes() == arr.tobytes())
+            return type(n) is Constant and n._dtype is cdt and n._shape == shape and n._buf == buf
 
-        r = _get(key)
-        if r is not None:
-            n = r()
-            if n is not None and same(n):
-                return n  # type: ignore[no-any-return]
-        # A view of immutable bytes: read-only, and (not owning its memory) it cannot be
-        # made writable again with ``setflags(write=True)``.
-        frozen = np.frombuffer(arr.tobytes(), dtype=arr.dtype).reshape(shape)
-        return intern(cls, key, same, {"data": frozen}, F_CONST)  # type: ignore[no-any-return]
+        return intern(Constant, key, same,  # type: ignore[no-any-return]
+                      {"_buf": buf, "_dtype": cdt, "_shape": shape}, F_CONST)
+
+    @property
+    def data(self) -> np.ndarray:
+        """The data: a new read-only array over the constant's immutable bytes.
+
+        Each access returns a fresh view, so changing its ``shape``, ``dtype`` or
+        ``strides`` changes that view only; it cannot be made writable.
+        """
+        return np.ndarray(self._shape, self._dtype, self._buf)
 
     @property
     def dtype(self) -> str:
         """dtype name of the data."""
-        return self.data.dtype.name  # type: ignore[no-any-return]
+        return _dtype_name(self._dtype)
 
     @property
     def shape(self) -> tuple[int, ...]:
         """Shape of the data."""
-        return self.data.shape  # type: ignore[no-any-return]
+        return self._shape
 
 
 # -- Op -----------------------------------------------------------------------------
 
 
-class Op(Expr):
+class Op(Expr, final=True):
     """A registered primitive operator, by name: ``Op("nn.relu")``."""
 
     __slots__ = ("name", "_def")
@@ -304,10 +333,12 @@ class Op(Expr):
     def __new__(cls, name: str) -> Op:
         from .op.registry import get_op_def
 
-        if not isinstance(name, str):
-            raise UnknownOpError(f"operator names are str, got {name!r}")
+        if type(name) is not str:
+            if not isinstance(name, str):
+                raise UnknownOpError(f"operator names are str, got {name!r:.80}")
+            name = str.__getitem__(name, slice(None))  # a plain str
         odef = get_op_def(name)
-        return intern(cls, digest(b"O" + name.encode()),  # type: ignore[no-any-return]
+        return intern(Op, digest(b"O" + name.encode()),  # type: ignore[no-any-return]
                       lambda n: type(n) is Op and n.name == name, {"name": name, "_def": odef},
                       odef.mask)
 
@@ -327,7 +358,7 @@ class Op(Expr):
 _EMPTY_ID = EMPTY_ATTRS.id
 
 
-class Call(Expr):
+class Call(Expr, final=True):
     """``op(args..., attrs)``: a call of an operator, a function or a global function.
 
     Calls of operators have their attributes normalized through the operator's
@@ -342,11 +373,14 @@ class Call(Expr):
 
     def __new__(cls, op: Expr | str, args: Iterable[Any] = (),
                 attrs: Mapping[str, Any] | Attrs | None = None, *, _checked: bool = False) -> Call:
+        if attrs is not None and type(attrs) is not Attrs and type(attrs) is not dict \
+                and not isinstance(attrs, Mapping):
+            raise AttrError(f"Call attributes must be a mapping or Attrs, got {attrs!r:.80}")
         if type(args) is not tuple:
             try:
                 args = tuple(as_expr(a) for a in args)
             except TypeError:
-                raise WellFormedError(f"Call arguments must be a sequence of expressions, got {args!r}"
+                raise WellFormedError(f"Call arguments must be a sequence of expressions, got {args!r:.80}"
                                       ) from None
         if not _checked:
             if type(op) is str:
@@ -387,7 +421,7 @@ class Call(Expr):
             node = r()
             if node is not None and node.op is op and node.attrs is attrs and node.args == args:
                 return node  # type: ignore[no-any-return]
-        return _new_call(cls, op, args, attrs, key, mask)  # type: ignore[arg-type]
+        return _new_call(Call, op, args, attrs, key, mask)  # type: ignore[arg-type]
 
     def children(self) -> tuple[Node, ...]:
         if type(self.op) is Op:
@@ -426,7 +460,7 @@ def _expr(x: Any, what: str) -> Expr:
     return x
 
 
-class Tuple(Expr):
+class Tuple(Expr, final=True):
     """A tuple of expressions."""
 
     __slots__ = ("fields",)
@@ -441,7 +475,7 @@ class Tuple(Expr):
         mask = F_TUPLE
         for f in fs:
             mask |= f._mask
-        return intern(cls, digest(b"T" + b"".join(f.id for f in fs)),  # type: ignore[no-any-return]
+        return intern(Tuple, digest(b"T" + b"".join(f.id for f in fs)),  # type: ignore[no-any-return]
                       lambda n: type(n) is Tuple and n.fields == fs, {"fields": fs}, mask)
 
     def children(self) -> tuple[Node, ...]:
@@ -454,7 +488,7 @@ class Tuple(Expr):
         return self.fields[i]
 
 
-class TupleGetItem(Expr):
+class TupleGetItem(Expr, final=True):
     """``tuple_value[index]``."""
 
     __slots__ = ("index", "tuple_value")
@@ -464,10 +498,12 @@ class TupleGetItem(Expr):
 
     def __new__(cls, tuple_value: Expr, index: int) -> TupleGetItem:
         tv = _expr(tuple_value, "TupleGetItem tuple")
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
-            raise WellFormedError(f"TupleGetItem index must be an int, got {index!r}")
+        if type(index) is not int and (isinstance(index, bool) or not isinstance(index, (int, np.integer))):
+            raise WellFormedError(f"TupleGetItem index must be an int, got {index!r:.80}")
         i = int(index)
-        return intern(cls, digest(b"I%d:" % i + tv.id),  # type: ignore[no-any-return]
+        if not 0 <= i <= MAX_INDEX:
+            raise WellFormedError(f"TupleGetItem index must be in [0, 2**63), got {short_int(i)}")
+        return intern(TupleGetItem, digest(b"I%d:" % i + tv.id),  # type: ignore[no-any-return]
                       lambda n: type(n) is TupleGetItem and n.tuple_value is tv and n.index == i,
                       {"tuple_value": tv, "index": i}, F_GETITEM | tv._mask)
 
@@ -475,7 +511,7 @@ class TupleGetItem(Expr):
         return (self.tuple_value,)
 
 
-class Function(Expr):
+class Function(Expr, final=True):
     """``fn (params) -> ret_type { body }`` with attributes (e.g. ``Primitive=1``)."""
 
     __slots__ = ("attrs", "body", "params", "ret_type")
@@ -505,7 +541,7 @@ class Function(Expr):
         mask = F_FUNC | b._mask
         for p in ps:
             mask |= p._mask
-        return intern(cls, key,  # type: ignore[no-any-return]
+        return intern(Function, key,  # type: ignore[no-any-return]
                       lambda n: (type(n) is Function and n.body is b and n.params == ps
                                  and n.ret_type is ret_type and n.attrs is at),
                       {"params": ps, "body": b, "ret_type": ret_type, "attrs": at}, mask)
@@ -524,7 +560,7 @@ class Function(Expr):
         return Function(self.params, self.body, self.ret_type, self.attrs.with_(**kw))
 
 
-class Let(Expr):
+class Let(Expr, final=True):
     """``let var = value; body``."""
 
     __slots__ = ("body", "value", "var")
@@ -538,7 +574,7 @@ class Let(Expr):
             raise WellFormedError(f"Let binds a Var, got {var!r}")
         val = as_expr(value)
         bd = _expr(body, "Let body")
-        return intern(cls, digest(b"".join((b"L", var.id, val.id, bd.id))),  # type: ignore[no-any-return]
+        return intern(Let, digest(b"".join((b"L", var.id, val.id, bd.id))),  # type: ignore[no-any-return]
                       lambda n: type(n) is Let and n.var is var and n.value is val and n.body is bd,
                       {"var": var, "value": val, "body": bd},
                       F_LET | var._mask | val._mask | bd._mask)
@@ -547,7 +583,7 @@ class Let(Expr):
         return (self.var, self.value, self.body)
 
 
-class If(Expr):
+class If(Expr, final=True):
     """``if (cond) { true_branch } else { false_branch }``; cond is a scalar bool."""
 
     __slots__ = ("cond", "false_branch", "true_branch")
@@ -560,7 +596,7 @@ class If(Expr):
         c = as_expr(cond)
         t = as_expr(true_branch)
         f = as_expr(false_branch)
-        return intern(cls, digest(b"".join((b"?", c.id, t.id, f.id))),  # type: ignore[no-any-return]
+        return intern(If, digest(b"".join((b"?", c.id, t.id, f.id))),  # type: ignore[no-any-return]
                       lambda n: (type(n) is If and n.cond is c and n.true_branch is t
                                  and n.false_branch is f),
                       {"cond": c, "true_branch": t, "false_branch": f},
@@ -596,7 +632,10 @@ def var(name: str, type_annotation: Type | Sequence[int] | None = None, *,
     False
     """
     if type_annotation is not None and not isinstance(type_annotation, Type):
-        shape = tuple(type_annotation)
+        try:
+            shape = tuple(type_annotation)
+        except TypeError:
+            raise WellFormedError(f"var() takes a Type or a shape, got {type_annotation!r:.80}") from None
         type_annotation = None
     if shape is not None:
         type_annotation = TensorType(shape, dtype)

@@ -33,9 +33,38 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from xxhash import xxh3_128_digest
 
-from .errors import AttrError, ImmutableError
+from .errors import AttrError, FinalKindError, ImmutableError, WellFormedError
 
-__all__ = ["Node", "Attrs", "attrs_of", "live_node_count", "gc_paused"]
+__all__ = ["Node", "Attrs", "attrs_of", "live_node_count", "gc_paused", "check_text",
+           "MAX_INDEX", "MAX_ATTR_INT", "MAX_ATTR_DEPTH"]
+
+# -- limits every format can store ----------------------------------------------------
+# Dimensions and tuple indices are stored as int64 by the binary and JSON formats.
+MAX_INDEX = (1 << 63) - 1
+# Attribute ints beyond int64 are stored as decimal text: bound them well under the
+# smallest limit Python may place on int <-> str conversion (640 digits).
+MAX_ATTR_INT = 1 << 1024
+# Nesting of tuples inside an attribute value (the loaders' limit).
+MAX_ATTR_DEPTH = 64
+
+
+def short_int(i: int) -> str:
+    """``str(i)`` for an int of reasonable size, a description of huge ones (no str limit)."""
+    return str(i) if -(1 << 256) < i < 1 << 256 else f"an int of {i.bit_length()} bits"
+
+
+def check_text(s: str, where: str, error: type[Exception] = WellFormedError) -> str:
+    """Return ``s`` if it is valid Unicode (encodable as UTF-8), else raise ``error``.
+
+    Lone surrogates (``"\\ud800"``) are rejected: every format stores UTF-8 text.
+    """
+    if not s.isascii():
+        try:
+            s.encode()
+        except UnicodeEncodeError as e:
+            raise error(f"{where}: {s[:40]!r} is not valid Unicode (lone surrogate at position "
+                        f"{e.start})") from None
+    return s
 
 # -- summary bits -------------------------------------------------------------
 # Each node carries ``_mask``: the OR of its children's masks and its own bit.
@@ -198,6 +227,7 @@ class Node:
     __slots__ = ("__weakref__", "_mask", "_ty", "id")
     _setters: ClassVar[dict[str, Any]] = {}
     _kind: ClassVar[bytes] = b"?"
+    _final: ClassVar[bool] = False  # set by ``class K(Base, final=True)``: no subclasses
 
     id: bytes
     _mask: int
@@ -205,8 +235,20 @@ class Node:
     if TYPE_CHECKING:  # fields of the concrete kinds, for code that holds a plain ``Node``
         def __getattr__(self, name: str) -> Any: ...
 
-    def __init_subclass__(cls, **kw: Any) -> None:
+    def __init_subclass__(cls, final: bool = False, **kw: Any) -> None:
+        # Node kinds are final: a subclass instance would be interned as (and could
+        # become) the canonical node of its structure, and would carry a ``__dict__``.
+        # The set of kinds is closed (the formats, the type checker and the passes know
+        # each one), so the abstract bases are not extended outside pyir either.
+        for base in cls.__mro__[1:]:
+            if base.__dict__.get("_final"):
+                raise FinalKindError(f"pyir node kinds cannot be subclassed: {cls.__qualname__} "
+                                     f"derives from {base.__name__}")
+        if not str(cls.__dict__.get("__module__", "")).startswith("pyir."):
+            raise FinalKindError(f"pyir node classes cannot be subclassed outside pyir: "
+                                 f"{cls.__qualname__} derives from {cls.__mro__[1].__name__}")
         super().__init_subclass__(**kw)
+        cls._final = final
         setters: dict[str, Any] = {}
         for klass in reversed(cls.__mro__):
             for name in klass.__dict__.get("__slots__", ()):
@@ -260,28 +302,38 @@ def cached_type(node: Node) -> Any:
 _pack_d = struct.Struct("<d").pack
 
 
-def normalize_attr_value(v: Any, where: str = "attribute") -> Any:
+def normalize_attr_value(v: Any, where: str = "attribute", _depth: int = 0) -> Any:
     """Convert an attribute value to its immutable canonical form.
 
     Lists become tuples, numpy scalars become Python scalars.  Mutable or
-    unsupported values raise :class:`AttrError`.
+    unsupported values, strings that are not valid Unicode, ints of
+    ``MAX_ATTR_INT`` or more in magnitude and tuples nested deeper than
+    ``MAX_ATTR_DEPTH`` raise :class:`AttrError`.
     """
     t = type(v)
-    if v is None or t is bool or t is int or t is float or t is str:
+    if t is int:
+        if -MAX_ATTR_INT < v < MAX_ATTR_INT:
+            return v
+        raise AttrError(f"{where}: attribute int out of range (|value| must be < 2**1024)")
+    if t is str:
+        return v if v.isascii() else check_text(v, where, AttrError)
+    if v is None or t is bool or t is float:
         return v
     if t is tuple or t is list:
-        return tuple(normalize_attr_value(x, where) for x in v)
+        if _depth >= MAX_ATTR_DEPTH:
+            raise AttrError(f"{where}: attribute tuples nested deeper than {MAX_ATTR_DEPTH}")
+        return tuple(normalize_attr_value(x, where, _depth + 1) for x in v)
     if isinstance(v, Node):
         return v
     if isinstance(v, np.bool_):
         return bool(v)
     if isinstance(v, np.integer):
-        return int(v)
+        return normalize_attr_value(int(v), where)
     if isinstance(v, np.floating):
         return float(v)
     if isinstance(v, np.dtype):
         return v.name
-    raise AttrError(f"{where}: unsupported attribute value {v!r} of type {t.__name__} "
+    raise AttrError(f"{where}: unsupported attribute value {v!r:.80} of type {t.__name__} "
                     "(use None, bool, int, float, str, tuples of them, or nodes)")
 
 
@@ -322,7 +374,7 @@ def _typed_equal(a: Any, b: Any) -> bool:
     return out_a == out_b
 
 
-class Attrs(Node):
+class Attrs(Node, final=True):
     """An immutable, interned mapping of attribute names to immutable values.
 
     >>> a = Attrs({"axis": 1})
@@ -340,12 +392,20 @@ class Attrs(Node):
             return mapping
         items: dict[str, Any] = {}
         if mapping is not None:
+            if type(mapping) is not dict and not isinstance(mapping, (Mapping, Attrs)):
+                raise AttrError(f"Attrs takes a mapping of names to values, got {mapping!r:.80}")
             items.update(mapping.items())
         items.update(kw)
+        try:
+            keys = sorted(items)
+        except TypeError:  # keys of mixed types do not compare: name the first non-str one
+            keys = list(items)
         pairs = []
-        for k in sorted(items):
+        for k in keys:
             if type(k) is not str:
-                raise AttrError(f"attribute names must be str, got {k!r}")
+                raise AttrError(f"attribute names must be str, got {k!r:.80}")
+            if not k.isascii():
+                check_text(k, "attribute name", AttrError)
             pairs.append((k, normalize_attr_value(items[k], f"attribute {k!r}")))
         out: list[bytes] = [b"A"]
         for k, v in pairs:
@@ -359,8 +419,8 @@ class Attrs(Node):
             return type(n) is Attrs and len(n._items) == len(tup) and all(
                 ka == kb and _typed_equal(va, vb) for (ka, va), (kb, vb) in zip(n._items, tup))
 
-        return intern(cls, digest(enc), same, {"_items": tup, "_index": MappingProxyType(dict(tup))},
-                      0)  # type: ignore[no-any-return]
+        return intern(Attrs, digest(enc), same,  # type: ignore[no-any-return]
+                      {"_items": tup, "_index": MappingProxyType(dict(tup))}, 0)
 
     def __getitem__(self, name: str) -> Any:
         try:

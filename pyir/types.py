@@ -8,23 +8,39 @@ from typing import Any
 import numpy as np
 
 from .errors import WellFormedError
-from .node import Node, digest, intern
+from .node import MAX_INDEX, Node, digest, intern, short_int
 
-__all__ = ["Type", "TensorType", "TupleType", "FuncType", "normalize_dtype"]
+__all__ = ["Type", "TensorType", "TupleType", "FuncType", "normalize_dtype", "TENSOR_DTYPES"]
+
+
+TENSOR_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                 "float16", "float32", "float64", "complex64", "complex128")
+"""The tensor dtypes (long double dtypes are platform-dependent and not supported)."""
+
+_DTYPE_MEMO: dict[Any, str] = {}
 
 
 def normalize_dtype(dtype: Any) -> str:
     """Canonical dtype name (``"float32"``, ``"int64"``, ``"bool"``, ...).
 
-    Only bool and numeric dtypes are tensor dtypes; others raise WellFormedError.
+    Only the dtypes in :data:`TENSOR_DTYPES` are tensor dtypes; others raise
+    WellFormedError.
     """
+    memo = type(dtype) is str or isinstance(dtype, np.dtype)
+    if memo:
+        name = _DTYPE_MEMO.get(dtype)
+        if name is not None:
+            return name
     try:
         dt = np.dtype(dtype)
-    except (TypeError, ValueError) as e:
-        raise WellFormedError(f"unknown dtype {dtype!r}") from e
-    if dt.kind not in "biufc":
-        raise WellFormedError(f"dtype {dt} is not supported (tensors hold bool or numbers)")
-    return dt.name
+        name = dt.name
+    except Exception:
+        raise WellFormedError(f"unknown dtype {dtype!r:.80}") from None
+    if name not in TENSOR_DTYPES or dt.fields is not None:
+        raise WellFormedError(f"dtype {dt} is not supported (tensors hold one of {', '.join(TENSOR_DTYPES)})")
+    if memo and len(_DTYPE_MEMO) < 4096:
+        _DTYPE_MEMO[dtype] = name
+    return name
 
 
 class Type(Node):
@@ -33,7 +49,7 @@ class Type(Node):
     __slots__ = ()
 
 
-class TensorType(Type):
+class TensorType(Type, final=True):
     """A tensor of static ``shape`` and ``dtype``; ``TensorType(())`` is a scalar.
 
     >>> TensorType((1, 3), "float32") is TensorType([1, 3])
@@ -46,17 +62,27 @@ class TensorType(Type):
     dtype: str
 
     def __new__(cls, shape: Sequence[int] = (), dtype: Any = "float32") -> TensorType:
-        try:
-            shp = tuple(int(d) for d in shape)
-        except (TypeError, ValueError) as e:
-            raise WellFormedError(f"TensorType shape must be a sequence of ints, got {shape!r}") from e
-        for d, orig in zip(shp, shape):
-            if d < 0 or (not isinstance(orig, (int, np.integer))):
-                raise WellFormedError(f"TensorType shape must hold non-negative ints, got {shape!r}")
+        if type(shape) is not tuple:
+            try:
+                shape = tuple(shape)
+            except TypeError:
+                raise WellFormedError(f"TensorType shape must be a sequence of ints, got {shape!r:.80}"
+                                      ) from None
+        shp = shape
+        for d in shape:
+            if type(d) is not int:
+                if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+                    raise WellFormedError(f"TensorType shape must hold ints, got {shape!r:.80}")
+                shp = tuple(int(x) for x in shape)  # numpy ints -> ints
+                break
+        for d in shp:
+            if not 0 <= d <= MAX_INDEX:
+                raise WellFormedError(f"TensorType dimensions must be in [0, 2**63), got {short_int(d)}")
         dt = normalize_dtype(dtype)
         key = digest(b"t%s(%s)" % (dt.encode(), b",".join(b"%d" % d for d in shp)))
-        return intern(cls, key, lambda n: type(n) is TensorType and n.shape == shp and n.dtype == dt,
-                      {"shape": shp, "dtype": dt}, 0)  # type: ignore[no-any-return]
+        return intern(TensorType, key,  # type: ignore[no-any-return]
+                      lambda n: type(n) is TensorType and n.shape == shp and n.dtype == dt,
+                      {"shape": shp, "dtype": dt}, 0)
 
     @property
     def ndim(self) -> int:
@@ -80,7 +106,7 @@ class TensorType(Type):
         return type_str(self)
 
 
-class TupleType(Type):
+class TupleType(Type, final=True):
     """The type of a tuple; ``fields`` are types."""
 
     __slots__ = ("fields",)
@@ -96,7 +122,7 @@ class TupleType(Type):
             if not isinstance(f, Type):
                 raise WellFormedError(f"TupleType fields must be types, got {f!r}")
         key = digest(b"u" + b"".join(f.id for f in fs))
-        return intern(cls, key, lambda n: type(n) is TupleType and n.fields == fs,
+        return intern(TupleType, key, lambda n: type(n) is TupleType and n.fields == fs,
                       {"fields": fs}, 0)  # type: ignore[no-any-return]
 
     def children(self) -> tuple[Node, ...]:
@@ -111,7 +137,7 @@ class TupleType(Type):
         return type_str(self)
 
 
-class FuncType(Type):
+class FuncType(Type, final=True):
     """The type of a function: ``arg_types -> ret_type``."""
 
     __slots__ = ("arg_types", "ret_type")
@@ -129,7 +155,7 @@ class FuncType(Type):
             if not isinstance(t, Type):
                 raise WellFormedError(f"FuncType needs types, got {t!r}")
         key = digest(b"f" + ret_type.id + b"".join(t.id for t in args))
-        return intern(cls, key,
+        return intern(FuncType, key,
                       lambda n: type(n) is FuncType and n.ret_type is ret_type and n.arg_types == args,
                       {"arg_types": args, "ret_type": ret_type}, 0)  # type: ignore[no-any-return]
 
