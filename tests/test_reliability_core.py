@@ -361,3 +361,11 @@ def test_fuzz_constructors_raise_only_pyir_errors(name, args, kw):
                 build(**kw)
         except pyir.PyIRError:
             pass
+
+
+@pytest.mark.parametrize("value", [10**400, pytest.param(10**5000, id="10**5000")])
+def test_float_attribute_overflow_is_attr_error(value):
+    """issue 10 audit: a float attribute given an int too large for a float is an AttrError."""
+    x = pyir.var("x", shape=(2,))
+    with pytest.raises(pyir.AttrError, match="expected float"):
+        pyir.Call("nn.leaky_relu", (x,), {"alpha": value})

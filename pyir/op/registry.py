@@ -104,8 +104,12 @@ class AttrSpec:
             from ..node import normalize_attr_value
 
             return normalize_attr_value(value, where)
-        except (TypeError, ValueError):
-            raise AttrError(f"{where}: expected {self.kind}, got {value!r}") from None
+        except (TypeError, ValueError, OverflowError):  # e.g. float(10**400)
+            try:
+                shown = repr(value)[:80]
+            except ValueError:  # an int too long for str()
+                shown = f"a huge {type(value).__name__}"
+            raise AttrError(f"{where}: expected {self.kind}, got {shown}") from None
 
 
 TypeRel = Callable[[tuple[Type, ...], Attrs], Type]
