@@ -70,7 +70,7 @@ from .errors import LineageError, PyIRError, SerializationError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .lineage import PassRecord, thaw_source_value
 from .module import Module
-from .node import Attrs, Node, gc_paused
+from .node import MAX_ATTR_DEPTH, Attrs, Node, gc_paused
 from .traverse import post_order
 from .types import FuncType, TensorType, TupleType
 
@@ -97,7 +97,7 @@ _KIND_OF_TYPE: dict[type, int] = {
 
 # attribute value tags (in the ints column)
 V_NONE, V_FALSE, V_TRUE, V_INT, V_BIGINT, V_FLOAT, V_STR, V_TUPLE, V_REF = range(9)
-_MAX_ATTR_DEPTH = 64
+_MAX_ATTR_DEPTH = MAX_ATTR_DEPTH  # what Attrs accepts, so whatever saves loads
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 _q = struct.Struct("<q")
