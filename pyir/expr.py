@@ -257,6 +257,10 @@ class Constant(Expr, final=True):
     view each time, so reshaping or retyping it never changes the constant.
     ``pyir.const(0.0) is pyir.const(0.0)``; ``0.0`` and ``-0.0`` are different
     constants; NaNs intern by bit pattern; bool data is stored as 0/1 bytes.
+
+    What pure Python cannot prevent: writing the slots with ``object.__setattr__``,
+    writing the bytes' memory through ``ctypes`` or a hand-made ``__array_interface__``
+    pointer; anything that does so breaks interning for the whole process.
     """
 
     __slots__ = ("_buf", "_dtype", "_shape")
