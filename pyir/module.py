@@ -7,15 +7,16 @@ change.  ``copy.copy(mod) is mod``; updates return new modules.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from pyrsistent import PMap, PVector, pmap, pvector
 
 from .errors import ImmutableError, TypeCheckError, WellFormedError
-from .expr import Expr, Function, GlobalVar
+from .expr import Expr, Function, GlobalVar, Var
 from .node import Node
-from .traverse import check_binders
+from .traverse import binders_of, scope_info
 from .types import FuncType, Type
 
 __all__ = ["Module"]
@@ -46,13 +47,16 @@ class Module:
         for k, f in (functions or {}).items():
             if not isinstance(f, Function):
                 raise WellFormedError(f"module entry {k!r} must be a Function, got {type(f).__name__}")
-            check_binders(f)
             funcs[_name(k)] = f
+        _check_functions(funcs, funcs)
         _init(self, pmap(funcs), pvector())
 
     @classmethod
     def from_expr(cls, expr: Expr, name: str = "main") -> Module:
-        """A module whose ``main`` is ``expr`` (wrapped in a Function over its free vars)."""
+        """A module whose ``main`` is ``expr`` (wrapped in a Function over its free vars,
+        in first-use order).  A Function is taken as it is, so it must be closed."""
+        if not isinstance(expr, Expr):
+            raise WellFormedError(f"Module.from_expr takes an expression, got {type(expr).__name__}")
         if not isinstance(expr, Function):
             from .traverse import free_vars
 
@@ -129,8 +133,9 @@ class Module:
         n = _name(name)
         if self._funcs.get(n) is func:
             return self
-        check_binders(func)
-        return self._derive(self._funcs.set(n, func))
+        funcs = self._funcs.set(n, func)
+        _check_functions(funcs, (n,))
+        return self._derive(funcs)
 
     def without_function(self, name: str | GlobalVar) -> Module:
         """A new module without ``name``."""
@@ -142,26 +147,36 @@ class Module:
     def with_functions(self, updates: Mapping[str, Function | None] | Mapping[GlobalVar, Function | None]
                        ) -> Module:
         """Batch update: map names (or GlobalVars) to new functions, or to None to remove them."""
-        ev = self._funcs.evolver()
+        ev: Any = self._funcs.evolver()
+        changed: list[str] = []
         for key, f in updates.items():
             k = _name(key)
             if f is None:
-                if k in self._funcs:
+                if k in ev:
                     del ev[k]
-            elif self._funcs.get(k) is not f:
+            elif not (k in ev and ev[k] is f):
                 if not isinstance(f, Function):
                     raise WellFormedError(f"module entries must be Functions, got {type(f).__name__}")
-                check_binders(f)
                 ev[k] = f
+                changed.append(k)
         if not ev.is_dirty():
             return self
-        return self._derive(ev.persistent())
+        funcs = ev.persistent()
+        _check_functions(funcs, [k for k in changed if k in funcs])
+        return self._derive(funcs)
 
     # -- types ---------------------------------------------------------------------------------
     def _type_cache(self) -> dict[Node, Type]:
         c = self._cache.get("types")
         if c is None:
             c = self._cache["types"] = {}
+        return c  # type: ignore[no-any-return]
+
+    def _let_binders(self) -> dict[Var, Node]:
+        """The let that bound each unannotated variable typed through this module's cache."""
+        c = self._cache.get("let_binders")
+        if c is None:
+            c = self._cache["let_binders"] = {}
         return c  # type: ignore[no-any-return]
 
     def global_type(self, gv: GlobalVar | str) -> Type:
@@ -277,6 +292,55 @@ class Module:
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(self.astext(show_meta_data=False))
+
+
+# Functions already found well-formed on their own (nodes are immutable: the answer never changes).
+_closed_checked: weakref.WeakSet[Function] = weakref.WeakSet()
+
+
+def _check_functions(funcs: Mapping[str, Function], changed: Iterable[str]) -> None:
+    """Raise WellFormedError unless the module's functions are well-formed.
+
+    Each changed function must be closed (no free variables) and bind each of
+    its variables by one binder node; across the module, a variable must not be
+    bound in two functions by different binder nodes (hash-consing would make the
+    nodes below it one node with two meanings, and two types).  Linear in the
+    changed functions, plus a walk of the binder nodes of the others when the
+    module has several functions.
+    """
+    for name in changed:
+        f = funcs[name]
+        if f in _closed_checked:
+            continue
+        info = scope_info(f)
+        if info.twice is not None:
+            v, a, b = info.twice
+            raise WellFormedError(f"@{name}: variable %{v.name_hint} is bound twice (by {type(a).__name__} "
+                                  f"#{a.id.hex()[:8]} and {type(b).__name__} #{b.id.hex()[:8]}); "
+                                  "use a fresh pyir.var for each binding")
+        if info.free:
+            more = ", ..." if len(info.free) > 8 else ""
+            shown = ", ".join("%" + v.name_hint for v in info.free[:8]) + more
+            raise WellFormedError(f"@{name} has {len(info.free)} free variable(s): {shown}; a module "
+                                  "function must bind every variable it uses (make them parameters, e.g. "
+                                  "with Module.from_expr)")
+        _closed_checked.add(f)
+    if len(funcs) < 2:
+        return
+    owner: dict[Var, tuple[Node, str]] = {}
+    seen: set[Function] = set()
+    for name in sorted(funcs):
+        f = funcs[name]
+        if f in seen:  # one function node under two names: its binders are shared, not repeated
+            continue
+        seen.add(f)
+        for v, binder in binders_of(f):
+            prev = owner.setdefault(v, (binder, name))
+            if prev[0] is not binder:
+                raise WellFormedError(f"variable %{v.name_hint} is bound in @{prev[1]} and in @{name} (by "
+                                      f"{type(prev[0]).__name__} #{prev[0].id.hex()[:8]} and "
+                                      f"{type(binder).__name__} #{binder.id.hex()[:8]}); use a fresh "
+                                      "pyir.var for each binding, in each function")
 
 
 def _init(m: Module, funcs: PMap, history: PVector) -> None:

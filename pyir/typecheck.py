@@ -5,6 +5,10 @@ global function (its type comes from the module) or a variable without type
 annotation (its type comes from the ``let`` that binds it).  Structural types
 are cached on the node itself (a memo of a pure function of an immutable node);
 context-dependent ones are cached in a dict owned by the caller (the module).
+That is sound because a module binds each variable by one binder node across
+all its functions (checked when it is built), and the module remembers which
+let bound each unannotated variable, so no later walk can rebind it with
+another value and read types computed for the first one.
 """
 
 from __future__ import annotations
@@ -94,6 +98,12 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
     if env is None:
         env = {}
     binder: dict[Var, Node] = {}
+    # The types in the module's cache below an unannotated let variable are valid for the
+    # let that bound it when they were computed: remember that let for the module, so that a
+    # later walk (mod.type_of of an expression outside the module) binding the variable with
+    # another let fails instead of reading types computed for the other value.
+    ctx_binder: dict[Var, Node] = (mod._let_binders() if mod is not None and cache is mod._type_cache()
+                                   else binder)
 
     def known(n: Node) -> Type | None:
         t = cached_type(n)
@@ -156,6 +166,8 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
         if state == 1:  # a Let's value is typed: bind its variable
             v = n.var  # type: ignore[attr-defined]
             other = binder.setdefault(v, n)
+            if other is n and v.type_annotation is None:
+                other = ctx_binder.setdefault(v, n)
             if other is not n:  # shared nodes under both lets would get one type for two values
                 raise WellFormedError(f"variable %{v.name_hint} is bound twice (by two lets); use a fresh "
                                       "pyir.var for each binding")

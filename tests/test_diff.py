@@ -23,7 +23,8 @@ def test_one_relu_changes():
     old = _chain(x, 12)
     new = old[:5] + _chain(old[4], 7, swap=0, new_op=op.sigmoid)
     fa, fb = pyir.Function([x], old[-1]), pyir.Function([x], new[-1])
-    ma = pyir.Module({"main": fa, "other": pyir.Function([x], x)})
+    y = pyir.var("y", shape=(4,))
+    ma = pyir.Module({"main": fa, "other": pyir.Function([y], y)})
     mb = ma.with_function("main", fb)
     d = diff(ma, mb)
     assert d.changed == ["main"] and d.added == [] and d.removed == []
@@ -40,7 +41,8 @@ def test_added_removed_functions():
     """Added and removed functions are listed with their nodes."""
     x = pyir.var("x", shape=(4,))
     m1 = pyir.Module({"main": pyir.Function([x], op.nn.relu(x))})
-    m2 = pyir.Module({"main": m1["main"], "g": pyir.Function([x], op.tanh(x))})
+    y = pyir.var("y", shape=(4,))
+    m2 = pyir.Module({"main": m1["main"], "g": pyir.Function([y], op.tanh(y))})
     d = diff(m1, m2)
     assert d.added == ["g"] and not d.changed and len(d.functions["g"].new) == 3
     assert diff(m2, m1).removed == ["g"]

@@ -121,3 +121,30 @@ def test_a_variable_bound_twice_is_rejected():
         pyir.infer_type(e)
     with pytest.raises(pyir.WellFormedError, match="bound twice"):
         pyir.evaluate(e)
+
+
+def test_module_cache_never_gives_a_let_variable_two_values():
+    """issue 10 item 8: types cached in a module below an unannotated let variable are never
+    read for another let of that variable: such an expression is a WellFormedError, and
+    without the module it gets its own, correct type."""
+    v = pyir.var("v")
+    a = pyir.var("a", shape=(2,))
+    b = pyir.var("b", shape=(3, 3))
+    mod = pyir.Module({"main": pyir.Function([a], pyir.Let(v, op.exp(a), op.nn.relu(v)))})
+    assert mod.global_type("main").ret_type is pyir.TensorType((2,))
+    other = pyir.Let(v, op.exp(b), op.nn.relu(v))
+    with pytest.raises(pyir.WellFormedError, match="bound twice"):
+        mod.type_of(other)
+    assert pyir.infer_type(other) is pyir.TensorType((3, 3))
+    assert mod.type_of(mod["main"].body) is pyir.TensorType((2,))  # the module's own let: fine
+
+
+def test_two_functions_with_their_own_let_variables_type_independently():
+    """issue 10 item 8: lets of the same shape of code in two functions (distinct vars) type apart."""
+    v, w = pyir.var("v"), pyir.var("w")
+    a = pyir.var("a", shape=(2,))
+    b = pyir.var("b", shape=(3, 3))
+    mod = pyir.Module({"main": pyir.Function([a], pyir.Let(v, op.exp(a), op.nn.relu(v))),
+                       "g": pyir.Function([b], pyir.Let(w, op.exp(b), op.nn.relu(w)))})
+    assert mod.global_type("main").ret_type is pyir.TensorType((2,))
+    assert mod.global_type("g").ret_type is pyir.TensorType((3, 3))

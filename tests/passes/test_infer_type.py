@@ -106,10 +106,11 @@ def test_shape_error_is_a_pass_error():
 def test_error_in_helper_function_is_reported():
     """An ill-typed function that main does not call is still checked."""
     x = pyir.var("x", shape=(2,))
+    x2 = pyir.var("x", shape=(2,))
     y = pyir.var("y", shape=(3,))
     mod = pyir.Module({
         "main": Function([x], op.nn.relu(x)),
-        "bad": Function([x, y], op.multiply(x, y)),
+        "bad": Function([x2, y], op.multiply(x2, y)),
     })
     with pytest.raises(pyir.PassError, match="InferType"):
         InferType()(mod)
@@ -121,3 +122,18 @@ def test_lineage_new_functions_derive_from_old():
     out = InferType()(mod)
     assert mod["main"].id in out.origins(out["main"])
     assert out["main"] in out.find(mod["main"])
+
+
+def test_let_variables_of_two_functions_get_their_own_types():
+    """issue 10 item 8: InferType annotates each function from its own lets; a module where
+    one Var is bound in two functions (which gave @g the type of @main) cannot be built."""
+    a = pyir.var("a", shape=(2,))
+    b = pyir.var("b", shape=(3, 3))
+    v, w = pyir.var("v"), pyir.var("w")
+    main = Function([a], Let(v, op.exp(a), op.nn.relu(v)))
+    mod = pyir.Module({"main": main, "g": Function([b], Let(w, op.exp(b), op.nn.relu(w)))})
+    out = check_infer(mod)
+    assert out["main"].ret_type is pyir.TensorType((2,))
+    assert out["g"].ret_type is pyir.TensorType((3, 3))
+    with pytest.raises(pyir.WellFormedError, match="bound in"):
+        pyir.Module({"main": main, "g": Function([b], Let(v, op.exp(b), op.nn.relu(v)))})
