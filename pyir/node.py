@@ -425,15 +425,15 @@ class Attrs(Node, final=True):
     def __getitem__(self, name: str) -> Any:
         try:
             return self._index[name]
-        except KeyError:
-            raise AttrError(f"no attribute {name!r}; have {sorted(self._index)}") from None
+        except (KeyError, TypeError):  # TypeError: an unhashable name
+            raise AttrError(f"no attribute {name!r:.80}; have {sorted(self._index)}") from None
 
     def get(self, name: str, default: Any = None) -> Any:
         """The value of ``name``, or ``default``."""
-        return self._index.get(name, default)
+        return self._index.get(name, default) if isinstance(name, str) else default
 
     def __contains__(self, name: object) -> bool:
-        return name in self._index
+        return isinstance(name, str) and name in self._index
 
     def __iter__(self) -> Iterator[str]:
         return iter(k for k, _ in self._items)

@@ -369,3 +369,12 @@ def test_float_attribute_overflow_is_attr_error(value):
     x = pyir.var("x", shape=(2,))
     with pytest.raises(pyir.AttrError, match="expected float"):
         pyir.Call("nn.leaky_relu", (x,), {"alpha": value})
+
+
+def test_attrs_lookup_with_unhashable_names():
+    """issue 10 item 14 (audit): looking up a non-str (even unhashable) name is AttrError / absent."""
+    a = pyir.Attrs(a=1)
+    with pytest.raises(pyir.AttrError):
+        a[[1]]  # type: ignore[index]
+    assert [1] not in a and a.get([1], 5) == 5  # type: ignore[arg-type]
+    assert a["a"] == 1 and "a" in a and a.get("b") is None
