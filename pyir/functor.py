@@ -128,6 +128,9 @@ def rebuild(n: Node, memo: dict[Node, Any]) -> Any:
     return n
 
 
+_POST: Any = object()  # stack marker: the node below it has its children done
+
+
 class ExprMutator:
     """Rewrite a DAG bottom-up; see the module docstring.
 
@@ -164,8 +167,8 @@ class ExprMutator:
         pop = stack.pop
         while stack:
             n = pop()
-            if type(n) is tuple:  # children done: process
-                n = n[0]
+            if n is _POST:  # children done: process the node below the marker
+                n = pop()
                 if n in memo:
                     continue
                 updated = rebuild(n, memo)
@@ -190,7 +193,8 @@ class ExprMutator:
                 memo[n] = n
                 continue
             kids = n.children()
-            push((n,))
+            push(n)
+            push(_POST)  # two slots per pending node, no tuple
             for c in kids:
                 if c not in memo:
                     push(c)

@@ -322,15 +322,25 @@ class PassRecord:
             return b
 
     def _build_back(self) -> dict[bytes, tuple[bytes, ...]]:
+        # An id with one edge maps to that edge's own tuple (no copy); ids with several
+        # edges collect them in a list, deduplicated into a tuple at the end.
         with gc_paused():
-            acc: dict[bytes, list[bytes]] = {}
+            acc: dict[bytes, Any] = {}
+            multi: list[bytes] = []
             for new, olds in self.edges:
-                lst = acc.get(new)
-                if lst is None:
-                    acc[new] = list(olds)
+                cur = acc.get(new)
+                if cur is None:
+                    acc[new] = olds
+                    if len(olds) > 1:  # may repeat an id
+                        multi.append(new)
+                elif type(cur) is list:
+                    cur.extend(olds)
                 else:
-                    lst.extend(olds)
-            return {k: tuple(dict.fromkeys(v)) if len(v) > 1 else tuple(v) for k, v in acc.items()}
+                    acc[new] = [*cur, *olds]
+                    multi.append(new)
+            for k in multi:
+                acc[k] = tuple(dict.fromkeys(acc[k]))
+            return acc
 
     @property
     def fwd(self) -> Mapping[bytes, tuple[bytes, ...]]:
@@ -343,16 +353,23 @@ class PassRecord:
             return f
 
     def _build_fwd(self) -> dict[bytes, tuple[bytes, ...]]:
+        # As _build_back: a 1-tuple per id with one edge, a list only for ids with several.
         with gc_paused():
-            acc: dict[bytes, list[bytes]] = {}
+            acc: dict[bytes, Any] = {}
+            multi: list[bytes] = []
             for new, olds in self.edges:
                 for o in olds:
-                    lst = acc.get(o)
-                    if lst is None:
-                        acc[o] = [new]
+                    cur = acc.get(o)
+                    if cur is None:
+                        acc[o] = (new,)
+                    elif type(cur) is list:
+                        cur.append(new)
                     else:
-                        lst.append(new)
-            return {k: tuple(dict.fromkeys(v)) if len(v) > 1 else tuple(v) for k, v in acc.items()}
+                        acc[o] = [*cur, new]
+                        multi.append(o)
+            for k in multi:
+                acc[k] = tuple(dict.fromkeys(acc[k]))
+            return acc
 
     def __len__(self) -> int:
         return len(self.edges)

@@ -283,3 +283,18 @@ def test_onnx_sources_are_immutable():
     assert onnx_sources(mod, mod["main"].body) == {("y", "Exp")}
     back = pyir.loads(pyir.dumps(mod))
     assert source_table(back) == table and pyir.from_json(pyir.to_json(mod)).pass_records[0].sources == table
+
+
+def test_back_and_fwd_indexes_share_the_edge_tuples():
+    """issue 10 (10^6 memory target): the back index maps an id with one edge to that
+    edge's own tuple (no copy per edge); ids with several edges get one deduplicated tuple."""
+    a, b, c, d = (bytes([i]) * 16 for i in range(4))
+    olds = (a, b)
+    rec = pyir.PassRecord("p", "", ((c, olds), (d, (a,)), (d, (b, a)), (c, (b,))), ())
+    assert rec.back[c] == (a, b) and rec.back[d] == (a, b)
+    one = (a,)
+    rec2 = pyir.PassRecord("p", "", ((c, one), (d, (a, a)), (b, (c, d))), ())
+    assert rec2.back[c] is one and rec2.back[d] == (a,) and rec2.back[b] == (c, d)
+    assert rec.fwd[a] == (c, d) and rec.fwd[b] == (c, d)
+    assert rec2.fwd[a] == (c, d) and rec2.fwd[c] == (b,)
+    assert all(type(v) is tuple for r in (rec, rec2) for v in (*r.back.values(), *r.fwd.values()))
