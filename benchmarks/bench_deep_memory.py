@@ -178,11 +178,13 @@ def worker(op_name: str, kind: str, depth: int) -> dict[str, Any]:
     base = _rss_mb()
     base_max = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t0 = time.perf_counter()
+    c0 = time.process_time()
     result = run(mod, state)
     seconds = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     del result
-    return {"op": op_name, "input": kind, "depth": depth, "seconds": seconds,
+    return {"op": op_name, "input": kind, "depth": depth, "seconds": seconds, "cpu": cpu,
             "peak_mb": peak - (base if reset else base_max), "input_mb": base, "reset": reset}
 
 
@@ -202,7 +204,7 @@ def main() -> None:
     rx = re.compile(a.only) if a.only else None
     names = list(_ops())
     print(f"depth {a.depth}; peak RSS above the input after setup; limit {LIMIT_MB:.0f} MB")
-    print(f"{'operation':<24} {'input':<6} {'seconds':>9} {'peak MB':>9} {'input MB':>9}")
+    print(f"{'operation':<24} {'input':<6} {'seconds':>9} {'cpu s':>9} {'peak MB':>9} {'input MB':>9}")
     over = []
     for name in names:
         for kind in ("chain", "let"):
@@ -224,7 +226,7 @@ def main() -> None:
             flag = "  OVER" if r["peak_mb"] > LIMIT_MB else ""
             if flag:
                 over.append(f"{name} {kind}")
-            print(f"{name:<24} {kind:<6} {r['seconds']:>9.2f} {r['peak_mb']:>9.0f} "
+            print(f"{name:<24} {kind:<6} {r['seconds']:>9.2f} {r['cpu']:>9.2f} {r['peak_mb']:>9.0f} "
                   f"{r['input_mb']:>9.0f}{flag}", flush=True)
     print("over the limit: " + (", ".join(over) if over else "none"))
 
