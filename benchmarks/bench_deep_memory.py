@@ -4,11 +4,12 @@ Issue 10's target: every operation peaks under 1.5 GB above its input.  Each
 (operation, input) pair runs in a fresh subprocess: the worker builds the input
 (``pyir.testing.elementwise_chain(depth)``, or its A-normal form) and whatever
 the operation needs (the text for ``parse``, the bytes for ``loads``, the
-pipeline's result for the lineage queries), collects garbage, resets the
-kernel's peak-RSS mark (``/proc/self/clear_refs``; without it the figure falls
-back to ``ru_maxrss`` after setup, which can only overstate nothing and hide a
-peak lower than the setup's), runs the operation once and reports the seconds
-and the peak RSS above the RSS after setup.
+pipeline's result for the lineage queries; ``lineage.find`` runs after the
+one-time indexes), collects garbage, resets the kernel's peak-RSS mark
+(``/proc/self/clear_refs``; without it, ``ru_maxrss`` after setup is the base,
+which hides a peak lower than the setup's), runs the operation once and reports
+the wall and CPU seconds (CPU is the robust figure on a shared machine) and the
+peak RSS above the RSS after setup.
 
     nice -n 10 python benchmarks/bench_deep_memory.py                 # depth 10**6
     python benchmarks/bench_deep_memory.py --depth 100000 --only 'Fuse|pipeline'
