@@ -13,10 +13,15 @@ from .equality import alpha_equal, alpha_hash, structural_equal, structural_hash
 from .errors import (
     AttrError,
     EvaluationError,
+    FinalKindError,
+    FrontendError,
+    GraphvizNotFoundError,
     ImmutableError,
+    InternalError,
     LineageError,
     ParseError,
     PassError,
+    PatternError,
     PyIRError,
     RewriteLoopError,
     SerializationError,
@@ -49,7 +54,6 @@ from .parser import parse, parse_expr, parse_type
 from .pattern import (
     Match,
     Pattern,
-    PatternError,
     is_constant,
     is_expr,
     is_op,
@@ -73,7 +77,8 @@ __all__ = [
     # errors
     "PyIRError", "ImmutableError", "AttrError", "UnknownOpError", "TypeCheckError", "WellFormedError",
     "EvaluationError", "PassError", "RewriteLoopError", "LineageError", "ParseError",
-    "SerializationError", "PatternError",
+    "SerializationError", "PatternError", "FinalKindError", "FrontendError", "GraphvizNotFoundError",
+    "InternalError",
     # nodes, types, expressions
     "op", "Node", "Attrs", "live_node_count",
     "Type", "TensorType", "TupleType", "FuncType",

@@ -69,6 +69,25 @@ class SerializationError(PyIRError, ValueError):
     """A serialized module is truncated, corrupted, of another version, or invalid."""
 
 
+class PatternError(PyIRError, ValueError):
+    """A pattern is malformed, or a match has no capture for a pattern."""
+
+
+class FrontendError(PyIRError, ValueError):
+    """A model cannot be imported: unsupported operator or attribute, dynamic shape, bad file."""
+
+
+class GraphvizNotFoundError(PyIRError, ImportError):
+    """The ``graphviz`` Python package or the Graphviz ``dot`` binary is missing."""
+
+
+class InternalError(PyIRError, RuntimeError):
+    """An internal invariant of pyir is broken: a bug in pyir, never the caller's input.
+
+    Please report it with the program that triggered it.
+    """
+
+
 class FinalKindError(PyIRError, TypeError):
     """A node kind was subclassed: node kinds are final (their instances are interned)."""
 
@@ -87,4 +106,8 @@ __all__ = [
     "ParseError",
     "SerializationError",
     "FinalKindError",
+    "PatternError",
+    "FrontendError",
+    "GraphvizNotFoundError",
+    "InternalError",
 ]

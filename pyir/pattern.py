@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from .errors import ImmutableError, PyIRError
+from .errors import ImmutableError, PatternError, PyIRError
 from .expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
 from .node import (
     F_CONST,
@@ -55,10 +55,6 @@ __all__ = ["Pattern", "PatternError", "Match", "wildcard", "is_op", "is_expr", "
 
 _MAX_TERMS = 16
 _OP_BITS = ~((1 << OP_BIT0) - 1)
-
-
-class PatternError(PyIRError, ValueError):
-    """A pattern is malformed, or a match has no capture for a pattern."""
 
 
 class _UnboundError(PatternError, KeyError):

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import PyIRError, WellFormedError
+from .errors import GraphvizNotFoundError, WellFormedError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .module import Module
 from .node import Node
@@ -29,10 +29,6 @@ __all__ = ["to_dot", "to_svg", "Graph", "viz", "GraphvizNotFoundError", "MAX_NOD
 
 MAX_NODES = 2000
 _FILL = "#ffd54f"
-
-
-class GraphvizNotFoundError(PyIRError, ImportError):
-    """The ``graphviz`` Python package or the Graphviz ``dot`` binary is missing."""
 
 
 def _q(s: str) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import PyIRError
+from ..errors import FrontendError, PyIRError
 from ..expr import Constant, Expr, Function, Tuple, Var
 from ..lineage import PassRecord
 from ..module import Module
@@ -30,10 +30,6 @@ from ..traverse import expr_children
 from ..types import TensorType
 
 __all__ = ["FrontendError", "from_onnx", "onnx_sources", "source_table"]
-
-
-class FrontendError(PyIRError, ValueError):
-    """A model cannot be imported: unsupported operator or attribute, dynamic shape, bad file."""
 
 
 def _load_onnx() -> Any:
