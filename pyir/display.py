@@ -26,7 +26,7 @@ from .expr import Call, Expr, Function, Op
 from .lineage import PassRecord, Step
 from .module import Module
 from .node import Node, cached_type, gc_paused
-from .printer import astext, short_repr, type_str
+from .printer import _key_text, astext, format_attr_value, quote_name, short_repr, type_str
 
 __all__ = ["install", "highlight", "expr_html", "module_html", "diff_html", "pass_record_html",
            "nodes_html", "steps_html", "LineageResult", "lineage", "table_html", "MAX_LINES", "STYLE"]
@@ -129,15 +129,16 @@ def expr_html(e: Expr, *, max_lines: int = MAX_LINES) -> str:
 
 
 def _header(name: str, f: Function) -> str:
+    """``def @name(%x: T, key=value) -> T``, names and attributes as the printer writes them."""
     ps = []
     for p in f.params:
-        s = "%" + p.name_hint
+        s = quote_name("%", p.name_hint)
         if p.type_annotation is not None:
             s += ": " + type_str(p.type_annotation)
         ps.append(s)
-    ps += [f"{k}={v!r}" for k, v in f.attrs.items()]
+    ps += [f"{_key_text(k)}={format_attr_value(v)}" for k, v in f.attrs.items()]
     ret = f" -> {type_str(f.ret_type)}" if f.ret_type is not None else ""
-    return f"def @{name}({', '.join(ps)}){ret}"
+    return f"def {quote_name('@', name)}({', '.join(ps)}){ret}"
 
 
 def module_html(mod: Module, *, max_lines: int = MAX_LINES, first_lines: int = 12) -> str:

@@ -39,6 +39,7 @@ import base64
 import binascii
 import json
 import re
+import struct
 from collections.abc import Generator, Iterator, Mapping
 from itertools import islice
 from typing import Any, NamedTuple
@@ -49,6 +50,7 @@ from .errors import ParseError, PyIRError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .module import Module
 from .node import gc_paused as _gc_paused
+from .printer import is_plain_name
 from .types import FuncType, TensorType, TupleType, Type, normalize_dtype
 
 __all__ = ["parse", "parse_expr", "parse_type", "tokenize", "Token", "Parser", "MAX_NESTING"]
@@ -71,10 +73,10 @@ _TOKEN_RE = re.compile(
     r"|(?P<TENSOR>tensor\(\s*\[[-+0-9.,\s\[\]A-Za-z]*\]\s*,\s*[a-z][a-z0-9]*\s*\))"
     r"|(?P<CALLEE>(?!(?:fn|if|else|let|def|meta|tensor|Tensor|True|False|None)\()"
     r"[A-Za-z_][A-Za-z0-9_.]*\()"
-    r"|(?P<KEY>[A-Za-z_][A-Za-z0-9_]*[ \t]*=(?![=>]))"
+    r"|(?P<KEY>(?:[A-Za-z_][A-Za-z0-9_]*|" + _STRING + r")[ \t]*=(?![=>]))"
     r"|(?P<META>meta\[[A-Za-z_][A-Za-z0-9_]*\]\[[0-9]+\])"
     r"|(?P<NUMLIST>\[\s*(?:" + _PLAIN_NUM + r"(?:\s*,\s*" + _PLAIN_NUM + r")*\s*)?\])"
-    r"|(?P<NUM>-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf(?![A-Za-z0-9_.])|nan(?![A-Za-z0-9_.]))"
+    r"|(?P<NUM>-?(?:0[xX][0-9A-Fa-f]+|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf(?![A-Za-z0-9_.])|nan(?![A-Za-z0-9_.]))"
     r"(?:[A-Za-z_][A-Za-z0-9_]*)?)"
     r"|(?P<IDENT>[A-Za-z_][A-Za-z0-9_.]*)"
     r"|(?P<GLOBAL>@(?:[A-Za-z_][A-Za-z0-9_.]*|" + _STRING + r"))"
@@ -98,7 +100,8 @@ _DESCR = {"LP": "'('", "RP": "')'", "COMMA": "','", "SEMI": "';'", "EQ": "'='", 
           "METASEC": "'#[metadata]'", "BIND": "a binding '%name ='", "CALLEE": "a call",
           "KEY": "an attribute 'name='", "NUMLIST": "a list of numbers", "TENSOR": "a tensor literal"}
 
-_NUM_RE = re.compile(r"(-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan))([A-Za-z_][A-Za-z0-9_]*)?\Z")
+_NUM_RE = re.compile(r"(-?(?:0[xX][0-9A-Fa-f]+|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan))"
+                     r"([A-Za-z_][A-Za-z0-9_]*)?\Z")
 _SUFFIX_DTYPE = {"f": "float32", "f16": "float16", "f32": "float32", "f64": "float64",
                  "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
                  "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64"}
@@ -173,7 +176,10 @@ class Parser:
         self.meta = meta
         self.free_vars = free_vars
         self.free: dict[str, Var] = {}
-        self.env: dict[str, Expr] = dict(env) if env else {}
+        self.env: dict[str, Expr] = {}
+        for name, value in (env or {}).items():  # reachable as %name and as %"name"
+            self.env[name] = value
+            self.env[_quoted_key(name)] = value
         self.globals_used: dict[str, int] = {}
         self.depth = 0
         self._attr_cache: dict[tuple[str, str], Any] = {}
@@ -384,6 +390,8 @@ class Parser:
             m = _NUM_RE.match(s)
             if m is None or m.group(2):
                 raise self.error(f"attribute values take no numeric suffix: {s!r}", p)
+            if s[1:2] in ("x", "X") or s[2:3] in ("x", "X"):
+                return self._float_bits(s, p)
             if s.lstrip("-").isdigit():
                 return self._int(s, p)
             return float(s)
@@ -435,23 +443,52 @@ class Parser:
             return items
         return [self._int(x, pos) if x.lstrip("-").isdigit() else float(x) for x in items]
 
+    def _float_bits(self, s: str, pos: int) -> float:
+        """A float attribute written as its IEEE-754 bits, ``0x`` and 16 hex digits (NaN payloads)."""
+        if s[0] == "-" or len(s) != 18:
+            raise self.error(f"bad float bit pattern {s[:24]!r}: write 0x and 16 hex digits "
+                             "(the sign is in the bits)", pos)
+        return struct.unpack("<d", struct.pack("<Q", int(s[2:], 16)))[0]  # type: ignore[no-any-return]
+
     def _key(self) -> str | None:
-        """Consume an attribute key (``name=``) and return the name, or None."""
-        k, s, _ = self.tok
+        """Consume an attribute key (``name=`` or ``"any name"=``) and return the name, or None."""
+        k, s, p = self.tok
         if k == "KEY":
             self.advance()
-            return s[:-1].rstrip()
-        if k == "IDENT" and self.peek()[0] == "EQ" and "." not in s:
+            key = s[:-1].rstrip()
+            return self._string(key, p) if key[0] == '"' else key
+        if ((k == "IDENT" and "." not in s) or k == "STR") and self.peek()[0] == "EQ":
             self.advance()
             self.advance()
-            return s
+            return self._string(s, p) if k == "STR" else s
         return None
 
     def _string(self, s: str, pos: int) -> str:
+        """The value of a string literal (JSON escapes); it must be valid Unicode."""
         try:
-            return json.loads(s)  # type: ignore[no-any-return]
-        except ValueError as e:
+            v = json.loads(s)
+        except (ValueError, RecursionError) as e:
             raise self.error(f"bad string literal: {e}", pos) from None
+        if type(v) is not str:  # pragma: no cover - the lexer only makes "..." tokens
+            raise self.error("bad string literal", pos)
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise self.error(f"bad string literal: not valid Unicode (lone surrogate {v[e.start]!r} at "
+                             f"position {e.start})", pos) from None
+        return v
+
+    def _local(self, s: str, pos: int) -> tuple[str, str]:
+        """(name, scope key) of a ``%name`` / ``%"name"`` token text.
+
+        A quoted name that would not print unquoted gets its own key, so ``%"0"`` (a
+        variable named 0) and ``%0`` (binding 0), or ``%"a.0"`` and ``%a.0`` (element 0
+        of ``%a``), never meet.
+        """
+        if s[1] != '"':
+            return s[1:], s[1:]
+        name = self._string(s[1:], pos + 1)
+        return name, _quoted_key(name)
 
     # -- constants ---------------------------------------------------------------------------------
     def parse_optional_constant(self) -> Constant | None:
@@ -492,6 +529,8 @@ class Parser:
         if m is None:  # pragma: no cover - the lexer only makes matching NUM tokens
             raise self.error(f"bad number {s!r}", pos)
         num, suffix = m.group(1), m.group(2) or ""
+        if "x" in num or "X" in num:
+            raise self.error(f"hex bit patterns ({num[:24]}) are only read in attribute values", pos)
         is_int = num.lstrip("-").isdigit()
         if suffix:
             dtype = _SUFFIX_DTYPE.get(suffix)
@@ -637,10 +676,16 @@ class Parser:
             e = self.parse_constant()
         elif k == "GLOBAL":
             self.advance()
-            name = self._string(s[1:], p + 1) if s[1] == '"' else s[1:]
+            idx: list[str] = []
+            if s[1] == '"':
+                name = self._string(s[1:], p + 1)
+            else:  # ``@f.0``: element 0 of ``@f`` (names ending in a number print quoted)
+                name, idx = _split_index(s[1:])
             if name not in self.globals_used:
                 self.globals_used[name] = p
             e = self.build(GlobalVar, p, name)
+            for i in idx:
+                e = self.build(TupleGetItem, p, e, self._int(i, p))
         elif k == "LP":
             e = self._paren()
         else:
@@ -677,38 +722,33 @@ class Parser:
         return e
 
     def _resolve_local(self, s: str, pos: int) -> Expr:
-        if s[1] == '"':
-            name = self._string(s[1:], pos + 1)
-            e = self.env.get(name)
-            if e is not None:
-                return e
-            return self._undefined(name, pos)
-        name = s[1:]
-        e = self.env.get(name)
+        name, key = self._local(s, pos)
+        e = self.env.get(key)
         if e is not None:
             return e
-        # ``%a.0.1``: tuple indexing of ``%a`` (names may contain dots, so try the longest first)
-        base = name
-        idx: list[int] = []
-        while "." in base:
-            base, _, last = base.rpartition(".")
-            if not last.isdigit():
-                break
-            idx.append(self._int(last, pos))
-            e = self.env.get(base) or (self.free.get(base) if self.free_vars else None)
-            if e is not None:
-                for i in reversed(idx):
-                    e = self.build(TupleGetItem, pos, e, i)
-                return e
-        return self._undefined(name, pos)
+        if s[1] == '"':
+            return self._undefined(name, key, pos)
+        # ``%a.0.1``: elements of ``%a`` (a bound name that itself ends in ``.<number>``,
+        # from older text, wins; the printer quotes such names).  Linear in the name length.
+        base, idx = _split_index(name)
+        if not idx:
+            return self._undefined(name, key, pos)
+        e = self.env.get(base)
+        if e is None:
+            if not self.free_vars:
+                return self._undefined(name, key, pos)
+            e = self._undefined(base, base, pos)
+        for i in idx:
+            e = self.build(TupleGetItem, pos, e, self._int(i, pos))
+        return e
 
-    def _undefined(self, name: str, pos: int) -> Expr:
+    def _undefined(self, name: str, key: str, pos: int) -> Expr:
         if self.free_vars:
-            v = self.free.get(name)
+            v = self.free.get(key)
             if v is None:
-                v = self.free[name] = self.build(Var, pos, name)
+                v = self.free[key] = self.build(Var, pos, name)
             return v
-        raise self.error(f"undefined variable %{name}", pos)
+        raise self.error(f"undefined variable {_shown_local(name)}", pos)
 
     def _op(self, name: str, pos: int) -> Op:
         return self._op_entry(name, pos)[0]  # type: ignore[no-any-return]
@@ -827,21 +867,22 @@ class Parser:
             else:
                 env[name] = old
 
-    def _binder_name(self, context: str) -> tuple[str, int]:
+    def _binder_name(self, context: str) -> tuple[str, str, int]:
+        """(name, scope key, offset) of the ``%name`` a parameter or let binds."""
         k, s, p = self.tok
         if k != "LOCAL":
             raise self.expected(f"a %name {context}")
         self.advance()
-        return (self._string(s[1:], p + 1) if s[1] == '"' else s[1:]), p
+        return (*self._local(s, p), p)
 
-    def _bind_target(self) -> str:
-        """Consume ``%name =`` (one BIND token, or LOCAL and EQ) and return the name."""
+    def _bind_target(self) -> tuple[str, str]:
+        """Consume ``%name =`` (one BIND token, or LOCAL and EQ); (name, scope key)."""
         k, s, p = self.advance()
         if k == "BIND":
             s = s[:-1].rstrip()
         else:
             self.advance()
-        return self._string(s[1:], p + 1) if s[1] == '"' else s[1:]
+        return self._local(s, p)
 
     def parse_params(self, undo: list[tuple[str, Any]]) -> tuple[list[Var], dict[str, Any]]:
         """``(%x: T, %y, Attr=value, ...)``; binds the parameters."""
@@ -849,6 +890,7 @@ class Parser:
         params: list[Var] = []
         attrs: dict[str, Any] = {}
         seen: set[str] = set()
+        keys: list[str] = []
         while self.tok[0] != "RP":
             k, _, p = self.tok
             key = self._key() if (k == "KEY" or k == "IDENT") else None
@@ -859,17 +901,18 @@ class Parser:
             elif attrs:
                 raise self.expected("an attribute 'name=value' (parameters come before attributes)")
             else:
-                name, p = self._binder_name("(a parameter)")
-                if name in seen:
-                    raise self.error(f"duplicate parameter %{name}", p)
-                seen.add(name)
+                name, key, p = self._binder_name("(a parameter)")
+                if key in seen:
+                    raise self.error(f"duplicate parameter {_shown_local(name)}", p)
+                seen.add(key)
                 ty = self.parse_type() if self.parse_optional_token("COLON") else None
                 params.append(self.build(Var, p, name, ty))
+                keys.append(key)
             if self.parse_optional_token("COMMA") is None:
                 break
         self.parse_token("RP", "closing a parameter list")
-        for v in params:
-            self.bind(v.name_hint, v, undo)
+        for key, v in zip(keys, params):
+            self.bind(key, v, undo)
         return params, attrs
 
     def _is_block(self) -> bool:
@@ -901,7 +944,7 @@ class Parser:
         while True:
             k, s, p = self.tok
             if k == "BIND" or (k == "LOCAL" and self.peek()[0] == "EQ"):
-                name = self._bind_target()
+                _, name = self._bind_target()
                 k, s, p = self.tok
                 val: Expr
                 if k == "CALLEE":  # the common case, inlined
@@ -921,20 +964,20 @@ class Parser:
                 self.advance()
                 vp = self.tok[2]
                 if self.tok[0] == "BIND":
-                    name, ty = self._bind_target(), None
+                    (name, key), ty = self._bind_target(), None
                 else:
-                    name, vp = self._binder_name("after 'let'")
+                    name, key, vp = self._binder_name("after 'let'")
                     ty = self.parse_type() if self.parse_optional_token("COLON") else None
                     self.parse_token("EQ", "in a let binding")
                 v = self.build(Var, vp, name, ty)
                 recursive = self.tok[1] == "fn" and self.tok[0] == "IDENT"
                 if recursive:  # a let-bound function may call itself
-                    self.bind(name, v, undo)
+                    self.bind(key, v, undo)
                 val = (yield from self.value()) if self._is_block() else self.parse_expr()
                 self.parse_token("SEMI", "after a let binding")
                 lets.append((v, val, p))
                 if not recursive:
-                    self.bind(name, v, undo)
+                    self.bind(key, v, undo)
             else:
                 if self._is_block():
                     tail = yield from self.value()
@@ -1077,6 +1120,29 @@ _META_LINE = re.compile(r'\s*meta\[Constant\]\[([0-9]+)\] = ([a-z][a-z0-9]*) \((
 _JSON_WORD = {"True": "true", "False": "false", "inf": "Infinity", "nan": "NaN"}
 _JSON_WORDS = re.compile(r"\b(?:True|False|inf|nan)\b")
 _LEAF_RE = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan)\Z")
+
+
+def _quoted_key(name: str) -> str:
+    """Scope key of ``%"name"``: the name itself when it also prints unquoted."""
+    return name if is_plain_name(name) else "\x00" + name
+
+
+def _shown_local(name: str) -> str:
+    return "%" + name if is_plain_name(name) or name.isdigit() else "%" + json.dumps(name)
+
+
+def _split_index(name: str) -> tuple[str, list[str]]:
+    """``a.b.0.1`` -> (``a.b``, [``0``, ``1``]): trailing numeric parts are tuple indices."""
+    j = len(name)
+    idx: list[str] = []
+    while True:
+        i = name.rfind(".", 0, j)
+        if i <= 0 or not name[i + 1:j].isdigit():
+            break
+        idx.append(name[i + 1:j])
+        j = i
+    idx.reverse()
+    return (name[:j] if idx else name), idx
 
 
 _DTYPE_KINDS: dict[str, str | None] = {}

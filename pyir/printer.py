@@ -22,43 +22,137 @@ from __future__ import annotations
 import base64
 import json
 import re
+import struct
 from collections.abc import Generator
 from typing import Any
 
 import numpy as np
 
+from .errors import TypeCheckError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .node import Attrs, Node, _typed_equal
 from .op.registry import REQUIRED
 from .traverse import ScopeTree
 from .types import FuncType, TensorType, TupleType, Type
 
-__all__ = ["astext", "type_str", "short_repr", "format_attr_value", "INLINE_LIMIT"]
+__all__ = ["astext", "type_str", "type_repr", "short_repr", "format_attr_value", "is_plain_name",
+           "quote_name", "INLINE_LIMIT", "MAX_INDENT"]
 
 INLINE_LIMIT = 4  # constants with at most this many elements print inline
+MAX_INDENT = 32  # nesting levels indented; deeper blocks stay at this indentation (linear text)
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_CANONICAL_NAN = 0x7FF8000000000000
+
+
+def is_plain_name(name: str) -> bool:
+    """Whether a ``%``/``@`` name prints unquoted: an identifier (dots allowed) whose last
+    dotted part is not a number (``%a.0`` is element 0 of ``%a``)."""
+    if _IDENT.match(name) is None:
+        return False
+    i = name.rfind(".")
+    return i < 0 or not name[i + 1:].isdigit()
+
+
+def quote_name(sigil: str, name: str) -> str:
+    """``sigil`` and ``name``, the name quoted (JSON escapes) unless :func:`is_plain_name`."""
+    return sigil + name if is_plain_name(name) else sigil + json.dumps(name)
+
+
+def _key_text(key: str) -> str:
+    """An attribute key: bare if an identifier, else quoted (``"a b"=1``)."""
+    return key if _KEY.match(key) else json.dumps(key)
+
+
+def _float_text(v: float) -> str:
+    """Text of a float that reads back to the same bits (NaN payloads as ``0x<16 hex digits>``)."""
+    if v == v:
+        return repr(v)  # exact for every non-NaN float, -0.0 and +-inf included
+    bits = struct.unpack("<Q", struct.pack("<d", v))[0]
+    if bits == _CANONICAL_NAN:
+        return "nan"
+    if bits == _CANONICAL_NAN | 1 << 63:
+        return "-nan"
+    return f"0x{bits:016x}"
 _SUFFIX = {"float32": "f", "float64": "f64", "float16": "f16", "int32": "", "int64": "i64",
            "int16": "i16", "int8": "i8", "uint8": "u8", "uint16": "u16", "uint32": "u32",
            "uint64": "u64"}
 
 
 def type_str(t: Type | None) -> str:
-    """Text of a type: ``Tensor[(1, 3), float32]``, ``(T1, T2)``, ``fn (T1) -> T2``."""
+    """Text of a type: ``Tensor[(1, 3), float32]``, ``(T1, T2)``, ``fn (T1) -> T2``.
+
+    Iterative (pieces in order, joined once): linear in the size of the type at any depth.
+    """
     if t is None:
         return "?"
-    k = type(t)
-    if k is TensorType:
-        shape = t.shape  # type: ignore[attr-defined]
-        dims = "(%s)" % ", ".join(str(d) for d in shape)
-        return f"Tensor[{dims}, {t.dtype}]"  # type: ignore[attr-defined]
-    if k is TupleType:
-        fs = [type_str(f) for f in t.fields]  # type: ignore[attr-defined]
-        return "(" + ", ".join(fs) + ("," if len(fs) == 1 else "") + ")"
-    if k is FuncType:
-        args = ", ".join(type_str(a) for a in t.arg_types)  # type: ignore[attr-defined]
-        return f"fn ({args}) -> {type_str(t.ret_type)}"  # type: ignore[attr-defined]
-    return repr(t)
+    out: list[str] = []
+    emit = out.append
+    stack: list[Any] = [t]
+    pop, push = stack.pop, stack.append
+    while stack:
+        x = pop()
+        if type(x) is str:
+            emit(x)
+            continue
+        k = type(x)
+        if k is TensorType:
+            shape = x.shape
+            emit("Tensor[(%s), %s]" % (", ".join([str(d) for d in shape]), x.dtype))
+        elif k is TupleType:
+            fs = x.fields
+            push(",)" if len(fs) == 1 else ")")
+            for i in range(len(fs) - 1, -1, -1):
+                push(fs[i])
+                if i:
+                    push(", ")
+            emit("(")
+        elif k is FuncType:
+            push(x.ret_type)
+            push(") -> ")
+            args = x.arg_types
+            for i in range(len(args) - 1, -1, -1):
+                push(args[i])
+                if i:
+                    push(", ")
+            emit("fn (")
+        else:
+            emit(repr(x))
+    return "".join(out)
+
+
+def type_repr(t: Type) -> str:
+    """``repr`` of a type (``TupleType([TensorType((2,), 'float32')])``); iterative."""
+    out: list[str] = []
+    emit = out.append
+    stack: list[Any] = [t]
+    pop, push = stack.pop, stack.append
+    while stack:
+        x = pop()
+        if type(x) is str:
+            emit(x)
+            continue
+        k = type(x)
+        if k is TensorType:
+            emit(f"TensorType({x.shape!r}, {x.dtype!r})")
+        elif k is TupleType or k is FuncType:
+            if k is TupleType:
+                items = x.fields
+                push("])")
+            else:
+                items = x.arg_types
+                push(")")
+                push(x.ret_type)
+                push("], ")
+            for i in range(len(items) - 1, -1, -1):
+                push(items[i])
+                if i:
+                    push(", ")
+            emit("TupleType([" if k is TupleType else "FuncType([")
+        else:
+            emit(repr(x))
+    return "".join(out)
 
 
 def format_scalar(v: Any, dtype: str) -> str:
@@ -74,23 +168,51 @@ def format_scalar(v: Any, dtype: str) -> str:
 
 
 def format_attr_value(v: Any) -> str:
-    """Text of an attribute value (typed: ``1``, ``1.0``, ``True`` differ)."""
-    t = type(v)
-    if v is None:
-        return "None"
-    if t is bool:
-        return "True" if v else "False"
-    if t is int:
-        return str(v)
-    if t is float:
-        return repr(v)
-    if t is str:
-        return json.dumps(v)
-    if t is tuple:
-        return "[" + ", ".join(format_attr_value(x) for x in v) + "]"
-    if isinstance(v, Type):
-        return type_str(v)
-    return repr(v)
+    """Text of an attribute value (typed: ``1``, ``1.0``, ``True`` differ; floats bit-exact)."""
+    out: list[str] = []
+    emit = out.append
+    stack: list[Any] = [v]
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is _Raw:
+            emit(x.text)
+        elif x is None:
+            emit("None")
+        elif t is bool:
+            emit("True" if x else "False")
+        elif t is int:
+            emit(str(x))
+        elif t is float:
+            emit(_float_text(x))
+        elif t is str:
+            emit(json.dumps(x))
+        elif t is tuple:
+            emit("[")
+            stack.append(_CLOSE)
+            for i in range(len(x) - 1, -1, -1):
+                stack.append(x[i])
+                if i:
+                    stack.append(_SEP)
+        elif isinstance(x, Type):
+            emit(type_str(x))
+        else:
+            emit(repr(x))
+    return "".join(out)
+
+
+class _Raw:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+_CLOSE, _SEP = _Raw("]"), _Raw(", ")
+
+
+def _attr_items_text(items: Any) -> list[str]:
+    return [f"{_key_text(k)}={format_attr_value(v)}" for k, v in items]
 
 
 def _inline_const(c: Constant, limit: int) -> str | None:
@@ -120,14 +242,14 @@ def _op_attr_text(call: Call) -> list[str]:
     if not attrs:
         return []
     if type(call.op) is not Op:
-        return [f"{k}={format_attr_value(v)}" for k, v in attrs.items()]
+        return _attr_items_text(attrs.items())
     specs = call.op.op_def._specs
     out = []
     for k, v in attrs.items():
         spec = specs.get(k)
         if spec is not None and spec.default is not REQUIRED and _typed_equal(spec.default, v):
             continue
-        out.append(f"{k}={format_attr_value(v)}")
+        out.append(f"{_key_text(k)}={format_attr_value(v)}")
     return out
 
 
@@ -290,8 +412,7 @@ class _Printer:
         s = self.names.get(v)
         if s is not None:
             return s
-        base = v.name_hint if _IDENT.match(v.name_hint) and not v.name_hint[0].isdigit() else \
-            "v_" + re.sub(r"[^A-Za-z0-9_.]", "_", v.name_hint)
+        base = v.name_hint
         name, i = base, self.next_suffix.get(base, 0)
         if i:
             name = f"{base}_{i}"
@@ -300,7 +421,7 @@ class _Printer:
             name = f"{base}_{i}"
         self.next_suffix[base] = i + 1
         self.used.add(name)
-        s = self.names[v] = "%" + name
+        s = self.names[v] = quote_name("%", name)
         return s
 
     def atom(self, n: Node) -> str | None:
@@ -308,8 +429,7 @@ class _Printer:
         if k is Var:
             return self.var_name(n)  # type: ignore[arg-type]
         if k is GlobalVar:
-            nm = n.name_hint  # type: ignore[attr-defined]
-            return "@" + nm if _IDENT.match(nm) else "@" + json.dumps(nm)
+            return quote_name("@", n.name_hint)  # type: ignore[attr-defined]
         if k is Op:
             return n.name  # type: ignore[attr-defined,no-any-return]
         if k is Constant:
@@ -396,34 +516,34 @@ class _Printer:
     def line(self, plan: _Plan, n: Node, indent: str, prefix: str, suffix: str) -> Generator[Any, None, None]:
         """Print ``n`` (its children already named) after ``prefix``; blocks open nested scopes."""
         k = type(n)
+        inner = indent + "  " if len(indent) < 2 * MAX_INDENT else indent
         if k is If:
             t, f = plan.inner[n]
             self.lines.append(f"{indent}{prefix}if ({self.ref(n.cond)}) {{")
-            yield self.scope(plan, t, indent + "  ")
+            yield self.scope(plan, t, inner)
             self.lines.append(f"{indent}}} else {{")
-            yield self.scope(plan, f, indent + "  ")
+            yield self.scope(plan, f, inner)
             self.lines.append(f"{indent}}}{suffix}")
         elif k is Function:
             self.lines.append(indent + self.fn_header(n, prefix + "fn "))  # type: ignore[arg-type]
-            yield self.scope(plan, plan.inner[n][0], indent + "  ")
+            yield self.scope(plan, plan.inner[n][0], inner)
             self.lines.append(f"{indent}}}{suffix}")
         elif k is Let:  # a let block used as a value
             self.lines.append(f"{indent}{prefix}{{")
-            yield self.scope(plan, plan.inner[n][0], indent + "  ")
+            yield self.scope(plan, plan.inner[n][0], inner)
             self.lines.append(f"{indent}}}{suffix}")
         else:
             self.lines.append(f"{indent}{prefix}{self.flat(n)}{suffix}")
 
     def fn_header(self, f: Function, head: str) -> str:
         parts = [self.param(p) for p in f.params]
-        parts += [f"{k}={format_attr_value(v)}" for k, v in f.attrs.items()]
+        parts += _attr_items_text(f.attrs.items())
         ret = f" -> {type_str(f.ret_type)}" if f.ret_type is not None else ""
         return f"{head}({', '.join(parts)}){ret} {{"
 
     def definition(self, name: str, f: Function) -> Generator[Any, None, None]:
         self.counter = 0
-        gname = "@" + name if _IDENT.match(name) else "@" + json.dumps(name)
-        self.lines.append(self.fn_header(f, f"def {gname}"))
+        self.lines.append(self.fn_header(f, "def " + quote_name("@", name)))
         yield self.scope(_Plan(f.body), 0, "  ")
         self.lines.append("}")
 
@@ -447,8 +567,10 @@ class _Printer:
 
 
 def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_LIMIT) -> str:
-    """Relay-like text of a module, function, expression or type.
+    """Relay-like text of a module, function, expression, type or ``Attrs``.
 
+    An ``Attrs`` prints as ``{axis=1, keepdims=True}``; anything else that is not a
+    pyir module, expression or type raises :class:`~pyir.errors.TypeCheckError`.
     By default the large constants are appended (base64) in a ``#[metadata]``
     section, so that :func:`pyir.parse` rebuilds the module exactly;
     ``show_meta_data=False`` replaces the section by a one-line note (that is
@@ -458,6 +580,8 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
 
     if isinstance(obj, Type):
         return type_str(obj)
+    if type(obj) is Attrs:
+        return "{" + ", ".join(_attr_items_text(obj.items())) + "}"
     p = _Printer(inline_limit)
     if isinstance(obj, Module):
         for i, (name, f) in enumerate(obj.items()):
@@ -467,7 +591,8 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
     elif isinstance(obj, Expr):
         p.run(p.scope(_Plan(obj), 0, ""))
     else:
-        raise TypeError(f"cannot print {type(obj).__name__}")
+        raise TypeCheckError(f"astext: cannot print a {type(obj).__name__} (expected a Module, an "
+                             "expression, a type or Attrs)")
     if p.meta:
         if show_meta_data:
             p.lines.extend(p.metadata())

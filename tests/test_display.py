@@ -156,3 +156,30 @@ def test_highlight_tokens():
     for cls in ("kw", "gv", "var", "ty", "op", "num"):
         assert f'class="{cls}"' in h
     check_html(h)
+
+
+def test_html_of_deeply_nested_tuples_and_functions():
+    """issue 10 item 16: repr and _repr_html_ of 10^5 nested tuples / functions, typed, no recursion."""
+    t = pyir.TensorType((2,), "float32")
+    x = pyir.var("x", t)
+    e = x
+    for _ in range(10**5):
+        e = pyir.Tuple([e])
+    mod = pyir.transform.InferType()(pyir.Module({"main": pyir.Function([x], e)}))
+    assert "Tuple" in repr(mod["main"].body)
+    assert "10000" in check_html(mod._repr_html_()) and check_html(mod["main"]._repr_html_())
+    f = x
+    for i in range(10**5):
+        f = pyir.Function([pyir.var(f"v{i}", t)], f)
+    f = pyir.Function([x], f)
+    assert "Function" in repr(f)
+    check_html(f._repr_html_())
+    check_html(pyir.Module({"main": f})._repr_html_())
+
+
+def test_html_header_quotes_names_and_keys():
+    """issue 10 item 5: the module HTML header writes names and attribute keys as the printer does."""
+    y = pyir.var("a b", shape=(2,))
+    mod = pyir.Module({"g.0": pyir.Function([y], y, None, {"k e y": float("-inf"), "ok": "s"})})
+    text = check_html(mod._repr_html_())
+    assert 'def @"g.0"(%"a b": Tensor[(2), float32], "k e y"=-inf, ok="s")' in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -519,3 +520,142 @@ def test_attribute_values_round_trip() -> None:
     nan = Function([x], x, None, {"v": float("nan")})
     assert np.isnan(parse(Module({"main": nan}).astext())["main"].attrs["v"])
     assert json.dumps("é") in Module({"main": Function([x], x, None, {"s": "é"})}).astext()
+
+
+# -- issue 10: strings, names, keys, NaN payloads, dotted names -----------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    'def @main() { @"\\ud800" }',
+    'def @main(%"\\ud800") { %"\\ud800" }',
+    'def @main(%x, "\\udfff"=1) { %x }',
+    'def @main(%x, k="\\ud800") { %x }',
+    'def @main(%x, k="\ud800") { %x }',  # a raw lone surrogate inside the text
+    'def @"\\ud800x"() { () }',
+])
+def test_lone_surrogates_are_parse_errors(text: str) -> None:
+    """issue 10 item 4: escapes (or raw text) giving invalid strings are ParseErrors with a caret."""
+    with pytest.raises(ParseError) as ei:
+        parse(text)
+    e = ei.value
+    assert e.line == 1 and 1 <= e.column <= len(text)
+    assert "^" in str(e)
+
+
+def test_constructor_errors_are_parse_errors_at_the_token() -> None:
+    """issue 10 item 4: a value the constructors reject is a ParseError at its token."""
+    with pytest.raises(ParseError) as ei:
+        parse("def @main(%x: Tensor[(9223372036854775808), float32]) { %x }")
+    assert ei.value.column == 15
+
+
+ODD = ["a b", "", "0", "12", "a.0", "x.1.2", "a.", ".0", "\u00e9", 'q"\\', "\n", "%x", "@g", "=",
+       "True", "fn", "let", "meta", "tensor", "x_1", "a.b"]
+
+
+def test_odd_attribute_keys_round_trip() -> None:
+    """issue 10 item 5: attribute keys that are not identifiers print quoted and parse back."""
+    y = Var("y", T)
+    attrs = {k: i for i, k in enumerate(ODD)}
+    mod = Module({"main": Function([y], y, None, attrs)})
+    text = mod.astext()
+    back = parse(text)
+    assert back["main"].attrs.to_dict() == attrs
+    assert back.astext() == text
+    assert '"a b"=0' in text and "True=" in text
+    # keys of operator calls with a non-operator callee too
+    f = Var("f", FuncType([T], T))
+    g = Function([f, y], Call(f, [y], {"a b": 1, "c": (1, "d")}))
+    assert astext(parse_expr(astext(g))) == astext(g)
+
+
+def test_odd_names_round_trip() -> None:
+    """issue 10 item 5: variable name hints and global names print quoted when needed and round-trip."""
+    vs = [Var(n, T) for n in ODD]
+    tup = Var("t", TupleType([T, T]))
+    tup0 = Var("t.0", TupleType([T, T]))
+    body = Tuple([*vs, TupleGetItem(tup, 0), TupleGetItem(tup0, 1), tup0,
+                  TupleGetItem(GlobalVar("g.0"), 0), GlobalVar("a b")])
+    mod = Module({"main": Function([*vs, tup, tup0], body), "g.0": Function([], Tuple([])),
+                  "a b": Function([], Tuple([])), "1": Function([], GlobalVar("1"))})
+    text = mod.astext()
+    back = parse(text)
+    assert [v.name_hint for v in back["main"].params] == [*ODD, "t", "t.0"]
+    assert back.names() == mod.names()
+    for name in mod.names():
+        assert pyir.alpha_equal(back[name], mod[name])
+    assert back.astext() == text
+    assert '%"0"' in text and '%"a.0"' in text and "@\"g.0\".0" in text and "%t.0" in text
+    # the expression form, with free variables
+    e = parse_expr(astext(body))
+    assert astext(e) == astext(body)
+
+
+def test_quoted_and_plain_names_meet_only_when_the_same() -> None:
+    """issue 10 item 5: %"x" is %x; %"0" is not the binding %0; %"a.0" is not element 0 of %a."""
+    e = parse_expr('%0 = (%"0", %x); (%0, %"x", %"a.0", %a.0)')
+    fields = e.fields
+    assert fields[1] is fields[0].fields[1]
+    assert fields[0].fields[0].name_hint == "0" and fields[0].fields[0] is not fields[0]
+    assert type(fields[3]) is TupleGetItem and fields[3].tuple_value.name_hint == "a"
+    assert fields[2].name_hint == "a.0"
+    assert parse_expr("%a", env={"a b": const(1.0)}, free_vars=True).name_hint == "a"
+    assert parse_expr('%"a b"', env={"a b": const(1.0)}) is const(1.0)
+
+
+def _bits(v: float) -> bytes:
+    return struct.pack("<d", v)
+
+
+def test_float_attributes_keep_their_bits() -> None:
+    """issue 10 item 15: NaN payloads, signed NaN, -0.0 and infinities read back bit for bit."""
+    raw = [0x7FF0000000000001, 0x7FF8000000000123, 0xFFF8000000000000, 0xFFFFFFFFFFFFFFFF,
+           0x7FF8000000000000, 0x8000000000000000, 0x7FF0000000000000, 0xFFF0000000000000, 1]
+    vals = [struct.unpack("<d", struct.pack("<Q", b))[0] for b in raw]
+    y = Var("y", T)
+    attrs = {f"k{i}": v for i, v in enumerate(vals)}
+    attrs["lst"] = tuple(vals)
+    mod = Module({"main": Function([y], y, None, attrs)})
+    text = mod.astext()
+    assert "k1=0x7ff8000000000123" in text and "k2=-nan" in text and "k4=nan" in text
+    back = parse(text)["main"].attrs
+    for k, v in attrs.items():
+        got = back[k]
+        if type(v) is tuple:
+            assert [_bits(a) for a in got] == [_bits(b) for b in v]
+        else:
+            assert _bits(got) == _bits(v), k
+    assert parse(text)["main"].attrs is mod["main"].attrs
+    assert parse(text).astext() == text
+
+
+@pytest.mark.parametrize("text", [
+    "def @main(%x, k=0x7ff8) { %x }",
+    "def @main(%x, k=-0x7ff8000000000000) { %x }",
+    "def @main(%x, k=0x7ff80000000000000) { %x }",
+    "def @main(%x, k=0x7ff800000000000f64) { %x }",
+    "def @main(%x) { add(%x, 0x7ff8000000000000) }",
+])
+def test_bad_hex_bit_patterns_are_parse_errors(text: str) -> None:
+    """issue 10 item 15: hex float bits take exactly 16 digits, no sign, only in attributes."""
+    with pytest.raises(ParseError):
+        parse(text)
+
+
+def test_long_dotted_names_parse_in_linear_time() -> None:
+    """issue 10 item 18: ``%a.0.0...`` with 3*10^5 indices parses quickly (was quadratic)."""
+    n = 300_000
+    e = parse_expr("%a" + ".0" * n)
+    for _ in range(n):
+        assert type(e) is TupleGetItem and e.index == 0
+        e = e.tuple_value
+    assert type(e) is Var and e.name_hint == "a"
+    # a bound name that itself ends in a number (older text) wins when written in full;
+    # otherwise every trailing number is an index (the printer quotes such names)
+    a = Var("a.1", TupleType([T]))
+    assert parse_expr("%a.1", env={"a.1": a}) is a
+    e2 = parse_expr("%a.1.0", env={"a.1": a})
+    assert type(e2.tuple_value) is TupleGetItem and e2.tuple_value.tuple_value.name_hint == "a"
+    # the same for globals: element indices of @g
+    g = parse_expr("@g" + ".1" * 1000)
+    assert type(g) is TupleGetItem and g.index == 1

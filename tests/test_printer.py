@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import pyir
 from pyir import op
@@ -118,3 +119,141 @@ def test_shared_fused_function_prints_once_and_round_trips():
     assert back.astext() == text
     assert pyir.alpha_equal(back["main"], mod["main"])
     assert pyir.count_nodes(back["main"]) == pyir.count_nodes(mod["main"])
+
+
+# -- issue 10 ---------------------------------------------------------------------------------------
+
+N_DEEP = 100_000
+
+
+def test_astext_of_attrs_and_other_objects():
+    """issue 10 item 14: astext of Attrs prints its items; of a non-pyir object raises a pyir error."""
+    from pyir.errors import PyIRError
+
+    assert pyir.astext(pyir.Attrs(a=1)) == "{a=1}"
+    assert pyir.astext(pyir.Attrs({"a b": (1, 2.5), "c": "s"})) == '{"a b"=[1, 2.5], c="s"}'
+    assert pyir.astext(pyir.Attrs()) == "{}"
+    for bad in (42, None, object()):
+        with pytest.raises(PyIRError):
+            pyir.astext(bad)
+
+
+def _deep_type(n):
+    t = pyir.TensorType((2,), "float32")
+    for i in range(n):
+        t = pyir.TupleType([t]) if i % 2 else pyir.FuncType([pyir.TensorType((), "int8")], t)
+    return t
+
+
+def test_deep_types_print_iteratively():
+    """issue 10 item 16: str, astext and type_str of a type nested 10^5 deep (was RecursionError)."""
+    from pyir.printer import type_repr
+
+    t = _deep_type(N_DEEP)
+    s = str(t)
+    assert s == pyir.astext(t)
+    assert s.count("fn (") == N_DEEP // 2 and s.endswith("Tensor[(2), float32]" + ",)" * (N_DEEP // 2))
+    r = type_repr(t)
+    assert r.startswith("TupleType([FuncType([TensorType((), 'int8')], TupleType([") and len(r) > 20 * N_DEEP
+    small = _deep_type(5)
+    assert type_repr(small) == repr(small) and pyir.parse_type(str(small)) is small
+
+
+def test_deep_tuples_and_functions_print():
+    """issue 10 item 16: astext of 10^5 nested tuples and nested functions; after InferType too."""
+    T = pyir.TensorType((2,), "float32")
+    x = pyir.var("x", T)
+    e = x
+    for _ in range(N_DEEP):
+        e = pyir.Tuple([e])
+    mod = pyir.transform.InferType()(pyir.Module({"main": pyir.Function([x], e)}))
+    text = mod.astext()
+    assert text.count("(%") == N_DEEP + 1 and len(text) < 100 * N_DEEP
+    f = x
+    for i in range(N_DEEP):
+        f = pyir.Function([pyir.var(f"v{i}", T)], f)
+    text = pyir.astext(pyir.Function([x], f))
+    assert text.count("fn (%v") == N_DEEP and len(text) < 200 * N_DEEP
+    # typed nested functions: each level's return type grows with the depth, so the text is
+    # quadratic by nature; 1200 levels used to hit the recursion limit
+    f = x
+    for i in range(1200):
+        f = pyir.Function([pyir.var(f"w{i}", T)], f)
+    mod = pyir.transform.InferType()(pyir.Module({"main": pyir.Function([x], f)}))
+    assert mod.astext().count("fn (%w") == 1200
+
+
+def _nested(kind, n):
+    """``main`` with ``n`` nested ifs, functions or let blocks, each using one shared node."""
+    T = pyir.TensorType((2,), "float32")
+    x = pyir.var("x", T)
+    c = pyir.var("c", pyir.TensorType((), "bool"))
+    s = op.nn.relu(x)
+    e = op.negative(x)
+    for i in range(n):
+        if kind == "if":
+            e = pyir.If(c, op.add(e, s), op.negative(s))
+        elif kind == "fn":
+            e = pyir.Function([pyir.var(f"v{i}", T)], pyir.Tuple([e, s]))
+        else:
+            v = pyir.var(f"v{i}", T)
+            e = pyir.Let(v, e, op.add(v, s))
+    return pyir.Module({"main": pyir.Function([x, c], e)})
+
+
+@pytest.mark.parametrize("kind,n", [("if", N_DEEP), ("fn", N_DEEP // 2), ("let", N_DEEP // 2)])
+def test_nested_scopes_print_and_parse_linearly(kind, n):
+    """issue 10 item 17: 10^5 nested ifs (5x10^4 functions, lets) print with capped indentation, parse back.
+
+    Before, text and memory grew quadratically with the nesting (2x10^4 ifs: 26 s, 5 GB).
+    """
+    from pyir.printer import MAX_INDENT
+    from pyir.traverse import count_nodes
+
+    small = _nested(kind, 300)
+    small_text = small.astext()
+    back = pyir.parse(small_text)
+    assert pyir.alpha_equal(back["main"], small["main"]) and back.astext() == small_text
+    mod = _nested(kind, n)
+    text = mod.astext()
+    assert len(text) < 400 * n
+    assert max(len(line) - len(line.lstrip(" ")) for line in text.splitlines()) == 2 * MAX_INDENT
+    assert count_nodes(pyir.parse(text)["main"]) == count_nodes(mod["main"])
+
+
+def test_scope_tree_lca():
+    """issue 10 item 17: ScopeTree's LCA (jump pointers) matches a naive walk, and takes few steps."""
+    import random
+
+    from pyir.traverse import ScopeTree
+
+    rng = random.Random(0)
+    tree, parent = ScopeTree(), [0]
+    for i in range(1, 3000):
+        p = rng.randrange(i) if rng.random() < 0.2 else i - 1
+        assert tree.new(p) == i
+        parent.append(p)
+
+    def ancestors(a):
+        out = [a]
+        while a:
+            a = parent[a]
+            out.append(a)
+        return out
+
+    for _ in range(3000):
+        a, b = rng.randrange(3000), rng.randrange(3000)
+        up = set(ancestors(a))
+        assert tree.lca(a, b) == next(s for s in ancestors(b) if s in up)
+    # a 10^6-deep path: the LCA of its ends with the root is found in O(log) jumps
+    chain = ScopeTree()
+    s = 0
+    for _ in range(10**6):
+        s = chain.new(s)
+    steps = 0
+    a = s
+    while chain.depth[a] > 0:  # the climb lca() makes
+        j = chain.jump[a]
+        a = j if chain.depth[j] >= 0 else chain.parent[a]
+        steps += 1
+    assert steps < 100 and chain.lca(s, 0) == 0 and chain.lca(s, s - 1) == s - 1
