@@ -129,7 +129,9 @@ class TupleType(Type, final=True):
         return self.fields
 
     def __repr__(self) -> str:
-        return f"TupleType({list(self.fields)!r})"
+        from .printer import type_repr
+
+        return type_repr(self)
 
     def __str__(self) -> str:
         from .printer import type_str
@@ -163,7 +165,9 @@ class FuncType(Type, final=True):
         return (*self.arg_types, self.ret_type)
 
     def __repr__(self) -> str:
-        return f"FuncType({list(self.arg_types)!r}, {self.ret_type!r})"
+        from .printer import type_repr
+
+        return type_repr(self)
 
     def __str__(self) -> str:
         from .printer import type_str

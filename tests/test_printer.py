@@ -257,3 +257,12 @@ def test_scope_tree_lca():
         a = j if chain.depth[j] >= 0 else chain.parent[a]
         steps += 1
     assert steps < 100 and chain.lca(s, 0) == 0 and chain.lca(s, s - 1) == s - 1
+
+
+def test_repr_of_deep_types():
+    """issue 10 item 16: repr of a type nested 10^5 deep is iterative (was RecursionError)."""
+    t = _deep_type(N_DEEP)
+    r = repr(t)
+    assert r.startswith("TupleType([FuncType([TensorType((), 'int8')], TupleType([")
+    assert r.endswith("TensorType((2,), 'float32')" + ")])" * (N_DEEP // 2))
+    assert repr(pyir.Attrs(t=_deep_type(3))) == "Attrs({'t': %r})" % (_deep_type(3),)
