@@ -302,43 +302,67 @@ class Parser:
 
     # -- types -------------------------------------------------------------------------------------
     def parse_optional_type(self) -> Type | None:
-        """``Tensor[(d0, d1), dtype]``, ``(T1, T2)``, ``(T,)``, ``()`` or ``fn (T1) -> T2``."""
-        k, s, p = self.tok
-        if k == "IDENT":
-            if s == "Tensor":
+        """``Tensor[(d0, d1), dtype]``, ``(T1, T2)``, ``(T,)``, ``()`` or ``fn (T1) -> T2``.
+
+        Iterative (an explicit stack of open tuple and function types), so types of any
+        depth parse, like the deep types the printer writes after type inference.
+        """
+        k, s, _ = self.tok
+        if k != "LP" and not (k == "IDENT" and (s == "Tensor" or s == "fn")):
+            return None
+        # frames: [kind, offset, items]; kind "tuple", "args" (of fn) or "ret" (of fn)
+        stack: list[list[Any]] = []
+        while True:
+            k, s, p = self.tok
+            t: Type | None = None
+            if k == "IDENT" and s == "Tensor":
                 self.advance()
                 self.parse_token("LB", "after 'Tensor'")
                 shape = self.parse_shape()
                 self.parse_token("COMMA", "after the shape of a tensor type")
                 dtype = self.parse_dtype()
                 self.parse_token("RB", "closing the tensor type")
-                return self.build(TensorType, p, shape, dtype)  # type: ignore[no-any-return]
-            if s == "fn":
+                t = self.build(TensorType, p, shape, dtype)
+            elif k == "IDENT" and s == "fn":
                 self.advance()
-                self._nest()
                 self.parse_token("LP", "after 'fn' in a function type")
-                args = self._type_list()
+                if self.tok[0] != "RP":
+                    stack.append(["args", p, []])
+                    continue
+                self.advance()
                 self.parse_token("ARROW", "in a function type")
-                ret = self.parse_type()
-                self.depth -= 1
-                return self.build(FuncType, p, args, ret)  # type: ignore[no-any-return]
-            return None
-        if k == "LP":
-            self.advance()
-            self._nest()
-            fields: list[Type] = []
-            trailing = False
-            while self.tok[0] != "RP":
-                fields.append(self.parse_type())
-                trailing = self.parse_optional_token("COMMA") is not None
-                if not trailing:
-                    break
-            self.parse_token("RP", "closing a tuple type")
-            self.depth -= 1
-            if len(fields) == 1 and not trailing:
-                return fields[0]
-            return self.build(TupleType, p, fields)  # type: ignore[no-any-return]
-        return None
+                stack.append(["ret", p, []])
+                continue
+            elif k == "LP":
+                self.advance()
+                if self.tok[0] != "RP":
+                    stack.append(["tuple", p, []])
+                    continue
+                self.advance()
+                t = self.build(TupleType, p, [])
+            else:
+                raise self.expected("a type")
+            # ``t`` is complete: close the frames it completes
+            while True:
+                if not stack:
+                    return t
+                kind, fp, items = stack[-1]
+                if kind == "ret":
+                    stack.pop()
+                    t = self.build(FuncType, fp, items, t)
+                    continue
+                items.append(t)
+                comma = self.parse_optional_token("COMMA") is not None
+                if comma and self.tok[0] != "RP":
+                    break  # the next element
+                if kind == "args":
+                    self.parse_token("RP", "closing a type list")
+                    self.parse_token("ARROW", "in a function type")
+                    stack[-1][0] = "ret"
+                    break  # the return type
+                self.parse_token("RP", "closing a tuple type")
+                stack.pop()
+                t = items[0] if len(items) == 1 and not comma else self.build(TupleType, fp, items)
 
     def parse_type(self) -> Type:
         """A type, or raise."""
@@ -346,15 +370,6 @@ class Parser:
         if t is None:
             raise self.expected("a type")
         return t
-
-    def _type_list(self) -> list[Type]:
-        out: list[Type] = []
-        while self.tok[0] != "RP":
-            out.append(self.parse_type())
-            if self.parse_optional_token("COMMA") is None:
-                break
-        self.parse_token("RP", "closing a type list")
-        return out
 
     def parse_shape(self) -> tuple[int, ...]:
         """``(d0, d1, ...)``: ``()``, ``(5)``, ``(5,)``, ``(1, 3)``."""

@@ -433,10 +433,9 @@ def test_deeply_nested_blocks() -> None:
 
 
 def test_deeply_nested_inline_is_error() -> None:
-    """Inline nesting deeper than MAX_NESTING (parentheses, types, lists) raises 'nesting too deep'."""
+    """Inline nesting deeper than MAX_NESTING (parentheses, lists) raises 'nesting too deep'."""
     n = 10**5
     for text in ("def @main(%x: Tensor[(2), float32]) { " + "(" * n + "%x" + ")" * n + " }",
-                 "def @main(%x: " + "(" * n + "Tensor[(2), float32]" + ",)" * n + ") { %x }",
                  "def @main(%x: Tensor[(2), float32]) { nn.relu(%x, a=" + "[" * n + "]" * n + ") }",
                  "def @main() { tensor(" + "[" * n + "1" + "]" * n + ", int32) }",
                  "def @main() { tensor(" + "[" * n + "1" + "]" * n + ", /**/ int32) }"):
@@ -659,3 +658,27 @@ def test_long_dotted_names_parse_in_linear_time() -> None:
     # the same for globals: element indices of @g
     g = parse_expr("@g" + ".1" * 1000)
     assert type(g) is TupleGetItem and g.index == 1
+
+
+def test_deep_types_parse() -> None:
+    """issue 10 item 16: types of any depth parse (iteratively), e.g. those InferType writes."""
+    n = 10**5
+    t = parse_type("(" * n + "Tensor[(2), float32]" + ",)" * n)
+    for _ in range(n):
+        assert type(t) is TupleType and len(t.fields) == 1
+        t = t.fields[0]
+    f = parse_type("fn (Tensor[(), int8]) -> " * n + "()")
+    assert str(f) == "fn (Tensor[(), int8]) -> " * n + "()"
+    x = var("x", shape=(2,))
+    e: Any = x
+    for _ in range(n):
+        e = Tuple([e])
+    mod = pyir.transform.InferType()(Module({"main": Function([x], e)}))
+    text = mod.astext()
+    assert parse(text).astext() == text
+    for bad in ("fn (", "fn () ", "(Tensor[(2), float32]", "(Tensor[(2), float32],, )", "fn (()) -> ",
+                "((()", "fn (,) -> ()"):
+        with pytest.raises(ParseError):
+            parse_type(bad)
+    assert parse_type("fn (Tensor[(2), int8],) -> ((), (Tensor[(), bool]))") is FuncType(
+        [TensorType((2,), "int8")], TupleType([TupleType([]), TensorType((), "bool")]))
