@@ -20,10 +20,18 @@ Design
 * Depth: a deep graph prints as a long sequence of bindings, parsed by a loop.
   Block nesting (``def``/``fn``/``if``/``{ ... }`` bodies) uses an **explicit
   stack** of generators (like the printer), so arbitrarily deep nested blocks
-  parse fine.  Inline nesting (parenthesized or nested call arguments, tuple
-  and function types, attribute lists, tensor literals) uses **bounded
-  recursion**: past :data:`MAX_NESTING` levels it raises
+  parse fine, and so do types (an explicit stack too).  Inline nesting
+  (parenthesized or nested call arguments, attribute lists, tensor literals)
+  uses **bounded recursion**: past :data:`MAX_NESTING` levels it raises
   ``ParseError("nesting too deep ...")``.  The printer never nests those.
+* Names: ``%name``/``@name`` are identifiers (dots allowed); any other name is
+  quoted with JSON escapes (``%"a b"``, ``@"g.0"``, attribute keys ``"a b"=1``).
+  Trailing ``.<number>`` parts of an unquoted name are tuple indices
+  (``%a.0.1``), unless the whole name is bound; ``%"0"`` and ``%"a.0"`` are
+  variables of their own, never ``%0`` or element 0 of ``%a``.  Strings must
+  be valid Unicode (no lone surrogates).
+* Float attributes whose text would lose bits (NaNs other than ``nan`` and
+  ``-nan``) are written as their IEEE-754 bits, ``0x`` and 16 hex digits.
 * The cyclic garbage collector is paused while parsing (no cycles are created;
   its passes over the many new objects would cost about a third of the time).
 * Nodes are built with the normal constructors; operator attributes are
