@@ -16,14 +16,21 @@ How the alpha hash is computed
 A subterm without any variable (no ``F_VAR`` bit in its summary mask) is its
 own canonical form: its content id already is a process-stable, context-free
 hash, and we use it as is (no walk below it).  Every other node is hashed
-bottom-up, iteratively, *in an environment*: the list of binders entered on the
-way down from the root.  A bound variable hashes as a marker ``(binder level,
-position)`` (de Bruijn levels), a free variable by its id.  A node's digest
-depends on its environment, so digests are memoized per ``(environment, node)``
-during one walk, and only results computed at the root (empty environment),
-where they are context-free, are stored in the global weak cache.  Each
-environment keeps a persistent map (``pyrsistent.pmap``), so a 10^5-deep Let
-chain costs O(n log n), and a DAG inside one scope is walked once.
+bottom-up in one iterative depth-first walk that keeps a single mutable map
+from the variables bound on the current path to their markers, updated on
+entering a binder and undone on leaving it (no per-level environment).  A
+bound variable hashes as a marker ``(binder level, position)`` (de Bruijn
+levels), a free variable by its id; a let-bound function is in the scope of its
+own variable (it may call itself).  Each result also carries ``L``, a level at
+or above which lie the binders of all the node's free variables, and the
+memo keeps the scope instance at level ``L`` it was computed under: a node
+shared by several scopes is hashed again only under a different binding of
+levels ``1..L`` (so a subgraph depending on an outer parameter and shared under
+many nested lets is hashed once).  Results that depend on no binder (``L == 0``)
+of functions and of the root are stored in a global weak cache.
+:func:`alpha_equal` walks both graphs the same way, with one pair of mutable
+maps and the same memo rule for pairs already found equal; memory is linear in
+the graph, bounded by a few hundred bytes per node.
 
 Stability: closed terms (every variable bound) hash alike in every process.  A
 free variable hashes by its id, which includes its process-unique ``uid``; it
@@ -40,7 +47,6 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from pyrsistent import pmap
 from xxhash import xxh3_128_digest
 
 from .errors import WellFormedError
@@ -56,14 +62,15 @@ _NONE = b"\x00" * 16
 _hash_cache: weakref.WeakKeyDictionary[Node, bytes] = weakref.WeakKeyDictionary()
 _equal_cache: dict[tuple[bytes, bytes, bool], bool] = {}
 _EQUAL_CACHE_LIMIT = 1 << 16
-_marker_cache: dict[tuple[int, int], bytes] = {}
 
 
 def clear_caches() -> None:
-    """Forget every cached alpha hash and alpha-equality answer (for benchmarks)."""
+    """Forget every cached alpha hash and alpha-equality answer (for benchmarks).
+
+    These two are the only caches of this module; both are bounded (the hash cache is
+    weak, the equality cache is cleared when full)."""
     _hash_cache.clear()
     _equal_cache.clear()
-
 
 
 # -- structural -------------------------------------------------------------------------------
@@ -99,24 +106,8 @@ def structural_hash(x: Any) -> int:
 
 # -- alpha hash ---------------------------------------------------------------------------------
 
-
-class _Env:
-    """Binders entered on the way down from the root: var -> marker digest."""
-
-    __slots__ = ("depth", "memo", "vars")
-
-    def __init__(self, vars_: Any, depth: int) -> None:
-        self.vars = vars_
-        self.depth = depth
-        self.memo: dict[Node, bytes] = {}
-
-
-def _marker(level: int, index: int) -> bytes:
-    key = (level, index)
-    m = _marker_cache.get(key)
-    if m is None:
-        m = _marker_cache[key] = _digest(b"B%d,%d" % key)
-    return m
+_ENTER, _EXIT, _COMPUTE = 1, 2, 3
+_KIDS = {Call: -1, Tuple: -1, TupleGetItem: 1, If: 3, Function: 1, Let: 2}
 
 
 def _ann(v: Var) -> bytes:
@@ -143,99 +134,152 @@ def alpha_hash(x: Expr | Module) -> bytes:
         return _alpha_walk(x)
 
 
+def _binds_in_value(n: Let) -> bool:
+    """A let-bound function may call itself: its var scopes over its value too."""
+    return type(n.value) is Function
+
+
 def _alpha_walk(root: Expr) -> bytes:
-    env0 = _Env(pmap(), 0)
+    """Depth-first, iterative; one mutable var -> (marker, level) map, undone on scope exit.
+
+    A result is a triple (digest, L, open): L is a level at or above which every binder
+    of the node's free variables lies (0: none), ``open`` says a free variable was hashed
+    by its id.  The memo keeps, per node, the scope instance at level L when it was
+    computed: the node is hashed again only under another binding of those levels (a
+    shared subgraph under nested lets is hashed once per distinct binding context).
+    """
     cache = _hash_cache
-    stack: list[Any] = [(root, env0, None)]
-    push = stack.append
-    pop = stack.pop
-
-    def res(c: Node, env: _Env) -> bytes:
-        if not (c._mask & F_VAR):
-            return c.id
-        if type(c) is Var:
-            m = env.vars.get(c)
-            return m if m is not None else c.id
-        return env.memo[c]
-
-    while stack:
-        n, env, inner = pop()
-        memo = env.memo
-        if inner is None:  # first visit: schedule children
-            if n in memo:
+    bound: dict[Var, tuple[bytes, int]] = {}
+    inst: list[int] = [0]  # scope instance at each level of the current path
+    shadows: list[int] = []  # levels, on the current path, of binders that rebind a bound var
+    undo: list[Any] = []
+    memo: dict[Node, tuple[int, int, int, bytes]] = {}  # node -> (L, instance at L or -1 if open, cur, h)
+    counter = 0
+    vals: list[tuple[bytes, int, bool]] = []
+    pushv = vals.append
+    ops: list[Any] = [root]
+    push = ops.append
+    pop = ops.pop
+    while ops:
+        item = pop()
+        if type(item) is tuple:
+            code, n = item
+            if code == _ENTER:
+                level = len(inst)
+                counter += 1
+                inst.append(counter)
+                vs = n.params if type(n) is Function else (n.var,)
+                shadow = False
+                for i, p in enumerate(vs):
+                    old = bound.get(p)
+                    if old is not None:
+                        shadow = True
+                    undo.append((p, old))
+                    bound[p] = (_digest(b"B%d,%d" % (level, i)), level)
+                if shadow:
+                    shadows.append(level)
                 continue
-            if env is env0:
-                h = cache.get(n)
-                if h is not None:
-                    memo[n] = h
-                    continue
+            if code == _EXIT:
+                vs = n.params if type(n) is Function else (n.var,)
+                for _ in vs:
+                    p, old = undo.pop()
+                    if old is None:
+                        del bound[p]
+                    else:
+                        bound[p] = old
+                level = len(inst) - 1
+                if shadows and shadows[-1] == level:
+                    shadows.pop()
+                inst.pop()
+                continue
+            # _COMPUTE
             k = type(n)
-            if k is Function:
-                depth = env.depth + 1
-                vs = env.vars
-                for i, p in enumerate(n.params):
-                    vs = vs.set(p, _marker(depth, i))
-                sub = _Env(vs, depth)
-                push((n, env, sub))
-                b = n.body
-                if b._mask & F_VAR and type(b) is not Var:
-                    push((b, sub, None))
-                continue
-            if k is Let:
-                depth = env.depth + 1
-                sub = _Env(env.vars.set(n.var, _marker(depth, 0)), depth)
-                push((n, env, sub))
-                b = n.body
-                if b._mask & F_VAR and type(b) is not Var:
-                    push((b, sub, None))
-                v = n.value
-                if v._mask & F_VAR and type(v) is not Var and v not in memo:
-                    push((v, env, None))
-                continue
-            push((n, env, env))
-            for c in n.children():
-                if c._mask & F_VAR and type(c) is not Var and c not in memo:
-                    push((c, env, None))
+            nk = _KIDS[k]
+            if nk < 0:
+                nk = len(n.args) + (type(n.op) is not Op) if k is Call else len(n.fields)
+            kids = vals[-nk:]
+            del vals[-nk:]
+            lv = 0
+            opn = False
+            for _, cl, co in kids:
+                if cl > lv:
+                    lv = cl
+                opn = opn or co
+            if k is Call:
+                op = n.op
+                if type(op) is Op:
+                    opd = b"o" + op.id
+                    hs = [c[0] for c in kids]
+                else:
+                    opd = b"e" + kids[0][0]
+                    hs = [c[0] for c in kids[1:]]
+                h = _digest(b"".join((b"C%d:" % len(hs), opd, n.attrs.id, *hs)))
+            elif k is Tuple:
+                h = _digest(b"".join((b"T%d:" % len(kids), *[c[0] for c in kids])))
+            elif k is TupleGetItem:
+                h = _digest(b"I%d:" % n.index + kids[0][0])
+            elif k is If:
+                h = _digest(b"?" + kids[0][0] + kids[1][0] + kids[2][0])
+            elif k is Function:
+                rt = n.ret_type
+                h = _digest(b"".join((b"F%d:" % len(n.params), n.attrs.id, rt.id if rt is not None else _NONE,
+                                      *[_ann(p) for p in n.params], kids[0][0])))
+            else:  # Let
+                h = _digest(b"L" + _ann(n.var) + kids[0][0] + kids[1][0])
+            if k is Function or k is Let:
+                own = len(inst)  # the level its body was hashed at
+                if lv >= own:
+                    lv = own - 1  # conservative: its own binder is internal
+            cur = len(inst) - 1
+            memo[n] = (lv, -1 if opn else inst[lv], inst[cur], h)
+            if lv == 0 and (k is Function or n is root):
+                cache[n] = h
+            pushv((h, lv, opn))
             continue
-        if n in memo:
+        n = item
+        if not (n._mask & F_VAR):
+            pushv((n.id, 0, False))
             continue
         k = type(n)
-        if k is Call:
-            op = n.op
-            opd = b"o" + op.id if type(op) is Op else b"e" + res(op, env)
-            args = n.args
-            h = _digest(b"".join((b"C%d:" % len(args), opd, n.attrs.id, *[res(a, env) for a in args])))
-        elif k is Tuple:
-            fs = n.fields
-            h = _digest(b"".join((b"T%d:" % len(fs), *[res(f, env) for f in fs])))
-        elif k is TupleGetItem:
-            h = _digest(b"I%d:" % n.index + res(n.tuple_value, env))
-        elif k is If:
-            h = _digest(b"?" + res(n.cond, env) + res(n.true_branch, env) + res(n.false_branch, env))
+        if k is Var:
+            b = bound.get(n)
+            pushv((n.id, 0, True) if b is None else (b[0], b[1], False))
+            continue
+        cur = len(inst) - 1
+        rec = memo.get(n)
+        if rec is not None:
+            lv, at, where, h = rec
+            if (where == inst[cur] if at < 0 else
+                    lv <= cur and inst[lv] == at and (not shadows or shadows[-1] <= lv)):
+                pushv((h, lv, at < 0))
+                continue
+        if cur == 0:
+            h2 = cache.get(n)
+            if h2 is not None:
+                pushv((h2, 0, True))  # conservative: hashed standalone
+                continue
+        push((_COMPUTE, n))
+        if k is Let:
+            rec_value = _binds_in_value(n)
+            push((_EXIT, n))
+            push(n.body)
+            if rec_value:
+                push(n.value)
+                push((_ENTER, n))
+            else:
+                push((_ENTER, n))
+                push(n.value)
         elif k is Function:
-            rt = n.ret_type
-            h = _digest(b"".join((b"F%d:" % len(n.params), n.attrs.id, rt.id if rt is not None else _NONE,
-                                  *[_ann(p) for p in n.params], res(n.body, inner))))
-        elif k is Let:
-            h = _digest(b"L" + _ann(n.var) + res(n.value, env) + res(n.body, inner))
-        else:  # pragma: no cover - leaves without variables never get here
-            h = n.id
-        memo[n] = h
-        if env is env0 and (k is Function or n is root):
-            cache[n] = h
-    return env0.memo[root]
+            push((_EXIT, n))
+            push(n.body)
+            push((_ENTER, n))
+        else:
+            for c in reversed(n.children()):
+                push(c)
+    return vals[-1][0]
 
 
 # -- alpha equality -----------------------------------------------------------------------------
-
-
-class _Scope:
-    __slots__ = ("a2b", "b2a", "seen")
-
-    def __init__(self, a2b: Any, b2a: Any) -> None:
-        self.a2b = a2b
-        self.b2a = b2a
-        self.seen: set[tuple[Node, Node]] = set()
 
 
 def alpha_equal(a: Any, b: Any, *, map_free_vars: bool = False) -> bool:
@@ -281,26 +325,91 @@ def alpha_equal(a: Any, b: Any, *, map_free_vars: bool = False) -> bool:
 
 
 def _parallel_walk(a: Expr, b: Expr, map_free_vars: bool) -> bool:
-    """Exact, iterative comparison of two graphs under a scoped bijection of bound vars."""
+    """Exact, iterative, depth-first comparison under a scoped bijection of bound vars.
+
+    One pair of mutable maps (a-var -> (b-var, level) and back), updated on entering a
+    binder pair and undone on leaving it.  As in :func:`_alpha_walk`, each compared pair
+    yields (L, open): a pair found equal is not compared again under the same binding of
+    levels up to L (exactly the same scope, if it involved a free variable).
+    """
     free_a2b: dict[Node, Node] = {}
     free_b2a: dict[Node, Node] = {}
-    stack: list[tuple[Node, Node, _Scope]] = [(a, b, _Scope(pmap(), pmap()))]
+    a2b: dict[Node, tuple[Node, int]] = {}
+    b2a: dict[Node, tuple[Node, int]] = {}
+    undo: list[Any] = []
+    inst: list[int] = [0]
+    shadows: list[int] = []
+    counter = 0
+    seen: dict[tuple[Node, Node], tuple[int, int, int]] = {}
+    vals: list[tuple[int, bool]] = []
+    pushv = vals.append
+    stack: list[Any] = [(a, b)]
     push = stack.append
     pop = stack.pop
     while stack:
-        x, y, sc = pop()
+        item = pop()
+        if len(item) != 2:  # (code, ...) of 3 or 4 fields; a pair to compare has 2
+            code = item[0]
+            if code == _ENTER:
+                _, ps, qs = item
+                level = len(inst)
+                counter += 1
+                inst.append(counter)
+                shadow = False
+                for p, q in zip(ps, qs):
+                    op_, oq = a2b.get(p), b2a.get(q)
+                    if op_ is not None or oq is not None:
+                        shadow = True
+                    undo.append((p, q, op_, oq))
+                    a2b[p] = (q, level)
+                    b2a[q] = (p, level)
+                if shadow:
+                    shadows.append(level)
+            elif code == _EXIT:
+                for _ in range(item[1]):
+                    p, q, op_, oq = undo.pop()
+                    if op_ is None:
+                        del a2b[p]
+                    else:
+                        a2b[p] = op_
+                    if oq is None:
+                        del b2a[q]
+                    else:
+                        b2a[q] = oq
+                if shadows and shadows[-1] == len(inst) - 1:
+                    shadows.pop()
+                inst.pop()
+            else:  # _COMPUTE: all children of the pair are equal
+                _, pair, nk, binder = item
+                lv = 0
+                opn = False
+                if nk:
+                    for cl, co in vals[-nk:]:
+                        if cl > lv:
+                            lv = cl
+                        opn = opn or co
+                    del vals[-nk:]
+                if binder and lv >= len(inst):
+                    lv = len(inst) - 1
+                seen[pair] = (lv, -1 if opn else inst[lv], inst[-1])
+                pushv((lv, opn))
+            continue
+        x, y = item
         if x is y and not (x._mask & F_VAR):
+            pushv((0, False))
             continue
         k = type(x)
         if k is not type(y):
             return False
         if k is Var:
-            mx = sc.a2b.get(x)
-            my = sc.b2a.get(y)
+            mx = a2b.get(x)
+            my = b2a.get(y)
             if mx is not None or my is not None:
-                if mx is not y or my is not x:
+                if mx is None or my is None or mx[0] is not y or my[0] is not x:
                     return False
+                pushv((mx[1], False))
                 continue
+            pushv((0, True))
             if not map_free_vars:
                 if x is not y:
                     return False
@@ -317,48 +426,65 @@ def _parallel_walk(a: Expr, b: Expr, map_free_vars: bool) -> bool:
             continue
         if not (x._mask & F_VAR) or not (y._mask & F_VAR):
             return False  # a variable-free node is alpha-equal only to itself
-        pair = (x, y)
-        if pair in sc.seen:
-            continue
-        sc.seen.add(pair)
+        rec = seen.get(item)
+        if rec is not None:
+            lv, at, where = rec
+            cur = len(inst) - 1
+            if (where == inst[cur] if at < 0 else
+                    lv <= cur and inst[lv] == at and (not shadows or shadows[-1] <= lv)):
+                pushv((lv, at < 0))
+                continue
         if k is Call:
             if x.attrs is not y.attrs or len(x.args) != len(y.args):
                 return False
-            if type(x.op) is Op or type(y.op) is Op:
-                if x.op is not y.op:
-                    return False
-            else:
-                push((x.op, y.op, sc))
-            for c, d in zip(x.args, y.args):
-                push((c, d, sc))
+            fn = type(x.op) is not Op
+            if (not fn or type(y.op) is Op) and x.op is not y.op:
+                return False
+            push((_COMPUTE, item, len(x.args) + fn, False))
+            for c, d in zip(reversed(x.args), reversed(y.args)):
+                push((c, d))
+            if fn:
+                push((x.op, y.op))
         elif k is Tuple:
             if len(x.fields) != len(y.fields):
                 return False
-            for c, d in zip(x.fields, y.fields):
-                push((c, d, sc))
+            push((_COMPUTE, item, len(x.fields), False))
+            for c, d in zip(reversed(x.fields), reversed(y.fields)):
+                push((c, d))
         elif k is TupleGetItem:
             if x.index != y.index:
                 return False
-            push((x.tuple_value, y.tuple_value, sc))
+            push((_COMPUTE, item, 1, False))
+            push((x.tuple_value, y.tuple_value))
         elif k is If:
-            push((x.cond, y.cond, sc))
-            push((x.true_branch, y.true_branch, sc))
-            push((x.false_branch, y.false_branch, sc))
+            push((_COMPUTE, item, 3, False))
+            push((x.false_branch, y.false_branch))
+            push((x.true_branch, y.true_branch))
+            push((x.cond, y.cond))
         elif k is Function:
             ps, qs = x.params, y.params
             if (len(ps) != len(qs) or x.attrs is not y.attrs or x.ret_type is not y.ret_type
                     or any(p.type_annotation is not q.type_annotation for p, q in zip(ps, qs))):
                 return False
-            a2b, b2a = sc.a2b, sc.b2a
-            for p, q in zip(ps, qs):
-                a2b = a2b.set(p, q)
-                b2a = b2a.set(q, p)
-            push((x.body, y.body, _Scope(a2b, b2a)))
+            push((_COMPUTE, item, 1, True))
+            push((_EXIT, len(ps), None))
+            push((x.body, y.body))
+            push((_ENTER, ps, qs))
         elif k is Let:
             if x.var.type_annotation is not y.var.type_annotation:
                 return False
-            push((x.value, y.value, sc))
-            push((x.body, y.body, _Scope(sc.a2b.set(x.var, y.var), sc.b2a.set(y.var, x.var))))
+            rx = _binds_in_value(x)
+            if rx != _binds_in_value(y):
+                return False
+            push((_COMPUTE, item, 2, True))
+            push((_EXIT, 1, None))
+            push((x.body, y.body))
+            if rx:
+                push((x.value, y.value))
+                push((_ENTER, (x.var,), (y.var,)))
+            else:
+                push((_ENTER, (x.var,), (y.var,)))
+                push((x.value, y.value))
         else:  # Constant, Op, GlobalVar carry no variables: handled above
             return False
     return True
