@@ -26,7 +26,7 @@ def _name(key: str | GlobalVar) -> str:
     if type(key) is GlobalVar:
         return key.name_hint
     if isinstance(key, str):
-        return key
+        return GlobalVar(key).name_hint  # the same rules as global names (non-empty, valid Unicode)
     raise WellFormedError(f"module keys are names or GlobalVars, got {key!r}")
 
 

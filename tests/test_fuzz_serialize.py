@@ -341,20 +341,14 @@ def test_fuzz_json_documents(k, data):
     _load_or_reject(pyir.from_json, json.dumps(doc))
 
 
-# -- findings in constructors owned by others ------------------------------------------------------------
+# -- findings in constructors -------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="owned by module engineer: Module accepts a function name that GlobalVar refuses "
-                          "(so loaders accept it too, and its text does not parse)")
 @pytest.mark.parametrize("name", ["\ud800", ""])
 def test_module_names_are_global_var_names(name):
     """issue 10 item 1 (found by the loader fuzz): a module's function names are valid GlobalVar names;
-    a payload naming a function "\\ud800" loads today, prints, and its text does not parse."""
+    a payload naming a function "\\ud800" used to load, print, and give text that does not parse."""
     x = pyir.var("x", shape=(2,))
     f = pyir.Function([x], op.nn.relu(x))
-    try:
+    with pytest.raises(pyir.PyIRError):
         pyir.Module({name: f})
-    except pyir.PyIRError:
-        return
-    raise AssertionError(f"Module accepted the function name {name!r}")
