@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 from .errors import WellFormedError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .lineage import current_recorder
+from .lineage import EdgeBuffer, current_recorder
 from .node import Node
 from .traverse import post_order
 
@@ -202,9 +202,7 @@ class ExprMutator:
 
     def _record(self, rec: Any, old: Node, new: Node) -> None:
         memo = self.memo
-        oid = (old.id,)
-        edges = rec.edges
-        edges.append((new.id, oid))
+        ids = [new.id]  # the new node and every node freshly created under it derive from ``old``
         produced = self.__dict__.setdefault("_produced", set())
         produced.add(new)
         stack = list(new.children())
@@ -213,8 +211,14 @@ class ExprMutator:
             if c in memo or c in produced:
                 continue
             produced.add(c)
-            edges.append((c.id, oid))
+            ids.append(c.id)
             stack.extend(c.children())
+        edges = rec.edges
+        if type(edges) is EdgeBuffer:  # the compact buffer: one id per edge, no tuples
+            edges.add_one_old(ids, old.id)
+        else:  # pragma: no cover - a custom recorder
+            oid = (old.id,)
+            edges.extend([(i, oid) for i in ids])
 
 
 class _FnMutator(ExprMutator):

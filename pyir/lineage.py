@@ -24,16 +24,18 @@ from __future__ import annotations
 
 import contextvars
 import numbers
-from collections.abc import Iterable, Mapping
+import operator
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, overload
 
 from .errors import ImmutableError, LineageError
 from .node import Node, gc_paused
 
-__all__ = ["PassRecord", "Recorder", "derive", "eliminate", "current_recorder", "recording",
-           "Step", "set_recording_enabled"]
+__all__ = ["PassRecord", "Recorder", "EdgeBuffer", "Edges", "derive", "eliminate", "current_recorder",
+           "recording", "Step", "set_recording_enabled"]
 
 _current: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("pyir_recorder", default=None)
 _enabled = [True]
@@ -46,13 +48,222 @@ def set_recording_enabled(flag: bool) -> bool:
     return old
 
 
+class EdgeBuffer:
+    """The edges a :class:`Recorder` accumulates, stored compactly.
+
+    ``append((new_id, old_ids))`` and ``extend(pairs)`` take what a list of pairs
+    would; the ids go into two byte arrays (16 bytes per id) and a count per edge
+    (kept only once some edge has other than one old id), about 32 bytes per edge
+    instead of a tuple per edge.  Iterating yields ``(new, olds)`` pairs.
+    """
+
+    __slots__ = ("news", "olds", "counts", "n")
+
+    def __init__(self) -> None:
+        self.news = bytearray()
+        self.olds = bytearray()
+        self.counts: array[int] | None = None  # None while every edge has exactly one old id
+        self.n = 0
+
+    def append(self, edge: tuple[bytes, Iterable[bytes]]) -> None:
+        """Add one ``(new id, old ids)`` edge."""
+        try:
+            new, olds = edge
+        except (TypeError, ValueError):
+            raise LineageError(f"edges are (new id, old ids) pairs, got {edge!r:.80}") from None
+        if type(new) is not bytes or len(new) != _ID_LEN:
+            _check_id(new, "edge")
+        if type(olds) is not tuple:
+            try:
+                olds = tuple(olds)
+            except TypeError:
+                raise LineageError(f"edges are (new id, old ids) pairs, got {edge!r:.80}") from None
+        for o in olds:
+            if type(o) is not bytes or len(o) != _ID_LEN:
+                _check_id(o, "edge")
+        self.news += new
+        k = len(olds)
+        self.olds += olds[0] if k == 1 else b"".join(olds)
+        counts = self.counts
+        if counts is None:
+            if k == 1:
+                self.n += 1
+                return
+            counts = self.counts = array("I", [1]) * self.n
+        counts.append(k)
+        self.n += 1
+
+    def add_one_old(self, news: list[bytes], old: bytes) -> None:
+        """Add an edge ``new <- old`` for each id of ``news`` (ids of live nodes, unchecked)."""
+        k = len(news)
+        self.news += b"".join(news)
+        self.olds += old * k
+        if self.counts is not None:
+            self.counts.extend(array("I", [1]) * k)
+        self.n += k
+
+    def extend(self, edges: Iterable[tuple[bytes, Iterable[bytes]]]) -> None:
+        """Add every edge of ``edges`` (pairs, or another EdgeBuffer / a record's ``edges``)."""
+        if type(edges) is EdgeBuffer or type(edges) is Edges:
+            self._extend_compact(edges._parts())  # type: ignore[union-attr]
+            return
+        try:
+            it = iter(edges)
+        except TypeError:
+            raise LineageError(f"edges must be an iterable of pairs, got {edges!r:.80}") from None
+        append = self.append
+        for e in it:
+            append(e)
+
+    def _extend_compact(self, parts: tuple[bytes | bytearray, bytes | bytearray, Any, int]) -> None:
+        news, olds, counts, n = parts
+        if not n:
+            return
+        if counts is not None and self.counts is None:
+            self.counts = array("I", [1]) * self.n
+        if self.counts is not None:
+            self.counts.extend(array("I", [1]) * n if counts is None else _as_counts(counts))
+        self.news += news
+        self.olds += olds
+        self.n += n
+
+    def _parts(self) -> tuple[bytearray, bytearray, Any, int]:
+        return self.news, self.olds, self.counts, self.n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[tuple[bytes, tuple[bytes, ...]]]:
+        return _iter_edges(bytes(self.news), bytes(self.olds), self.counts)
+
+    def __repr__(self) -> str:
+        return f"<EdgeBuffer of {self.n} edges>"
+
+
+def _as_counts(c: Any) -> array[int]:
+    if type(c) is array:
+        return c
+    a = array("I")
+    a.frombytes(c)
+    return a
+
+
+def _iter_edges(news: bytes, olds: bytes, counts: Any) -> Iterator[tuple[bytes, tuple[bytes, ...]]]:
+    L = _ID_LEN
+    if counts is None:
+        for i in range(0, len(news), L):
+            yield news[i:i + L], (olds[i:i + L],)
+        return
+    p = 0
+    for i, k in enumerate(_as_counts(counts) if type(counts) is not array else counts):
+        q = p + k * L
+        yield news[i * L:i * L + L], tuple([olds[j:j + L] for j in range(p, q, L)])
+        p = q
+
+
+class Edges(Sequence[tuple[bytes, tuple[bytes, ...]]]):
+    """A pass record's edges: an immutable sequence of ``(new id, old ids)`` pairs
+    decoded on access from the record's compact storage.  Equal to any sequence
+    holding the same pairs (e.g. a tuple of tuples)."""
+
+    __slots__ = ("_news", "_olds", "_counts", "_offsets")
+
+    _news: bytes
+    _olds: bytes
+    _counts: bytes | None  # native uint32 counts; None when every edge has one old id
+    _offsets: array[int] | None
+
+    def __init__(self, news: bytes, olds: bytes, counts: bytes | None) -> None:
+        if type(news) is not bytes or type(olds) is not bytes or len(news) % _ID_LEN or (
+                counts is None and len(olds) != len(news)) or (counts is not None and (
+                type(counts) is not bytes or len(counts) != 4 * (len(news) // _ID_LEN)
+                or len(olds) != _ID_LEN * sum(memoryview(counts).cast("I")))):
+            raise LineageError("inconsistent compact edges")
+        _set = object.__setattr__
+        _set(self, "_news", news)
+        _set(self, "_olds", olds)
+        _set(self, "_counts", counts)
+        _set(self, "_offsets", None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise ImmutableError(f"pass record edges are immutable (cannot set {name!r})")
+
+    def __delattr__(self, name: str) -> None:
+        raise ImmutableError(f"pass record edges are immutable (cannot delete {name!r})")
+
+    def __reduce__(self) -> Any:
+        return (Edges, (self._news, self._olds, self._counts))
+
+    def __len__(self) -> int:
+        return len(self._news) // _ID_LEN
+
+    def __iter__(self) -> Iterator[tuple[bytes, tuple[bytes, ...]]]:
+        return _iter_edges(self._news, self._olds, self._counts)
+
+    def _parts(self) -> tuple[bytes, bytes, Any, int]:
+        return self._news, self._olds, self._counts, len(self)
+
+    def _one(self, i: int) -> tuple[bytes, tuple[bytes, ...]]:
+        L = _ID_LEN
+        new = self._news[i * L:i * L + L]
+        if self._counts is None:
+            return new, (self._olds[i * L:i * L + L],)
+        offs = self._offsets
+        if offs is None:
+            offs = array("Q", [0])
+            acc = 0
+            for k in _as_counts(self._counts):
+                acc += k
+                offs.append(acc)
+            object.__setattr__(self, "_offsets", offs)
+        return new, tuple([self._olds[j * L:j * L + L] for j in range(offs[i], offs[i + 1])])
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[bytes, tuple[bytes, ...]]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[tuple[bytes, tuple[bytes, ...]], ...]: ...
+
+    def __getitem__(self, i: Any) -> Any:
+        n = len(self)
+        if isinstance(i, slice):
+            return tuple([self._one(j) for j in range(*i.indices(n))])
+        try:
+            j = operator.index(i)
+        except TypeError:
+            raise TypeError(f"edge indices must be integers or slices, not {type(i).__name__}") from None
+        if j < 0:
+            j += n
+        if not 0 <= j < n:
+            raise IndexError("edge index out of range")
+        return self._one(j)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is Edges:
+            return self._parts()[:2] == other._parts()[:2] and (
+                self._counts == other._counts or list(_as_c(self)) == list(_as_c(other)))
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes, bytearray)):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"<Edges of {len(self)} edges>"
+
+
+def _as_c(e: Edges) -> Any:
+    return array("I", [1]) * len(e) if e._counts is None else _as_counts(e._counts)
+
+
 class Recorder:
-    """Collects the derivation edges of one pass run."""
+    """Collects the derivation edges of one pass run (``edges`` is an :class:`EdgeBuffer`)."""
 
     __slots__ = ("edges", "removed", "sources")
 
     def __init__(self) -> None:
-        self.edges: list[tuple[bytes, tuple[bytes, ...]]] = []
+        self.edges = EdgeBuffer()
         self.removed: list[bytes] = []
         self.sources: dict[bytes, Any] = {}
 
@@ -218,6 +429,22 @@ def thaw_source_value(v: Any) -> Any:
 _INF = float("inf")
 
 
+def _compact_edges(edges: Any, name: str) -> Edges:
+    """The :class:`Edges` of ``edges`` (pairs, an EdgeBuffer or another record's edges), validated."""
+    if type(edges) is Edges:
+        return edges  # immutable: share it
+    if type(edges) is EdgeBuffer:
+        buf = edges
+    else:
+        buf = EdgeBuffer()
+        try:
+            buf.extend(edges)
+        except LineageError as e:
+            raise LineageError(f"pass record {name!r}: {e}") from None
+    news, olds, counts, _ = buf._parts()
+    return Edges(bytes(news), bytes(olds), None if counts is None else counts.tobytes())
+
+
 class PassRecord:
     """One pass run: its name, options, derivation edges and eliminated ids.
 
@@ -232,7 +459,7 @@ class PassRecord:
     __slots__ = ("name", "options", "edges", "removed", "sources", "seconds", "_back", "_fwd")
     name: str
     options: str
-    edges: tuple[tuple[bytes, tuple[bytes, ...]], ...]
+    edges: Edges
     removed: frozenset[bytes]
     sources: Mapping[bytes, Any] | None
     seconds: float
@@ -245,29 +472,10 @@ class PassRecord:
         _check_text(name, "name")
         _check_text(options, "options")
         try:
-            es: tuple[Any, ...] = edges if type(edges) is tuple else tuple(edges)
             rs = removed if type(removed) is frozenset else frozenset(removed)
         except TypeError as err:
             raise LineageError(f"pass record {name!r}: edges and removed must be iterables: {err}") from None
-        fixed: list[Any] | None = None
-        for i, edge in enumerate(es):
-            if type(edge) is not tuple or len(edge) != 2 or type(edge[1]) is not tuple:
-                if fixed is None:
-                    fixed = list(es)
-                try:
-                    new, olds = edge
-                    edge = fixed[i] = (new, tuple(olds))
-                except (TypeError, ValueError):
-                    raise LineageError(f"pass record {name!r}: edges are (new id, old ids) pairs, "
-                                       f"got {edge!r:.80}") from None
-            new, olds = edge
-            if type(new) is not bytes or len(new) != _ID_LEN:
-                _check_id(new, "edge")
-            for o in olds:
-                if type(o) is not bytes or len(o) != _ID_LEN:
-                    _check_id(o, "edge")
-        if fixed is not None:
-            es = tuple(fixed)
+        es = _compact_edges(edges, name)
         for r in rs:
             if type(r) is not bytes or len(r) != _ID_LEN:
                 _check_id(r, "removed id")

@@ -364,7 +364,7 @@ def rewrite_rules(expr: Expr, rules: Iterable[Rule | tuple[Pattern, Callable[[Ma
     return cur
 
 
-def _compose(back: dict[bytes, tuple[bytes, ...]], edges: list[tuple[bytes, tuple[bytes, ...]]]) -> None:
+def _compose(back: dict[bytes, tuple[bytes, ...]], edges: Iterable[tuple[bytes, tuple[bytes, ...]]]) -> None:
     """Fold one round's edges into ``back`` so that every new id points to original ids."""
     for new, olds in edges:
         acc: list[bytes] = []

@@ -285,16 +285,69 @@ def test_onnx_sources_are_immutable():
     assert source_table(back) == table and pyir.from_json(pyir.to_json(mod)).pass_records[0].sources == table
 
 
-def test_back_and_fwd_indexes_share_the_edge_tuples():
-    """issue 10 (10^6 memory target): the back index maps an id with one edge to that
-    edge's own tuple (no copy per edge); ids with several edges get one deduplicated tuple."""
+def test_back_and_fwd_indexes():
+    """issue 10 (10^6 memory target): the indexes built from the compact edges merge the
+    edges of an id into one deduplicated tuple."""
     a, b, c, d = (bytes([i]) * 16 for i in range(4))
     olds = (a, b)
     rec = pyir.PassRecord("p", "", ((c, olds), (d, (a,)), (d, (b, a)), (c, (b,))), ())
     assert rec.back[c] == (a, b) and rec.back[d] == (a, b)
-    one = (a,)
-    rec2 = pyir.PassRecord("p", "", ((c, one), (d, (a, a)), (b, (c, d))), ())
-    assert rec2.back[c] is one and rec2.back[d] == (a,) and rec2.back[b] == (c, d)
+    rec2 = pyir.PassRecord("p", "", ((c, (a,)), (d, (a, a)), (b, (c, d))), ())
+    assert rec2.back[c] == (a,) and rec2.back[d] == (a,) and rec2.back[b] == (c, d)
     assert rec.fwd[a] == (c, d) and rec.fwd[b] == (c, d)
     assert rec2.fwd[a] == (c, d) and rec2.fwd[c] == (b,)
     assert all(type(v) is tuple for r in (rec, rec2) for v in (*r.back.values(), *r.fwd.values()))
+
+
+def test_pass_record_edges_are_compact():
+    """issue 10 (10^6 memory target): a record stores its edges as concatenated 16-byte ids
+    (plus a count per edge only when some edge has several old ids), ~32 bytes per edge; the
+    public ``edges`` is an immutable sequence of (new, olds) pairs equal to the tuple form."""
+    import pickle
+
+    import pytest
+
+    from pyir.errors import ImmutableError, LineageError
+    from pyir.lineage import EdgeBuffer, Edges, PassRecord
+
+    ids = [bytes([i]) * 16 for i in range(8)]
+    pairs = tuple((ids[i], (ids[i + 1],)) for i in range(7))
+    rec = PassRecord("p", "", pairs, ())
+    e = rec.edges
+    assert type(e) is Edges and len(e) == 7 and e == pairs and tuple(e) == pairs and list(e) == list(pairs)
+    assert e[0] == pairs[0] and e[-1] == pairs[-1] and e[2:5] == pairs[2:5] and e[::-2] == pairs[::-2]
+    assert e._counts is None and len(e._news) + len(e._olds) == 7 * 32
+    with pytest.raises(IndexError):
+        e[7]
+    with pytest.raises(ImmutableError):
+        e._news = b""  # type: ignore[misc]
+    mixed = (*pairs[:3], (ids[0], ()), (ids[1], (ids[2], ids[3], ids[4])), *pairs[3:])
+    rec2 = PassRecord("p", "", mixed, ())
+    assert rec2.edges == mixed and rec2.edges[4] == mixed[4] and rec2.edges[3] == (ids[0], ())
+    assert rec2.edges != rec.edges and rec.edges == PassRecord("q", "", rec.edges, ()).edges
+    assert pickle.loads(pickle.dumps(rec2)).edges == mixed and hash(rec.edges) == hash(pairs)
+    # buffers: append / extend validate; extending from a buffer or a record keeps the counts right
+    buf = EdgeBuffer()
+    buf.extend(pairs[:2])
+    buf.extend(rec2.edges)
+    buf.append((ids[5], [ids[6], ids[7]]))
+    buf.add_one_old([ids[1], ids[2]], ids[0])
+    want = (*pairs[:2], *mixed, (ids[5], (ids[6], ids[7])), (ids[1], (ids[0],)), (ids[2], (ids[0],)))
+    assert tuple(buf) == want and PassRecord("p", "", buf, ()).edges == want
+    for bad in [(ids[0],), (ids[0], ids[1]), (ids[0][:3], ()), (ids[0], (ids[1].hex(),)), 5]:
+        with pytest.raises(LineageError):
+            EdgeBuffer().append(bad)  # type: ignore[arg-type]
+    for bad_parts in [(b"x" * 15, b"", None), (ids[0], ids[1] * 2, None), (ids[0], ids[1], b"\2\0\0\0")]:
+        with pytest.raises(LineageError):
+            Edges(*bad_parts)
+
+
+def test_recorded_pass_edges_are_compact():
+    """issue 10 (10^6 memory target): a pass's recorder accumulates edges in byte buffers, so
+    the record of a pass rewriting n nodes holds about 32 n bytes of edges."""
+    mod = pyir.testing.elementwise_chain(2000)
+    out = pyir.transform.ToANormalForm()(mod)
+    e = out.pass_records[-1].edges
+    assert len(e) >= 2000
+    assert len(e._news) + len(e._olds) + len(e._counts or b"") <= 36 * len(e)
+    assert out.origins(out["main"].body) and out.find(mod["main"].params[0])

@@ -148,7 +148,7 @@ class Pass:
             out = self.run(mod)
         if out is not mod or rec:
             _derive_functions(rec, mod, out)
-            record = PassRecord(self.name, self.options(), tuple(rec.edges),
+            record = PassRecord(self.name, self.options(), rec.edges,
                                 frozenset(rec.removed), rec.sources or None,
                                 time.perf_counter() - t0)
             out = out._derive(out.functions(), history=_history_base(mod, out).append(record))
