@@ -1,8 +1,14 @@
-"""Shared fixtures: the 10**6-deep chain every operation must survive, built once."""
+"""Shared fixtures (the 10**6-deep chain every operation must survive, built once), the
+``slow`` marker and the ``--fuzz-long`` option.
+
+``python3 -m pytest -m "not slow"`` is the quick development subset: it leaves out the 10**6-deep
+runs and the real-model imports, which the full run (CI) keeps.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -31,3 +37,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--fuzz-long"):
         os.environ["PYIR_FUZZ_LONG"] = "1"  # read by tests/_fuzz.py when the fuzz modules import
+
+
+_SLOW_FIXTURES = {"deep_chain", "deep_anf"}
+_SLOW_NAME = re.compile(r"deep|million|10_?6")
+_SLOW_MODULES = {"test_onnx_models.py", "test_examples_onnx.py"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark as ``slow`` the 10**6-deep tests and the real-model imports (deselect: -m "not slow")."""
+    slow = pytest.mark.slow
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if (fixtures & _SLOW_FIXTURES or _SLOW_NAME.search(item.name)
+                or item.path.name in _SLOW_MODULES):
+            item.add_marker(slow)
