@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import EvaluationError, PyIRError
+from .errors import EvaluationError, InternalError, PyIRError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .module import Module
 from .node import Node
@@ -197,7 +197,8 @@ def _run(expr: Expr, frame: _Frame, mod: Module | None) -> Any:
             push((_EVAL, f.body, _Frame(env)))
         else:  # _MEMO: the value on top is n's
             fr.memo[n] = vals[-1]
-    assert len(vals) == 1
+    if len(vals) != 1:
+        raise InternalError(f"interpreter finished with {len(vals)} values on its stack, not 1")
     return vals[0]
 
 

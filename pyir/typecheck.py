@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .errors import PyIRError, TypeCheckError, UnknownOpError, WellFormedError
+from .errors import InternalError, PyIRError, TypeCheckError, UnknownOpError, WellFormedError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .node import F_GLOBAL, F_LET, F_UNTYPED, Node, _set_ty, cached_type
 from .types import FuncType, TensorType, TupleType, Type
@@ -46,7 +46,8 @@ def _where(node: Node) -> str:
 def check_call(call: Call, arg_types: tuple[Type, ...]) -> Type:
     """Apply the operator's type relation to a call, with a clear error on failure."""
     op = call.op
-    assert type(op) is Op
+    if type(op) is not Op:
+        raise InternalError(f"check_call on a call of {type(op).__name__}, not of an Op")
     key = (op, call.attrs, arg_types)
     t = _rel_memo.get(key)
     if t is not None:
