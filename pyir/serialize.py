@@ -68,7 +68,7 @@ from xxhash import xxh3_128_digest
 
 from .errors import LineageError, PyIRError, SerializationError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .lineage import PassRecord, thaw_source_value
+from .lineage import EdgeBuffer, PassRecord, thaw_source_value
 from .module import Module
 from .node import MAX_ATTR_DEPTH, Attrs, Node, gc_paused
 from .traverse import post_order
@@ -832,12 +832,13 @@ def _build_history(ints: list[int], strs: list[str], ids: list[bytes],
         if not 0 <= ne <= len(ints):
             raise _Bad(f"bad edge count {ne}")
         p += 4
-        edges = []
+        edges = EdgeBuffer()  # compact: no tuple per edge
+        add = edges.append
         for _ in range(ne):
             (new,) = idrefs(p, 1)
             olds = idrefs(p + 2, ints[p + 1])
             p += 2 + len(olds)
-            edges.append((new, olds))
+            add((new, olds))
         removed = idrefs(p + 1, ints[p])
         p += 1 + len(removed)
         ns = ints[p]
@@ -856,7 +857,7 @@ def _build_history(ints: list[int], strs: list[str], ids: list[bytes],
         else:
             p += 1
         try:
-            out.append(PassRecord(name, options, tuple(edges), frozenset(removed), sources, seconds))
+            out.append(PassRecord(name, options, edges, frozenset(removed), sources, seconds))
         except LineageError as e:
             raise _Bad(str(e)) from None
     return out, p

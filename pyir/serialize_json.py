@@ -26,12 +26,16 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from json.scanner import make_scanner
 from typing import Any
 
 from .errors import SerializationError
 from .lineage import PassRecord, thaw_source_value
 from .module import Module
-from .node import Node
+from .node import Node, gc_paused
 from .serialize import (
     _ALIGN,
     _I64_MAX,
@@ -101,8 +105,118 @@ def _json_value(v: Any, ix: dict[Node, int]) -> Any:
     raise SerializationError(f"cannot serialize attribute value {v!r}")
 
 
-def to_json(obj: Module | Node, *, indent: int | None = None) -> str:
-    """The node table of a module (or node) as JSON text; see :func:`from_json`."""
+def _node_record(n: Node, ix: dict[Node, int]) -> list[Any]:
+    k = _KIND_OF_TYPE.get(type(n))
+    if k is None:
+        raise SerializationError(f"cannot serialize node of type {type(n).__name__}")
+    name = KIND_NAMES[k]
+    if k == K_VAR:
+        ta = n.type_annotation  # type: ignore[attr-defined]
+        return [name, n.name_hint, n.uid.hex(), None if ta is None else ix[ta]]  # type: ignore[attr-defined]
+    if k == K_GLOBAL:
+        return [name, n.name_hint]  # type: ignore[attr-defined]
+    if k == K_CONST:
+        arr = n.data  # type: ignore[attr-defined]
+        raw = arr.astype(arr.dtype.newbyteorder("<")).tobytes()
+        return [name, arr.dtype.name, list(arr.shape), base64.b64encode(raw).decode("ascii")]
+    if k == K_OP:
+        return [name, n.name]  # type: ignore[attr-defined]
+    if k == K_CALL:
+        return [name, ix[n.op], ix[n.attrs], [ix[a] for a in n.args]]  # type: ignore[attr-defined]
+    if k in (K_TUPLE, K_TUPLE_T):
+        return [name, [ix[f] for f in n.fields]]  # type: ignore[attr-defined]
+    if k == K_GETITEM:
+        return [name, ix[n.tuple_value], n.index]  # type: ignore[attr-defined]
+    if k == K_FUNC:
+        rt = n.ret_type  # type: ignore[attr-defined]
+        return [name, [ix[p] for p in n.params], ix[n.body],  # type: ignore[attr-defined]
+                None if rt is None else ix[rt], ix[n.attrs]]  # type: ignore[attr-defined]
+    if k == K_LET:
+        return [name, ix[n.var], ix[n.value], ix[n.body]]  # type: ignore[attr-defined]
+    if k == K_IF:
+        return [name, ix[n.cond], ix[n.true_branch], ix[n.false_branch]]  # type: ignore[attr-defined]
+    if k == K_TENSOR_T:
+        return [name, n.dtype, list(n.shape)]  # type: ignore[attr-defined]
+    if k == K_FUNC_T:
+        return [name, [ix[a] for a in n.arg_types], ix[n.ret_type]]  # type: ignore[attr-defined]
+    return [name, [[key, _json_value(v, ix)] for key, v in n.items()]]  # type: ignore[attr-defined]
+
+
+_BATCH = 4096  # list items encoded per json.dumps call while streaming
+
+
+class _Writer:
+    """Builds the JSON text in pieces: the document's small parts by ``json.dumps`` of a skeleton,
+    its long lists (node records, edges, removed ids) in batches, never all as Python objects at
+    once.  The text is exactly ``json.dumps(document, indent=indent)``."""
+
+    def __init__(self, indent: int | str | None) -> None:
+        self.indent = indent
+        self.ind = "" if indent is None else indent if isinstance(indent, str) else " " * indent
+        self.nonce = "\0" + os.urandom(8).hex() + ":"
+        self.lists: list[tuple[int, Iterator[list[Any]]]] = []  # (indent level of the key, batches)
+
+    def placeholder(self, level: int, batches: Iterator[list[Any]]) -> str:
+        """A stand-in string for a long list whose key sits at indent ``level``."""
+        self.lists.append((level, batches))
+        return f"{self.nonce}{len(self.lists) - 1}"
+
+    def _dumps(self, v: Any) -> str:
+        return json.dumps(v, indent=self.indent, allow_nan=False)
+
+    def text(self, skeleton: Any) -> str:
+        head = self._dumps(skeleton)
+        token = json.dumps(self.nonce)[1:-1]
+        pieces = head.split('"' + token)
+        parts = [pieces[0]]
+        for piece in pieces[1:]:
+            num, _, rest = piece.partition('"')
+            level, batches = self.lists[int(num)]
+            self._emit(parts, level, batches)
+            parts.append(rest)
+        return "".join(parts)
+
+    def _emit(self, parts: list[str], level: int, batches: Iterator[list[Any]]) -> None:
+        first = True
+        pad = "\n" + self.ind * level
+        parts.append("[")
+        for batch in batches:
+            if not batch:
+                continue
+            t = self._dumps(batch)
+            if self.indent is None:
+                body = t[1:-1]
+                sep = ", "
+            else:
+                if level:
+                    t = t.replace("\n", pad)
+                body = t[1:len(t) - len(pad) - 1]
+                sep = ","
+            if not first:
+                parts.append(sep)
+            parts.append(body)
+            first = False
+        if not first and self.indent is not None:
+            parts.append(pad)
+        parts.append("]")
+
+
+def _batched(items: Iterable[Any], fn: Any) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for x in items:
+        batch.append(fn(x))
+        if len(batch) >= _BATCH:
+            yield batch
+            batch = []
+    yield batch
+
+
+def to_json(obj: Module | Node, *, indent: int | str | None = None) -> str:
+    """The node table of a module (or node) as JSON text; see :func:`from_json`.
+
+    The text is built in pieces (node records and edges in batches), so its
+    Python-object form is never held at once.
+    """
     if isinstance(obj, Module):
         names = obj.names()
         roots: list[Node] = [obj[n] for n in names]
@@ -110,63 +224,26 @@ def to_json(obj: Module | Node, *, indent: int | None = None) -> str:
         roots = [obj]
     else:
         raise SerializationError(f"can only serialize a Module or a Node, got {type(obj).__name__}")
-    ix: dict[Node, int] = {}
-    recs: list[list[Any]] = []
-    for i, n in enumerate(_node_table(roots)):
-        k = _KIND_OF_TYPE.get(type(n))
-        if k is None:
-            raise SerializationError(f"cannot serialize node of type {type(n).__name__}")
-        name = KIND_NAMES[k]
-        r: list[Any]
-        if k == K_VAR:
-            ta = n.type_annotation  # type: ignore[attr-defined]
-            r = [name, n.name_hint, n.uid.hex(), None if ta is None else ix[ta]]  # type: ignore[attr-defined]
-        elif k == K_GLOBAL:
-            r = [name, n.name_hint]  # type: ignore[attr-defined]
-        elif k == K_CONST:
-            arr = n.data  # type: ignore[attr-defined]
-            raw = arr.astype(arr.dtype.newbyteorder("<")).tobytes()
-            r = [name, arr.dtype.name, list(arr.shape), base64.b64encode(raw).decode("ascii")]
-        elif k == K_OP:
-            r = [name, n.name]  # type: ignore[attr-defined]
-        elif k == K_CALL:
-            r = [name, ix[n.op], ix[n.attrs], [ix[a] for a in n.args]]  # type: ignore[attr-defined]
-        elif k in (K_TUPLE, K_TUPLE_T):
-            r = [name, [ix[f] for f in n.fields]]  # type: ignore[attr-defined]
-        elif k == K_GETITEM:
-            r = [name, ix[n.tuple_value], n.index]  # type: ignore[attr-defined]
-        elif k == K_FUNC:
-            rt = n.ret_type  # type: ignore[attr-defined]
-            r = [name, [ix[p] for p in n.params], ix[n.body],  # type: ignore[attr-defined]
-                 None if rt is None else ix[rt], ix[n.attrs]]  # type: ignore[attr-defined]
-        elif k == K_LET:
-            r = [name, ix[n.var], ix[n.value], ix[n.body]]  # type: ignore[attr-defined]
-        elif k == K_IF:
-            r = [name, ix[n.cond], ix[n.true_branch], ix[n.false_branch]]  # type: ignore[attr-defined]
-        elif k == K_TENSOR_T:
-            r = [name, n.dtype, list(n.shape)]  # type: ignore[attr-defined]
-        elif k == K_FUNC_T:
-            r = [name, [ix[a] for a in n.arg_types], ix[n.ret_type]]  # type: ignore[attr-defined]
-        else:
-            r = [name, [[key, _json_value(v, ix)] for key, v in n.items()]]  # type: ignore[attr-defined]
-        recs.append(r)
-        ix[n] = i
+    table = _node_table(roots)
+    w = _Writer(indent)
     doc: dict[str, Any] = {"format": JSON_FORMAT, "version": FORMAT_VERSION}
-    if isinstance(obj, Module):
-        doc["functions"] = {nm: ix[r] for nm, r in zip(names, roots)}
-        doc["history"] = [_json_record(rec) for rec in obj.pass_records]
-    else:
-        doc["node"] = ix[roots[0]]
-    doc["nodes"] = recs
-    return json.dumps(doc, indent=indent, allow_nan=False)
+    with gc_paused():
+        ix = {n: i for i, n in enumerate(table)}
+        if isinstance(obj, Module):
+            doc["functions"] = {nm: ix[r] for nm, r in zip(names, roots)}
+            doc["history"] = [_json_record(rec, w) for rec in obj.pass_records]
+        else:
+            doc["node"] = ix[roots[0]]
+        doc["nodes"] = w.placeholder(1, _batched(table, lambda n: _node_record(n, ix)))
+        return w.text(doc)
 
 
-def _json_record(rec: PassRecord) -> dict[str, Any]:
+def _json_record(rec: PassRecord, w: _Writer) -> dict[str, Any]:
     src = rec.sources
     return {
         "name": rec.name, "options": rec.options, "seconds": float(rec.seconds),
-        "edges": [[new.hex(), [o.hex() for o in olds]] for new, olds in rec.edges],
-        "removed": sorted(r.hex() for r in rec.removed),
+        "edges": w.placeholder(3, _batched(rec.edges, lambda e: [e[0].hex(), [o.hex() for o in e[1]]])),
+        "removed": w.placeholder(3, _batched(sorted(rec.removed), bytes.hex)),
         "sources": None if src is None else [[k.hex(), thaw_source_value(v)] for k, v in src.items()],
     }
 
@@ -174,25 +251,110 @@ def _json_record(rec: PassRecord) -> dict[str, Any]:
 def from_json(text: str | bytes) -> Any:
     """Rebuild what :func:`to_json` wrote (a Module or a single node).
 
+    The text is read incrementally: node records, edges and removed ids are
+    converted one at a time, so the parsed document is never held at once.
     Raises :class:`SerializationError` for malformed or invalid input.
     """
     if not isinstance(text, (str, bytes, bytearray)):
         raise SerializationError(f"expected JSON text (str or bytes), got {type(text).__name__}")
     try:
-        doc = json.loads(text, parse_constant=_no_constant)  # NaN / Infinity are not JSON
-    except (ValueError, TypeError, RecursionError) as e:
+        if not isinstance(text, str):  # as json.loads decodes bytes
+            text = bytes(text).decode(json.detect_encoding(text), "surrogatepass")
+        if text.startswith("\ufeff"):
+            raise ValueError("Unexpected UTF-8 BOM (decode using utf-8-sig)")
+    except ValueError as e:  # UnicodeDecodeError too
         raise SerializationError(f"invalid JSON: {e}") from None
     try:
         cols = _JsonColumns()
-        flags = cols.read(doc)
+        with gc_paused():
+            flags = cols.read(_Reader(text))
     except SerializationError:
         raise
+    except _Syntax as e:
+        raise SerializationError(f"invalid JSON: {e}") from None
     except _Bad as e:
         raise SerializationError(f"invalid pyir JSON: {e}") from None
+    except (ValueError, RecursionError) as e:  # the scanner's errors (JSONDecodeError, NaN hook ...)
+        raise SerializationError(f"invalid JSON: {e}") from None
     except Exception as e:  # defensive: every defect must surface as a SerializationError
         raise SerializationError(f"invalid pyir JSON: {type(e).__name__}: {e}") from e
     return _build(_Columns(flags, bytes(cols.kinds), cols.ints, cols.S.items,
                            cols.ids.items, bytes(cols.blob)))  # type: ignore[arg-type]
+
+
+class _Syntax(Exception):
+    """Malformed JSON text."""
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)  # NaN / Infinity are not JSON
+
+
+class _Reader:
+    """Reads a JSON text piecewise: values with the standard (C) scanner, objects and arrays
+    that may be long member by member, so their elements can be converted and dropped."""
+
+    def __init__(self, s: str) -> None:
+        self.s = s
+        self.i = 0
+        self.scan = make_scanner(_DECODER)  # type: ignore[arg-type]
+
+    def peek(self) -> str:
+        m = _WS.match(self.s, self.i)
+        self.i = m.end()  # type: ignore[union-attr]
+        return self.s[self.i:self.i + 1]
+
+    def _take(self, ch: str) -> None:
+        if self.peek() != ch:
+            raise _Syntax(f"expected {ch!r} at char {self.i}")
+        self.i += 1
+
+    def value(self) -> Any:
+        """The next complete value."""
+        self.peek()
+        try:
+            v, self.i = self.scan(self.s, self.i)
+        except StopIteration as e:
+            raise _Syntax(f"expecting a value at char {e.value}") from None
+        return v
+
+    def elements(self) -> Iterator[None]:
+        """Step through an array: each yield leaves the reader at the next element (read it)."""
+        self._take("[")
+        if self.peek() == "]":
+            self.i += 1
+            return
+        while True:
+            yield None
+            c = self.peek()
+            self.i += 1
+            if c == "]":
+                return
+            if c != ",":
+                raise _Syntax(f"expected ',' or ']' at char {self.i - 1}")
+
+    def members(self) -> Iterator[str]:
+        """Step through an object: yields each key, leaving the reader at its value (read it)."""
+        self._take("{")
+        if self.peek() == "}":
+            self.i += 1
+            return
+        while True:
+            if self.peek() != '"':
+                raise _Syntax(f"expecting a property name at char {self.i}")
+            key = self.value()
+            self._take(":")
+            yield key
+            c = self.peek()
+            self.i += 1
+            if c == "}":
+                return
+            if c != ",":
+                raise _Syntax(f"expected ',' or '}}' at char {self.i - 1}")
+
+    def end(self) -> None:
+        if self.peek():
+            raise _Syntax(f"extra data at char {self.i}")
 
 
 def _int(x: Any, what: str) -> int:
@@ -244,31 +406,65 @@ class _JsonColumns:
         self.ids = _Strings()
         self.blob = bytearray()
 
-    def read(self, doc: Any) -> int:
-        if type(doc) is not dict or doc.get("format") != JSON_FORMAT:
+    def read(self, r: _Reader) -> int:
+        """Convert the document being read by ``r``; the flags of the columns."""
+        if r.peek() != "{":
+            r.value()
+            r.end()
             raise _Bad("not a pyir JSON document (missing \"format\": \"pyir\")")
-        if doc.get("version") != FORMAT_VERSION:
-            raise _Bad(f"unsupported format version {doc.get('version')!r} "
+        top: dict[str, Any] = {}
+        node_cols: tuple[bytearray, list[int], bytearray] | None = None
+        hist: list[int] | None = None
+        for key in r.members():  # a repeated key: the last one counts, as for json.loads
+            if key == "nodes" and r.peek() == "[":
+                node_cols = self._nodes(r)
+                top["nodes"] = True
+            elif key == "history" and r.peek() == "[":
+                hist = self._history(r)
+                top["history"] = True
+            else:
+                top[key] = r.value()
+                if key == "nodes":
+                    node_cols = None
+                elif key == "history":
+                    hist = None
+        r.end()
+        if top.get("format") != JSON_FORMAT:
+            raise _Bad("not a pyir JSON document (missing \"format\": \"pyir\")")
+        if top.get("version") != FORMAT_VERSION:
+            raise _Bad(f"unsupported format version {top.get('version')!r} "
                        f"(this pyir reads {FORMAT_VERSION})")
-        nodes = _list(doc.get("nodes"), "nodes")
-        for i, rec in enumerate(nodes):
+        if node_cols is None:
+            _list(top.get("nodes"), "nodes")  # raises: not a list
+            raise _Bad("nodes must be a list")  # pragma: no cover
+        self.kinds, self.ints, self.blob = node_cols
+        out = self.ints
+        if "functions" in top:
+            funcs = top["functions"]
+            if type(funcs) is not dict:
+                raise _Bad("functions must be an object")
+            out.append(len(funcs))
+            for name, ref in funcs.items():
+                out += (self.S(name), _int(ref, f"function @{name}"))
+            if hist is None:
+                hist = [0]
+                if "history" in top:  # present but not a list (a list is read incrementally)
+                    _list(top["history"], "history")
+            out += hist
+            return FLAG_MODULE
+        out.append(_int(top.get("node"), "node"))
+        out.append(0)
+        return 0
+
+    def _nodes(self, r: _Reader) -> tuple[bytearray, list[int], bytearray]:
+        self.kinds, self.ints, self.blob = bytearray(), [], bytearray()
+        for i, _ in enumerate(r.elements()):
+            rec = r.value()
             try:
                 self._node(rec)
             except _Bad as e:
                 raise _Bad(f"node {i}: {e}") from None
-        out = self.ints
-        if "functions" in doc:
-            funcs = doc["functions"]
-            if type(funcs) is not dict:
-                raise _Bad("functions must be an object")
-            out.append(len(funcs))
-            for name, r in funcs.items():
-                out += (self.S(name), _int(r, f"function @{name}"))
-            self._history(_list(doc.get("history", []), "history"))
-            return FLAG_MODULE
-        out.append(_int(doc.get("node"), "node"))
-        out.append(0)
-        return 0
+        return self.kinds, self.ints, self.blob
 
     def _refs(self, x: Any, what: str) -> None:
         lst = _list(x, what)
@@ -368,31 +564,47 @@ class _JsonColumns:
         else:
             raise _Bad(f"bad attribute value {v!r:.60}")
 
-    def _history(self, records: list[Any]) -> None:
-        out = self.ints
+    def _history(self, r: _Reader) -> list[int]:
+        out: list[int] = []
         S = self.S
         ids = self.ids
-        out.append(len(records))
-        for rec in records:
-            if type(rec) is not dict:
+        count = 0
+        for _ in r.elements():
+            if r.peek() != "{":
+                r.value()
                 raise _Bad("pass records must be objects")
+            count += 1
+            rec: dict[str, Any] = {}
+            edges: list[int] | None = [0]  # [count, refs...] as the columns want them
+            removed: list[int] | None = [0]
+            for key in r.members():
+                if key == "edges" and r.peek() == "[":
+                    edges = self._edges(r)
+                elif key == "removed" and r.peek() == "[":
+                    removed = [0]
+                    for _ in r.elements():
+                        removed.append(ids(_hex_id(r.value(), "removed id")))
+                    removed[0] = len(removed) - 1
+                else:
+                    rec[key] = r.value()
+                    if key == "edges":
+                        edges = None
+                    elif key == "removed":
+                        removed = None
             name = _str(rec.get("name"), "pass name")
             seconds = rec.get("seconds", 0.0)
             if type(seconds) not in (int, float):
                 raise _Bad(f"pass {name!r}: seconds must be a number")
-            edges = _list(rec.get("edges", []), "edges")
-            out += (S(name), S(_str(rec.get("options", ""), "pass options")), _float_bits(float(seconds)),
-                    len(edges))
-            for e in edges:
-                e = _list(e, "edge")
-                if len(e) != 2:
-                    raise _Bad("edges are [new id, [old ids]] pairs")
-                olds = _list(e[1], "edge old ids")
-                out += (ids(_hex_id(e[0], "edge id")), len(olds))
-                out += [ids(_hex_id(o, "edge id")) for o in olds]
-            removed = _list(rec.get("removed", []), "removed")
-            out.append(len(removed))
-            out += [ids(_hex_id(r, "removed id")) for r in removed]
+            if edges is None:
+                _list(rec["edges"], "edges")
+                raise _Bad("edges must be a list")  # pragma: no cover
+            if removed is None:
+                _list(rec["removed"], "removed")
+                raise _Bad("removed must be a list")  # pragma: no cover
+            out += (S(name), S(_str(rec.get("options", ""), "pass options")), _float_bits(float(seconds)))
+            out += edges
+            del edges
+            out += removed
             src = rec.get("sources")
             if src is None:
                 out.append(-1)
@@ -407,3 +619,19 @@ class _JsonColumns:
                     out.append(ids(_hex_id(item[0], "sources id")))
                     vals.append(item[1])
                 out.append(S(json.dumps(vals)))
+        return [count, *out]
+
+    def _edges(self, r: _Reader) -> list[int]:
+        ids = self.ids
+        out = [0]
+        n = 0
+        for _ in r.elements():
+            e = _list(r.value(), "edge")
+            if len(e) != 2:
+                raise _Bad("edges are [new id, [old ids]] pairs")
+            olds = _list(e[1], "edge old ids")
+            out += (ids(_hex_id(e[0], "edge id")), len(olds))
+            out += [ids(_hex_id(o, "edge id")) for o in olds]
+            n += 1
+        out[0] = n
+        return out

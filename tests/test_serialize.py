@@ -625,3 +625,42 @@ def test_loads_rejects_unusable_inputs() -> None:
     for text in (None, 12, memoryview(b"{}"), ["{}"], b"\xff\xfe"):
         with pytest.raises(SerializationError):
             from_json(text)  # type: ignore[arg-type]
+
+
+def test_streamed_json_text_is_the_documents_dumps():
+    """issue 10 (10^6 memory target): to_json builds its text in pieces (node records, edges and
+    removed ids in batches) and still writes exactly ``json.dumps(document, indent=indent)``;
+    from_json reads it incrementally and accepts the same texts as ``json.loads``."""
+    import json
+
+    import pyir.serialize_json as sj
+
+    m = pyir.transform.ToANormalForm()(_all_kinds_module())
+    x = pyir.var("x", shape=(2,))
+    extra = PassRecord("P", "", ((m["main"].body.id, (x.id, m["main"].id)),), frozenset({x.id, m["main"].id}),
+                       {x.id: [1, "a"]}, 0.5)
+    m = m._derive(m.functions(), history=m.pass_records.append(extra))
+    old_batch = sj._BATCH
+    try:
+        for batch in (1, 2, 4096):
+            sj._BATCH = batch
+            for indent in (None, 0, 2, "\t"):
+                text = to_json(m, indent=indent)
+                assert text == json.dumps(json.loads(text), indent=indent)
+                assert to_json(from_json(text), indent=indent) == text
+    finally:
+        sj._BATCH = old_batch
+    text = to_json(m)
+    doc = json.loads(text)
+    assert to_json(from_json(" \n" + json.dumps(doc, indent=1) + "\t\r\n")) == text
+    assert to_json(from_json(text.encode("utf-16"))) == text
+    # a repeated key counts once, the last time (as for json.loads)
+    dup = text[:-1] + ', "nodes": [], "history": 3}'
+    with pytest.raises(SerializationError):
+        from_json(dup)
+    dup_ok = '{"nodes": 5, "history": 7, ' + text[1:]
+    assert to_json(from_json(dup_ok)) == text
+    for bad in (text + "x", text[:-1], "\ufeff" + text, text.replace("[", "[,", 1), "[1]", "{}", "",
+                '{"format": "pyir", "version": 1, "node": 0, "nodes": [["Op", "nn.relu"] ["Op"]]}'):
+        with pytest.raises(SerializationError):
+            from_json(bad)
