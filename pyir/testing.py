@@ -68,7 +68,7 @@ def resnet(num_blocks: int = 2, *, channels: int = 8, size: int = 8, batch: int 
 
     h = op.nn.relu(norm(op.nn.conv2d(x, _w(rng, c, 3, 3, 3), padding=(1, 1))))
     for _ in range(num_blocks):
-        y = op.nn.relu(norm(op.nn.conv2d(h, _w(rng, c, c, 3, 3), padding=(1, 1))))
+        y: Expr = op.nn.relu(norm(op.nn.conv2d(h, _w(rng, c, c, 3, 3), padding=(1, 1))))
         y = norm(op.nn.conv2d(y, _w(rng, c, c, 3, 3), padding=(1, 1)))
         h = op.nn.relu(op.add(y, h))
     h = op.nn.batch_flatten(op.nn.global_avg_pool2d(h))

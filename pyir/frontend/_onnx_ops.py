@@ -572,8 +572,8 @@ def _conv3d(x: Expr, w: Expr, s: Sequence[int], b: Sequence[int], e: Sequence[in
     parts = []
     for i in range(kd):
         start = i * d[0]
-        xs = op.strided_slice(x, begin=(start,), end=(start + (od - 1) * s[0] + 1,), axes=(2,),
-                              strides=(s[0],))
+        xs: Expr = op.strided_slice(x, begin=(start,), end=(start + (od - 1) * s[0] + 1,), axes=(2,),
+                                    strides=(s[0],))
         xs = _reshape(op.transpose(xs, axes=(0, 2, 1, 3, 4)), (n * od, c, h, wd))
         wk = _reshape(op.strided_slice(w, begin=(i,), end=(i + 1,), axes=(2,)), (o, ci, kh, kw))
         parts.append(_conv2d(xs, wk, s[1:], b[1:], e[1:], d[1:], g))
@@ -717,7 +717,8 @@ def _dilate_zeros(x: Expr, s: Sequence[int]) -> Expr:
     n, c, h, w = shape_of(x)
     if tuple(s) == (1, 1):
         return x
-    y = nn.pad(_reshape(x, (n, c, h, 1, w, 1)), pad_width=(0, 0, 0, 0, 0, 0, 0, s[0] - 1, 0, 0, 0, s[1] - 1))
+    y: Expr = nn.pad(_reshape(x, (n, c, h, 1, w, 1)),
+                     pad_width=(0, 0, 0, 0, 0, 0, 0, s[0] - 1, 0, 0, 0, s[1] - 1))
     y = _reshape(y, (n, c, h * s[0], w * s[1]))
     return op.strided_slice(y, begin=(0, 0), end=((h - 1) * s[0] + 1, (w - 1) * s[1] + 1),  # type: ignore[no-any-return]
                             axes=(2, 3))
@@ -771,7 +772,7 @@ def _conv_transpose(cx: Ctx, a: _Attrs) -> Expr:
         y = op.strided_slice(y, begin=(max(-lo[0], 0), max(-lo[1], 0)),
                              end=(h2 - max(-hi[0], 0), w2 - max(-hi[1], 0)), axes=(2, 3))
     cin, cog, kh, kw = shape_of(w)
-    wt = op.transpose(_reshape(w, (g, cin // g, cog, kh, kw)), axes=(0, 2, 1, 3, 4))
+    wt: Expr = op.transpose(_reshape(w, (g, cin // g, cog, kh, kw)), axes=(0, 2, 1, 3, 4))
     wt = _reshape(wt, (g * cog, cin // g, kh, kw))
     wt = op.strided_slice(wt, begin=(-1, -1), end=(-kh - 1, -kw - 1), axes=(2, 3), strides=(-1, -1))
     y = nn.conv2d(y, wt, dilation=tuple(d), groups=g)

@@ -4,10 +4,13 @@
 Each builder returns an interned :class:`pyir.Call`.
 """
 
-from . import nn
+from . import _signature, nn, tensor
 from .registry import AttrSpec, OpDef, OpPattern, get_op_def, list_ops, register_op
 from .tensor import *  # noqa: F403
 from .tensor import __all__ as _tensor_all
+
+_signature.attach(nn)
+_signature.attach(tensor)
 
 __all__ = ["nn", "AttrSpec", "OpDef", "OpPattern", "get_op_def", "list_ops", "register_op",
            *_tensor_all]

@@ -19,7 +19,7 @@ Deviations from Relay, kept deliberately simple:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -29,6 +29,9 @@ from ..node import Attrs
 from ..types import TensorType, TupleType, Type, normalize_dtype
 from ._rel import fail, normalize_axis, same_dtype, tensor
 from .registry import REQUIRED, AttrSpec, OpPattern, register_op
+
+if TYPE_CHECKING:  # the builders' typed signatures (generated, see _signature.py)
+    from . import _signatures as _sig
 
 __all__ = [
     "avg_pool2d", "batch_flatten", "batch_norm", "bias_add", "conv2d", "dense", "dropout",
@@ -125,10 +128,10 @@ def _leaky_relu(attrs: Attrs, x: np.ndarray) -> np.ndarray:
     return np.where(x > 0, x, x * attrs["alpha"]).astype(x.dtype, copy=False)
 
 
-relu = register_op("nn.relu", num_inputs=1, type_rel=_unary_rel, compute=_relu,
-                   pattern=OpPattern.ELEMWISE, doc="Rectified linear unit ``max(x, 0)``.")
+relu: _sig.NnRelu = register_op("nn.relu", num_inputs=1, type_rel=_unary_rel, compute=_relu,
+                                pattern=OpPattern.ELEMWISE, doc="Rectified linear unit ``max(x, 0)``.")
 
-leaky_relu = register_op(
+leaky_relu: _sig.NnLeakyRelu = register_op(
     "nn.leaky_relu", num_inputs=1, type_rel=_unary_rel, compute=_leaky_relu, pattern=OpPattern.ELEMWISE,
     doc="Leaky ReLU: ``x`` if ``x > 0`` else ``alpha * x``.",
     attrs=(AttrSpec("alpha", "float", 0.01),))
@@ -146,7 +149,7 @@ def _prelu(attrs: Attrs, x: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     return np.where(x > 0, x, x * a).astype(x.dtype, copy=False)
 
 
-prelu = register_op(
+prelu: _sig.NnPrelu = register_op(
     "nn.prelu", num_inputs=2, type_rel=_prelu_rel, compute=_prelu, pattern=OpPattern.BROADCAST,
     doc="Parametric ReLU with one learned slope per channel of ``axis``.",
     attrs=(AttrSpec("axis", "int", 1),))
@@ -239,7 +242,7 @@ def _conv2d(attrs: Attrs, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(out, dtype=out_dtype)
 
 
-conv2d = register_op(
+conv2d: _sig.NnConv2d = register_op(
     "nn.conv2d", num_inputs=2, type_rel=_conv2d_rel, compute=_conv2d,
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
     doc="2-D convolution (NCHW data, OIHW weight) with strides, padding, dilation and groups.",
@@ -349,13 +352,13 @@ _POOL_ATTRS = (
     AttrSpec("layout", "str", "NCHW"),
 )
 
-max_pool2d = register_op(
+max_pool2d: _sig.NnMaxPool2d = register_op(
     "nn.max_pool2d", num_inputs=1, type_rel=_pool_rel("max_pool2d"), compute=_max_pool2d,
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
     doc="2-D max pooling over NCHW data (padding never wins the max).",
     attrs=_POOL_ATTRS, canonicalize=_pool_canon("nn.max_pool2d"))
 
-avg_pool2d = register_op(
+avg_pool2d: _sig.NnAvgPool2d = register_op(
     "nn.avg_pool2d", num_inputs=1, type_rel=_pool_rel("avg_pool2d"), compute=_avg_pool2d,
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
     doc="2-D average pooling over NCHW data (padding counted only with ``count_include_pad``).",
@@ -381,13 +384,13 @@ def _global_canon(op: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
     return canon
 
 
-global_avg_pool2d = register_op(
+global_avg_pool2d: _sig.NnGlobalAvgPool2d = register_op(
     "nn.global_avg_pool2d", num_inputs=1, type_rel=_global_pool_rel("global_avg_pool2d"),
     compute=lambda attrs, x: np.mean(x, axis=(2, 3), keepdims=True).astype(x.dtype, copy=False),
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE, doc="Mean over H and W: (N, C, H, W) -> (N, C, 1, 1).",
     attrs=(AttrSpec("layout", "str", "NCHW"),), canonicalize=_global_canon("nn.global_avg_pool2d"))
 
-global_max_pool2d = register_op(
+global_max_pool2d: _sig.NnGlobalMaxPool2d = register_op(
     "nn.global_max_pool2d", num_inputs=1, type_rel=_global_pool_rel("global_max_pool2d"),
     compute=lambda attrs, x: np.max(x, axis=(2, 3), keepdims=True),
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE, doc="Maximum over H and W: (N, C, H, W) -> (N, C, 1, 1).",
@@ -418,7 +421,7 @@ def _batch_norm(attrs: Attrs, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray
     return out.astype(x.dtype, copy=False), mean, var
 
 
-batch_norm = register_op(
+batch_norm: _sig.NnBatchNorm = register_op(
     "nn.batch_norm", num_inputs=5, type_rel=_batch_norm_rel, compute=_batch_norm, pattern=OpPattern.OPAQUE,
     doc="Inference batch norm on ``axis``; returns the tuple (out, moving_mean, moving_var).",
     attrs=(AttrSpec("axis", "int", 1), AttrSpec("epsilon", "float", 1e-5),
@@ -445,7 +448,7 @@ def _layer_norm(attrs: Attrs, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray
     return out.astype(x.dtype, copy=False)
 
 
-layer_norm = register_op(
+layer_norm: _sig.NnLayerNorm = register_op(
     "nn.layer_norm", num_inputs=3, type_rel=_layer_norm_rel, compute=_layer_norm, pattern=OpPattern.OPAQUE,
     doc="Layer norm: normalize over ``axis`` with that axis's mean and variance, then scale and shift.",
     attrs=(AttrSpec("axis", "int", -1), AttrSpec("epsilon", "float", 1e-5),
@@ -476,7 +479,7 @@ def _lrn(attrs: Attrs, x: np.ndarray) -> np.ndarray:
     return out.astype(x.dtype, copy=False)
 
 
-lrn = register_op(
+lrn: _sig.NnLrn = register_op(
     "nn.lrn", num_inputs=1, type_rel=_lrn_rel, compute=_lrn, pattern=OpPattern.OPAQUE,
     doc="Local response normalization across ``size`` neighbouring channels (Relay/ONNX semantics).",
     attrs=(AttrSpec("size", "int", 5), AttrSpec("axis", "int", 1), AttrSpec("bias", "float", 2.0),
@@ -512,7 +515,7 @@ def _dense(attrs: Attrs, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.matmul(x.astype(dt, copy=False), w.astype(dt, copy=False).T), dtype=dt)
 
 
-dense = register_op(
+dense: _sig.NnDense = register_op(
     "nn.dense", num_inputs=2, type_rel=_dense_rel, compute=_dense, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
     doc="Fully connected layer: data (..., K) times weight (N, K) transposed -> (..., N).",
     attrs=(AttrSpec("units", "int?", None),
@@ -533,7 +536,7 @@ def _bias_add(attrs: Attrs, x: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (x + _along(b, x.ndim, attrs["axis"] % x.ndim)).astype(x.dtype, copy=False)
 
 
-bias_add = register_op(
+bias_add: _sig.NnBiasAdd = register_op(
     "nn.bias_add", num_inputs=2, type_rel=_bias_add_rel, compute=_bias_add, pattern=OpPattern.BROADCAST,
     doc="Add a 1-D bias along ``axis`` of the data.", attrs=(AttrSpec("axis", "int", 1),))
 
@@ -560,12 +563,12 @@ def _log_softmax(attrs: Attrs, x: np.ndarray) -> np.ndarray:
     return (s - np.log(np.exp(s).sum(axis=attrs["axis"], keepdims=True))).astype(x.dtype, copy=False)
 
 
-softmax = register_op(
+softmax: _sig.NnSoftmax = register_op(
     "nn.softmax", num_inputs=1, type_rel=_softmax_rel("softmax"), compute=_softmax,
     pattern=OpPattern.OPAQUE, doc="Numerically stable softmax along ``axis``.",
     attrs=(AttrSpec("axis", "int", -1),))
 
-log_softmax = register_op(
+log_softmax: _sig.NnLogSoftmax = register_op(
     "nn.log_softmax", num_inputs=1, type_rel=_softmax_rel("log_softmax"), compute=_log_softmax,
     pattern=OpPattern.OPAQUE, doc="Numerically stable log of softmax along ``axis``.",
     attrs=(AttrSpec("axis", "int", -1),))
@@ -580,7 +583,7 @@ def _dropout_canon(a: dict[str, Any]) -> dict[str, Any]:
     return a
 
 
-dropout = register_op(
+dropout: _sig.NnDropout = register_op(
     "nn.dropout", num_inputs=1, type_rel=_unary_rel, compute=lambda attrs, x: x, pattern=OpPattern.OPAQUE,
     doc="Dropout at inference: the input itself (not Relay's (out, mask) tuple).",
     attrs=(AttrSpec("rate", "float", 0.5),), canonicalize=_dropout_canon)
@@ -600,7 +603,7 @@ def _batch_flatten(attrs: Attrs, x: np.ndarray) -> np.ndarray:
     return x.reshape(x.shape[0], int(np.prod(x.shape[1:], dtype=np.int64)))
 
 
-batch_flatten = register_op(
+batch_flatten: _sig.NnBatchFlatten = register_op(
     "nn.batch_flatten", num_inputs=1, type_rel=_batch_flatten_rel, compute=_batch_flatten,
     pattern=OpPattern.INJECTIVE, doc="Flatten all but the first axis: (N, ...) -> (N, prod(...)).")
 
@@ -644,7 +647,7 @@ def _pad(attrs: Attrs, x: np.ndarray) -> np.ndarray:
     return np.pad(x, pairs, mode=mode)
 
 
-pad = register_op(
+pad: _sig.NnPad = register_op(
     "nn.pad", num_inputs=1, type_rel=_pad_rel, compute=_pad, pattern=OpPattern.INJECTIVE,
     doc="Pad every axis; ``pad_width`` is flat: (before_0, after_0, before_1, after_1, ...).",
     attrs=(AttrSpec("pad_width", "ints", REQUIRED, "flat (before_0, after_0, before_1, after_1, ...)"),

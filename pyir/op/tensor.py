@@ -4,7 +4,7 @@ layout transforms, reductions and matmul."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -12,6 +12,9 @@ from ..node import Attrs
 from ..types import TensorType, Type
 from ._rel import broadcast_shapes, fail, normalize_axis, same_dtype, tensor
 from .registry import AttrSpec, OpPattern, register_op
+
+if TYPE_CHECKING:  # the builders' typed signatures (generated, see _signature.py)
+    from . import _signatures as _sig
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
@@ -53,28 +56,28 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return np.vectorize(math.erf, otypes=[x.dtype])(x)
 
 
-negative = _unary("negative", np.negative, "Elementwise ``-x``.", float_only=False)
-exp = _unary("exp", np.exp, "Elementwise ``e**x``.")
-log = _unary("log", np.log, "Elementwise natural logarithm.")
-sqrt = _unary("sqrt", np.sqrt, "Elementwise square root.")
-rsqrt = _unary("rsqrt", lambda x: 1 / np.sqrt(x), "Elementwise ``1 / sqrt(x)``.")
-tanh = _unary("tanh", np.tanh, "Elementwise hyperbolic tangent.")
-sigmoid = _unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "Elementwise logistic function.")
-abs = _unary("abs", np.abs, "Elementwise absolute value.", float_only=False)  # noqa: A001
-erf = _unary("erf", _erf, "Elementwise error function.")
-floor = _unary("floor", np.floor, "Elementwise floor.")
-ceil = _unary("ceil", np.ceil, "Elementwise ceiling.")
-logical_not = register_op(
+negative: _sig.Negative = _unary("negative", np.negative, "Elementwise ``-x``.", float_only=False)
+exp: _sig.Exp = _unary("exp", np.exp, "Elementwise ``e**x``.")
+log: _sig.Log = _unary("log", np.log, "Elementwise natural logarithm.")
+sqrt: _sig.Sqrt = _unary("sqrt", np.sqrt, "Elementwise square root.")
+rsqrt: _sig.Rsqrt = _unary("rsqrt", lambda x: 1 / np.sqrt(x), "Elementwise ``1 / sqrt(x)``.")
+tanh: _sig.Tanh = _unary("tanh", np.tanh, "Elementwise hyperbolic tangent.")
+sigmoid: _sig.Sigmoid = _unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "Elementwise logistic function.")
+abs: _sig.Abs = _unary("abs", np.abs, "Elementwise absolute value.", float_only=False)  # noqa: A001
+erf: _sig.Erf = _unary("erf", _erf, "Elementwise error function.")
+floor: _sig.Floor = _unary("floor", np.floor, "Elementwise floor.")
+ceil: _sig.Ceil = _unary("ceil", np.ceil, "Elementwise ceiling.")
+logical_not: _sig.LogicalNot = register_op(
     "logical_not", num_inputs=1, type_rel=_unary_rel, compute=lambda attrs, x: np.logical_not(x),
     pattern=OpPattern.ELEMWISE, doc="Elementwise boolean not.")
-copy = register_op("copy", num_inputs=1, type_rel=_unary_rel, compute=lambda attrs, x: x.copy(),
-                   pattern=OpPattern.ELEMWISE, doc="Identity copy of a tensor.")
-zeros_like = register_op("zeros_like", num_inputs=1, type_rel=_unary_rel,
-                         compute=lambda attrs, x: np.zeros_like(x), pattern=OpPattern.ELEMWISE,
-                         doc="A tensor of zeros shaped like the input.")
-ones_like = register_op("ones_like", num_inputs=1, type_rel=_unary_rel,
-                        compute=lambda attrs, x: np.ones_like(x), pattern=OpPattern.ELEMWISE,
-                        doc="A tensor of ones shaped like the input.")
+copy: _sig.Copy = register_op("copy", num_inputs=1, type_rel=_unary_rel, compute=lambda attrs, x: x.copy(),
+                              pattern=OpPattern.ELEMWISE, doc="Identity copy of a tensor.")
+zeros_like: _sig.ZerosLike = register_op(
+    "zeros_like", num_inputs=1, type_rel=_unary_rel, compute=lambda attrs, x: np.zeros_like(x),
+    pattern=OpPattern.ELEMWISE, doc="A tensor of zeros shaped like the input.")
+ones_like: _sig.OnesLike = register_op("ones_like", num_inputs=1, type_rel=_unary_rel,
+                                       compute=lambda attrs, x: np.ones_like(x), pattern=OpPattern.ELEMWISE,
+                                       doc="A tensor of ones shaped like the input.")
 
 
 def _clip_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
@@ -84,7 +87,7 @@ def _clip_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     return t
 
 
-clip = register_op(
+clip: _sig.Clip = register_op(
     "clip", num_inputs=1, type_rel=_clip_rel,
     compute=lambda attrs, x: np.clip(x, attrs["a_min"], attrs["a_max"]).astype(x.dtype),
     pattern=OpPattern.ELEMWISE, doc="Clamp every element to ``[a_min, a_max]``.",
@@ -95,7 +98,7 @@ def _cast_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     return TensorType(tensor(types[0]).shape, attrs["dtype"])
 
 
-cast = register_op(
+cast: _sig.Cast = register_op(
     "cast", num_inputs=1, type_rel=_cast_rel, compute=lambda attrs, x: x.astype(attrs["dtype"]),
     pattern=OpPattern.ELEMWISE, doc="Convert to another dtype.", attrs=(AttrSpec("dtype", "dtype"),))
 
@@ -128,22 +131,23 @@ def _binary(name: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], doc: 
                        pattern=OpPattern.BROADCAST, doc=doc)
 
 
-add = _binary("add", np.add, "Broadcasting ``a + b``.")
-subtract = _binary("subtract", np.subtract, "Broadcasting ``a - b``.")
-multiply = _binary("multiply", np.multiply, "Broadcasting ``a * b``.")
-divide = _binary("divide", _divide, "Broadcasting ``a / b`` (truncating for integers).")
-power = _binary("power", np.power, "Broadcasting ``a ** b``.")
-maximum = _binary("maximum", np.maximum, "Broadcasting elementwise maximum.")
-minimum = _binary("minimum", np.minimum, "Broadcasting elementwise minimum.")
-greater = _binary("greater", np.greater, "Broadcasting ``a > b`` (bool).", _compare_rel)
-less = _binary("less", np.less, "Broadcasting ``a < b`` (bool).", _compare_rel)
-equal = _binary("equal", np.equal, "Broadcasting ``a == b`` (bool).", _compare_rel)
-not_equal = _binary("not_equal", np.not_equal, "Broadcasting ``a != b`` (bool).", _compare_rel)
-greater_equal = _binary("greater_equal", np.greater_equal, "Broadcasting ``a >= b`` (bool).",
-                        _compare_rel)
-less_equal = _binary("less_equal", np.less_equal, "Broadcasting ``a <= b`` (bool).", _compare_rel)
-logical_and = _binary("logical_and", np.logical_and, "Broadcasting boolean and.")
-logical_or = _binary("logical_or", np.logical_or, "Broadcasting boolean or.")
+add: _sig.Add = _binary("add", np.add, "Broadcasting ``a + b``.")
+subtract: _sig.Subtract = _binary("subtract", np.subtract, "Broadcasting ``a - b``.")
+multiply: _sig.Multiply = _binary("multiply", np.multiply, "Broadcasting ``a * b``.")
+divide: _sig.Divide = _binary("divide", _divide, "Broadcasting ``a / b`` (truncating for integers).")
+power: _sig.Power = _binary("power", np.power, "Broadcasting ``a ** b``.")
+maximum: _sig.Maximum = _binary("maximum", np.maximum, "Broadcasting elementwise maximum.")
+minimum: _sig.Minimum = _binary("minimum", np.minimum, "Broadcasting elementwise minimum.")
+greater: _sig.Greater = _binary("greater", np.greater, "Broadcasting ``a > b`` (bool).", _compare_rel)
+less: _sig.Less = _binary("less", np.less, "Broadcasting ``a < b`` (bool).", _compare_rel)
+equal: _sig.Equal = _binary("equal", np.equal, "Broadcasting ``a == b`` (bool).", _compare_rel)
+not_equal: _sig.NotEqual = _binary("not_equal", np.not_equal, "Broadcasting ``a != b`` (bool).", _compare_rel)
+greater_equal: _sig.GreaterEqual = _binary("greater_equal", np.greater_equal,
+                                           "Broadcasting ``a >= b`` (bool).", _compare_rel)
+less_equal: _sig.LessEqual = _binary("less_equal", np.less_equal, "Broadcasting ``a <= b`` (bool).",
+                                     _compare_rel)
+logical_and: _sig.LogicalAnd = _binary("logical_and", np.logical_and, "Broadcasting boolean and.")
+logical_or: _sig.LogicalOr = _binary("logical_or", np.logical_or, "Broadcasting boolean or.")
 
 
 def _where_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
@@ -154,9 +158,9 @@ def _where_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     return TensorType(shape, same_dtype([a, b]))
 
 
-where = register_op("where", num_inputs=3, type_rel=_where_rel,
-                    compute=lambda attrs, c, a, b: np.where(c, a, b), pattern=OpPattern.BROADCAST,
-                    doc="Select from ``a`` where ``condition`` holds, else from ``b``.")
+where: _sig.Where = register_op("where", num_inputs=3, type_rel=_where_rel,
+                                compute=lambda attrs, c, a, b: np.where(c, a, b), pattern=OpPattern.BROADCAST,
+                                doc="Select from ``a`` where ``condition`` holds, else from ``b``.")
 
 
 # -- layout transforms -----------------------------------------------------------------------
@@ -195,7 +199,7 @@ def _reshape_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     return TensorType(_infer_reshape(t.shape, attrs["newshape"]), t.dtype)
 
 
-reshape = register_op(
+reshape: _sig.Reshape = register_op(
     "reshape", num_inputs=1, type_rel=_reshape_rel,
     compute=lambda attrs, x: x.reshape(_infer_reshape(x.shape, attrs["newshape"])),
     pattern=OpPattern.INJECTIVE,
@@ -221,7 +225,7 @@ def _transpose_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     return TensorType(tuple(t.shape[i] for i in perm), t.dtype)
 
 
-transpose = register_op(
+transpose: _sig.Transpose = register_op(
     "transpose", num_inputs=1, type_rel=_transpose_rel,
     compute=lambda attrs, x: np.transpose(x, _perm(attrs, x.ndim)), pattern=OpPattern.INJECTIVE,
     doc="Permute the axes (reverse them when ``axes`` is None).",
@@ -241,7 +245,7 @@ def _concat_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     return TensorType(shape, dt)
 
 
-concatenate = register_op(
+concatenate: _sig.Concatenate = register_op(
     "concatenate", num_inputs=None, type_rel=_concat_rel,
     compute=lambda attrs, *xs: np.concatenate(xs, axis=attrs["axis"]), pattern=OpPattern.INJECTIVE,
     doc="Join tensors along ``axis`` (the inputs are the call's arguments).",
@@ -264,7 +268,7 @@ def _expand(attrs: Attrs, x: np.ndarray) -> np.ndarray:
     return x.reshape(x.shape[:ax] + (1,) * attrs["num_newaxis"] + x.shape[ax:])
 
 
-expand_dims = register_op(
+expand_dims: _sig.ExpandDims = register_op(
     "expand_dims", num_inputs=1, type_rel=_expand_rel, compute=_expand, pattern=OpPattern.BROADCAST,
     doc="Insert ``num_newaxis`` unit axes at ``axis``.",
     attrs=(AttrSpec("axis", "int"), AttrSpec("num_newaxis", "int", 1)))
@@ -287,7 +291,7 @@ def _squeeze_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     return TensorType(tuple(d for i, d in enumerate(t.shape) if i not in axes), t.dtype)
 
 
-squeeze = register_op(
+squeeze: _sig.Squeeze = register_op(
     "squeeze", num_inputs=1, type_rel=_squeeze_rel,
     compute=lambda attrs, x: np.squeeze(x, axis=_squeeze_axes(attrs, x.shape)),
     pattern=OpPattern.INJECTIVE, doc="Remove unit axes (all of them when ``axis`` is None).",
@@ -327,7 +331,7 @@ def _split(attrs: Attrs, x: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(np.split(x, np.cumsum(sizes)[:-1], axis=ax))
 
 
-split = register_op(
+split: _sig.Split = register_op(
     "split", num_inputs=1, type_rel=_split_rel, compute=_split, pattern=OpPattern.INJECTIVE,
     doc="Split along ``axis`` into equal sections (``by_sections``) or at indices; returns a tuple.",
     attrs=(AttrSpec("indices_or_sections", "ints"), AttrSpec("axis", "int", 0),
@@ -355,7 +359,7 @@ def _strided_slice_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     return TensorType(shape, t.dtype)
 
 
-strided_slice = register_op(
+strided_slice: _sig.StridedSlice = register_op(
     "strided_slice", num_inputs=1, type_rel=_strided_slice_rel,
     compute=lambda attrs, x: x[_slices(attrs, x.shape)], pattern=OpPattern.INJECTIVE,
     doc="Python-style slicing ``x[begin:end:stride]`` on ``axes``.",
@@ -371,7 +375,7 @@ def _take_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     return TensorType(d.shape[:ax] + i.shape + d.shape[ax + 1:], d.dtype)
 
 
-take = register_op(
+take: _sig.Take = register_op(
     "take", num_inputs=2, type_rel=_take_rel,
     compute=lambda attrs, d, i: np.take(d, i, axis=attrs["axis"], mode="clip"),
     pattern=OpPattern.INJECTIVE, doc="Gather slices of ``data`` at ``indices`` along ``axis``.",
@@ -412,11 +416,11 @@ def _reduction(name: str, fn: Callable[..., np.ndarray], doc: str) -> Callable[.
                        pattern=OpPattern.COMM_REDUCE, doc=doc, attrs=_REDUCE_ATTRS)
 
 
-sum = _reduction("sum", np.sum, "Sum over ``axis`` (all axes when None).")  # noqa: A001
-mean = _reduction("mean", np.mean, "Mean over ``axis`` (all axes when None).")
-max = _reduction("max", np.max, "Maximum over ``axis`` (all axes when None).")  # noqa: A001
-min = _reduction("min", np.min, "Minimum over ``axis`` (all axes when None).")  # noqa: A001
-prod = _reduction("prod", np.prod, "Product over ``axis`` (all axes when None).")
+sum: _sig.Sum = _reduction("sum", np.sum, "Sum over ``axis`` (all axes when None).")  # noqa: A001
+mean: _sig.Mean = _reduction("mean", np.mean, "Mean over ``axis`` (all axes when None).")
+max: _sig.Max = _reduction("max", np.max, "Maximum over ``axis`` (all axes when None).")  # noqa: A001
+min: _sig.Min = _reduction("min", np.min, "Minimum over ``axis`` (all axes when None).")  # noqa: A001
+prod: _sig.Prod = _reduction("prod", np.prod, "Product over ``axis`` (all axes when None).")
 
 
 def _argmax_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
@@ -427,7 +431,7 @@ def _argmax_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     return TensorType(shape, "int64")
 
 
-argmax = register_op(
+argmax: _sig.Argmax = register_op(
     "argmax", num_inputs=1, type_rel=_argmax_rel,
     compute=lambda attrs, x: np.argmax(x, axis=attrs["axis"], keepdims=attrs["keepdims"]).astype("int64"),
     pattern=OpPattern.COMM_REDUCE, doc="Index of the maximum along ``axis`` (int64).",
@@ -451,6 +455,6 @@ def _matmul_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     return TensorType(shape, dt)
 
 
-matmul = register_op("matmul", num_inputs=2, type_rel=_matmul_rel,
-                     compute=lambda attrs, a, b: np.matmul(a, b), pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-                     doc="Numpy-style (batched, broadcasting) matrix product.")
+matmul: _sig.Matmul = register_op(
+    "matmul", num_inputs=2, type_rel=_matmul_rel, compute=lambda attrs, a, b: np.matmul(a, b),
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE, doc="Numpy-style (batched, broadcasting) matrix product.")
