@@ -42,9 +42,11 @@ print(f"pipeline ran in {time.perf_counter() - t1:.2f} s: "
 calls = [n for n in pyir.post_order(fused["main"]) if isinstance(n, pyir.Call)
          and isinstance(n.op, pyir.Function) and n.op.attrs.get("Primitive")]
 print(f"{len(calls)} fused groups:")
-covered = set()
+covered: set[tuple[str, str]] = set()
 for i, call in enumerate(calls):
-    ops = sorted({n.op.name for n in pyir.post_order(call.op.body) if isinstance(n, pyir.Call)})
+    assert isinstance(call.op, pyir.Function)
+    ops = sorted({n.op.name for n in pyir.post_order(call.op.body)
+                  if isinstance(n, pyir.Call) and isinstance(n.op, pyir.Op)})
     src = onnx_sources(fused, call)
     covered |= src
     names = ", ".join(f"{name}:{op_type}" for name, op_type in sorted(src, key=lambda s: (len(s[0]), s)))

@@ -61,6 +61,6 @@ dot = to_dot(fused, highlight=found)
 print(dot.splitlines()[0], "...", len(dot.splitlines()), "lines of DOT")
 
 # %% Notebook HTML (what Jupyter shows)
-html = fused._repr_html_()
+html = display.module_html(fused)  # what fused._repr_html_() returns once display.install() ran
 print("module HTML:", len(html), "chars;", "diff HTML:", len(d._repr_html_()), "chars")
 print("TOUR OK")

@@ -16,7 +16,7 @@ from pyir.transform import DefuseOps, FuseOps, InferType, SimplifyExpr, ToANorma
 rng = np.random.default_rng(0)
 
 
-def conv_block(h, cin, cout):
+def conv_block(h: pyir.Expr, cin: int, cout: int) -> pyir.Expr:
     w = pyir.const(rng.standard_normal((cout, cin, 3, 3)).astype("float32") * 0.1)
     b = pyir.const(rng.standard_normal(cout).astype("float32"))
     return op.nn.relu(op.nn.bias_add(op.nn.conv2d(h, w, padding=(1, 1)), b))
