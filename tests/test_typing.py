@@ -172,3 +172,20 @@ def pydoc_text(obj: object) -> str:
     import pydoc
 
     return pydoc.render_doc(obj, renderer=pydoc.plaintext)
+
+
+def test_editable_install_visible_to_mypy() -> None:
+    """issue 11 item 4: the README's ``pip install -e .`` is a static path entry, not an
+    import-hook finder that mypy (run from another directory) cannot see."""
+    tomllib = pytest.importorskip("tomllib")
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        conf = tomllib.load(f)
+    package_dir = conf["tool"]["setuptools"]["package-dir"]
+    assert package_dir == {"": "."}
+    try:  # setuptools' own test for "a simple .pth is enough" (private: skipped if it moves)
+        from setuptools.command.editable_wheel import _simple_layout
+    except ImportError:
+        return
+    subpackages = [p.name for p in (ROOT / "pyir").iterdir() if (p / "__init__.py").exists()]
+    packages = ["pyir", *(f"pyir.{name}" for name in subpackages)]
+    assert _simple_layout(packages, package_dir, ROOT)
