@@ -7,6 +7,24 @@
 * Global functions not reachable from ``main`` through ``GlobalVar`` references
   are removed (``main`` is kept; a module without ``main`` keeps every function).
 
+Example (``tests/golden/DeadCodeElimination/docstring.txt``, run by
+``tests/test_golden.py``)::
+
+    # before
+    def @main(%x: Tensor[(4), float32]) {
+      let %t = exp(%x);
+      nn.relu(%x)
+    }
+
+    def @unused(%a: Tensor[(4), float32]) {
+      negative(%a)
+    }
+
+    # after DeadCodeElimination()
+    def @main(%x: Tensor[(4), float32]) {
+      nn.relu(%x)
+    }
+
 Lineage: the dropped ``let`` nodes, their variables and every node that is no
 longer part of the module (the dead values, the bodies of removed functions) are
 recorded as eliminated, so ``new_mod.find(dead)`` is empty and

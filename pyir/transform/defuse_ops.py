@@ -1,6 +1,7 @@
 """DefuseOps: inline every call of a primitive (``Primitive=1``) function back.
 
-The inverse of :class:`~pyir.transform.fuse_ops.FuseOps`::
+The inverse of :class:`~pyir.transform.fuse_ops.FuseOps` (the example is
+``tests/golden/DefuseOps/docstring.txt``, run by ``tests/test_golden.py``)::
 
     # before
     def @main(%x: Tensor[(4), float32]) {

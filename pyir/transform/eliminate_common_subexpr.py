@@ -1,11 +1,23 @@
 """EliminateCommonSubexpr: drop ``let`` bindings whose value is already bound in scope.
 
 In graph form hash-consing already shares equal subexpressions, so this pass
-matters for A-normal form::
+matters for A-normal form.  Below, two lets bind the same ``add(%x, %y)`` (one
+hash-consed node, which the printer shows once, as ``%0``); the example is
+``tests/golden/EliminateCommonSubexpr/docstring.txt``, run by ``tests/test_golden.py``::
 
-    let %a = add(%x, %y);          let %a = add(%x, %y);
-    let %b = add(%x, %y);   ==>    multiply(%a, %a)
-    multiply(%a, %b)
+    # before
+    def @main(%x: Tensor[(4), float32], %y: Tensor[(4), float32]) {
+      %0 = add(%x, %y);
+      let %a = %0;
+      let %b = %0;
+      multiply(%a, %b)
+    }
+
+    # after EliminateCommonSubexpr()
+    def @main(%x: Tensor[(4), float32], %y: Tensor[(4), float32]) {
+      let %a = add(%x, %y);
+      multiply(%a, %a)
+    }
 
 A binding is replaced by an earlier one in scope (an enclosing ``let`` of the same
 value, compared after substitution, so chains of duplicates collapse in one run);

@@ -139,6 +139,9 @@ class FoldConstant(FunctionPass):
     (lineage) from every node of the subgraph it replaces, so
     ``new_mod.find(old_node)`` returns it.
 
+    Example (``tests/golden/FoldConstant/docstring.txt``, run by
+    ``tests/test_golden.py``).
+
     Before::
 
         def @main(%x: Tensor[(1, 2, 3, 3), float32]) {

@@ -1,27 +1,28 @@
 """FuseOps: group operator calls into primitive functions (``Primitive=1``).
 
 Every operator call of a (non-primitive) function ends up inside exactly one
-primitive function, called from the main graph::
+primitive function, called from the main graph (the example is
+``tests/golden/FuseOps/docstring.txt``, run by ``tests/test_golden.py``)::
 
     # before
-    def @main(%data: Tensor[(1, 3, 8, 8), float32]) {
-      %0 = nn.conv2d(%data, meta[Constant][0], padding=[1, 1, 1, 1]);
-      %1 = nn.bias_add(%0, meta[Constant][1]);
+    def @main(%data: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(8, 3, 3, 3), float32], %b: Tensor[(8), float32]) {
+      %0 = nn.conv2d(%data, %w, padding=[1, 1, 1, 1]);
+      %1 = nn.bias_add(%0, %b);
       %2 = nn.relu(%1);
       nn.softmax(%2)
     }
 
     # after FuseOps()
-    def @main(%data: Tensor[(1, 3, 8, 8), float32]) {
+    def @main(%data: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(8, 3, 3, 3), float32], %b: Tensor[(8), float32]) {
       %0 = fn (%p0: Tensor[(1, 8, 8, 8), float32], Primitive=1) -> Tensor[(1, 8, 8, 8), float32] {
         nn.softmax(%p0)
       };
-      %1 = fn (%p0_1: Tensor[(1, 3, 8, 8), float32], Primitive=1) -> Tensor[(1, 8, 8, 8), float32] {
-        %2 = nn.conv2d(%p0_1, meta[Constant][0], padding=[1, 1, 1, 1]);
-        %3 = nn.bias_add(%2, meta[Constant][1]);
+      %1 = fn (%p0_1: Tensor[(1, 3, 8, 8), float32], %p1: Tensor[(8, 3, 3, 3), float32], %p2: Tensor[(8), float32], Primitive=1) -> Tensor[(1, 8, 8, 8), float32] {
+        %2 = nn.conv2d(%p0_1, %p1, padding=[1, 1, 1, 1]);
+        %3 = nn.bias_add(%2, %p2);
         nn.relu(%3)
       };
-      %4 = %1(%data);
+      %4 = %1(%data, %w, %b);
       %0(%4)
     }
 
@@ -66,7 +67,7 @@ body, using the operators' pattern kinds (:class:`~pyir.op.registry.OpPattern`):
 Fusion never crosses ``let``, ``if``, tuple or function boundaries.  Lineage:
 the fused call derives from every node of its group, each body node from the
 node it copies, and each rebuilt node of the main graph from its old version.
-"""
+"""  # noqa: E501 (printed lines of the example)
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ function without a return type, top-level or nested (e.g. fused primitive
 functions), gets the type of its body.  A module whose functions all have
 return types is returned as it is.
 
+Example (``tests/golden/InferType/docstring.txt``, run by ``tests/test_golden.py``).
+
 Before::
 
     def @main(%p: Tensor[(4), float32]) {

@@ -14,6 +14,23 @@ Rules run to a fixpoint (see :func:`pyir.pattern.rewrite_rules`), so the pass is
 idempotent; lineage is recorded automatically (``x * 1 -> x`` derives ``x`` from
 the multiply).
 
+Example (``tests/golden/SimplifyExpr/docstring.txt``, run by
+``tests/test_golden.py``)::
+
+    # before
+    def @main(%x: Tensor[(2, 3), float32]) {
+      %0 = multiply(%x, 1.0f);
+      %1 = transpose(%0);
+      transpose(%1)
+    }
+
+    # after SimplifyExpr()
+    def @main(%x: Tensor[(2, 3), float32]) {
+      %x
+    }
+
+The same, built in Python:
+
 >>> import pyir
 >>> x = pyir.var("x", shape=(2, 3))
 >>> y = pyir.op.transpose(pyir.op.transpose(pyir.op.multiply(x, pyir.const(1.0))))

@@ -101,17 +101,19 @@ class SimplifyInference(FunctionPass):
     Lineage is recorded automatically: the affine expression derives from the
     batch_norm call and from the ``.0`` item it replaces.
 
-    Before::
+    Example (``tests/golden/SimplifyInference/docstring.txt``, run by
+    ``tests/test_golden.py``; with constant parameters, FoldConstant then folds
+    the scale and shift)::
 
-        def @main(%x: Tensor[(1, 2, 3, 3), float32]) {
+        # before
+        def @main(%x: Tensor[(1, 2, 3, 3), float32], %gamma: Tensor[(2), float32], %beta: Tensor[(2), float32], %mean: Tensor[(2), float32], %var: Tensor[(2), float32]) {
           %0 = nn.batch_norm(%x, %gamma, %beta, %mean, %var);
           %1 = %0.0;
           nn.dropout(%1)
         }
 
-    After (``%gamma`` etc. stand for the constant parameters)::
-
-        def @main(%x: Tensor[(1, 2, 3, 3), float32]) {
+        # after SimplifyInference()
+        def @main(%x: Tensor[(1, 2, 3, 3), float32], %gamma: Tensor[(2), float32], %beta: Tensor[(2), float32], %mean: Tensor[(2), float32], %var: Tensor[(2), float32]) {
           %0 = add(%var, 1e-05f);
           %1 = sqrt(%0);
           %2 = divide(%gamma, %1);
@@ -122,7 +124,7 @@ class SimplifyInference(FunctionPass):
           %7 = expand_dims(%6, axis=1, num_newaxis=2);
           add(%4, %7)
         }
-    """
+    """  # noqa: E501 (printed lines of the example)
 
     def transform_function(self, func: Function, mod: Module, name: str) -> Function:
         """Lower batch_norm and dropout in ``func`` (``func`` itself if it has none)."""

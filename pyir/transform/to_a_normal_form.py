@@ -12,6 +12,8 @@ and each let variable is derived from the id (and type) of the graph node it
 binds, so the normal form of a graph is unique: the same graph gives the very
 same objects, and the pass is idempotent.
 
+Example (``tests/golden/ToANormalForm/docstring.txt``, run by ``tests/test_golden.py``).
+
 Before::
 
     def @main(%p: Tensor[(4), float32]) {

@@ -11,16 +11,19 @@ and let variables are deterministic (as in
 :class:`~pyir.transform.to_a_normal_form.ToANormalForm`), so the pass is
 idempotent.
 
-Before (the printer, placing each node in the innermost scope that uses it,
-shows the shared ``nn.relu`` in both branches)::
+In graph form the printer already shows the shared ``nn.relu`` in the block that
+dominates its uses, as ``%0``, but nothing in the graph fixes where it is
+evaluated; the pass binds it there (the example is
+``tests/golden/ToBasicBlockNormalForm/docstring.txt``, run by ``tests/test_golden.py``).
+
+Before::
 
     def @main(%p: Tensor[(4), float32], %c: Tensor[(), bool]) {
+      %0 = nn.relu(%p);
       if (%c) {
-        %0 = nn.relu(%p);
         add(%0, 1.0f)
       } else {
-        %1 = nn.relu(%p);
-        negative(%1)
+        negative(%0)
       }
     }
 

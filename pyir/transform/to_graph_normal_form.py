@@ -5,6 +5,8 @@ hash-consing rebuilds the very same dataflow graph, so
 ``ToGraphNormalForm()(ToANormalForm()(m))["main"] is m["main"]`` for a module
 without lets.  Values of unused lets disappear (the language is pure).
 
+Example (``tests/golden/ToGraphNormalForm/docstring.txt``, run by ``tests/test_golden.py``).
+
 Before::
 
     def @main(%p: Tensor[(4), float32]) {
