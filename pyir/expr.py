@@ -177,22 +177,45 @@ class Var(Expr, final=True):
             check_text(name_hint, "Var name")
         if type_annotation is not None and not isinstance(type_annotation, Type):
             raise WellFormedError(f"Var type annotation must be a Type, got {type_annotation!r:.80}")
-        if uid is None:
-            uid = fresh_uid()
-        elif type(uid) is not bytes or len(uid) != 16:
+        if uid is None:  # a fresh uid: no lookup (publish handles an occupied slot)
+            uid = _UID_PREFIX + next(_uid_counter).to_bytes(8, "little")
+            key = digest(b"V" + uid)
+            n: Any = _new(Var)
+            _set_name_hint(n, name_hint)
+            _set_type_annotation(n, type_annotation)
+            _set_uid(n, uid)
+            _set_mask(n, F_VAR if type_annotation is not None else F_VAR | F_UNTYPED)
+            _set_id(n, key)
+            if key not in _collided:
+                ref = _Ref(n, _drop)
+                ref.key = key  # type: ignore[attr-defined]
+                if _setdefault(key, ref) is ref:
+                    return n
+            return publish(n, key, _same_var(name_hint, type_annotation, uid))
+        if type(uid) is not bytes or len(uid) != 16:
             raise WellFormedError("Var uid must be 16 bytes")
-
-        def same(n: Node) -> bool:
-            if type(n) is not Var or n.uid != uid:
-                return False
-            if n.name_hint != name_hint or n.type_annotation is not type_annotation:
-                raise WellFormedError(
-                    f"variable uid {uid.hex()} is already %{n.name_hint} with another name or type")
-            return True
-
-        return intern(Var, digest(b"V" + uid), same,  # type: ignore[no-any-return]
+        return intern(Var, digest(b"V" + uid), _same_var(name_hint, type_annotation, uid),
                       {"name_hint": name_hint, "type_annotation": type_annotation, "uid": uid},
                       F_VAR if type_annotation is not None else F_VAR | F_UNTYPED)
+
+
+def _same_var(name_hint: str, type_annotation: Type | None, uid: bytes) -> Any:
+    """The equality test of interning for the variable ``uid`` (a clash is an error)."""
+
+    def same(n: Node) -> bool:
+        if type(n) is not Var or n.uid != uid:
+            return False
+        if n.name_hint != name_hint or n.type_annotation is not type_annotation:
+            raise WellFormedError(
+                f"variable uid {uid.hex()} is already %{n.name_hint} with another name or type")
+        return True
+
+    return same
+
+
+_set_name_hint = Var.__dict__["name_hint"].__set__
+_set_type_annotation = Var.__dict__["type_annotation"].__set__
+_set_uid = Var.__dict__["uid"].__set__
 
 
 class GlobalVar(Expr, final=True):
@@ -404,28 +427,7 @@ class Call(Expr, final=True):
             attrs = EMPTY_ATTRS
         elif type(attrs) is not Attrs:
             attrs = attrs_of(attrs)
-        mask = op._mask  # type: ignore[union-attr]
-        n = len(args)
-        if n == 1:
-            a0 = args[0]
-            key = digest(b"C" + op.id + attrs.id + a0.id)  # type: ignore[union-attr]
-            mask |= a0._mask
-        elif n == 2:
-            a0, a1 = args
-            key = digest(b"".join((b"C", op.id, attrs.id, a0.id, a1.id)))  # type: ignore[union-attr]
-            mask |= a0._mask | a1._mask
-        else:
-            parts = [b"C", op.id, attrs.id]  # type: ignore[union-attr]
-            for a in args:
-                parts.append(a.id)
-                mask |= a._mask
-            key = digest(b"".join(parts))
-        r = _get(key)
-        if r is not None:
-            node = r()
-            if node is not None and node.op is op and node.attrs is attrs and node.args == args:
-                return node  # type: ignore[no-any-return]
-        return _new_call(Call, op, args, attrs, key, mask)  # type: ignore[arg-type]
+        return make_call(op, args, attrs)  # type: ignore[arg-type]
 
     def children(self) -> tuple[Node, ...]:
         if type(self.op) is Op:
@@ -433,9 +435,34 @@ class Call(Expr, final=True):
         return (self.op, *self.args)
 
 
-def _new_call(cls: type, op: Expr, args: tuple[Expr, ...], attrs: Attrs, key: bytes, mask: int) -> Call:
-    """The miss path of Call interning (lock-free; see :func:`pyir.node.publish`)."""
-    node: Any = _new(cls)
+def make_call(op: Expr, args: tuple[Expr, ...], attrs: Attrs) -> Call:
+    """The interned ``Call`` of checked parts: the hot path of ``Call()`` and the builders.
+
+    ``op`` is an expression, ``args`` a tuple of expressions and ``attrs`` the canonical
+    Attrs (for an operator, its normalized attributes); nothing is checked here.
+    """
+    mask = op._mask
+    n = len(args)
+    if n == 1:
+        a0 = args[0]
+        key = digest(b"C" + op.id + attrs.id + a0.id)
+        mask |= a0._mask
+    elif n == 2:
+        a0, a1 = args
+        key = digest(b"".join((b"C", op.id, attrs.id, a0.id, a1.id)))
+        mask |= a0._mask | a1._mask
+    else:
+        parts = [b"C", op.id, attrs.id]
+        for a in args:
+            parts.append(a.id)
+            mask |= a._mask
+        key = digest(b"".join(parts))
+    r = _get(key)
+    if r is not None:
+        node = r()
+        if node is not None and node.op is op and node.attrs is attrs and node.args == args:
+            return node
+    node = _new(Call)
     _set_op(node, op)
     _set_args(node, args)
     _set_attrs(node, attrs)
@@ -445,8 +472,8 @@ def _new_call(cls: type, op: Expr, args: tuple[Expr, ...], attrs: Attrs, key: by
         ref = _Ref(node, _drop)
         ref.key = key  # type: ignore[attr-defined]
         if _setdefault(key, ref) is ref:
-            return node  # type: ignore[no-any-return]
-    return publish(node, key, lambda m: type(m) is Call and m.op is op and m.attrs is attrs  # type: ignore[no-any-return]
+            return node
+    return publish(node, key, lambda m: type(m) is Call and m.op is op and m.attrs is attrs
                    and m.args == args)
 
 

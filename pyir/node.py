@@ -53,6 +53,15 @@ def short_int(i: int) -> str:
     return str(i) if -(1 << 256) < i < 1 << 256 else f"an int of {i.bit_length()} bits"
 
 
+def safe_repr(v: Any, limit: int = 80) -> str:
+    """``repr(v)`` cut to ``limit`` characters, or a description if it cannot be made (a deeply
+    nested value, an int too long for ``str``)."""
+    try:
+        return repr(v)[:limit]
+    except (RecursionError, ValueError):
+        return f"a deeply nested or huge {type(v).__name__}"
+
+
 def check_text(s: str, where: str, error: type[Exception] = WellFormedError) -> str:
     """Return ``s`` if it is valid Unicode (encodable as UTF-8), else raise ``error``.
 
@@ -366,12 +375,34 @@ def encode_attr_value(v: Any, out: list[bytes]) -> None:
 
 
 def _typed_equal(a: Any, b: Any) -> bool:
-    """Equality that distinguishes 1, 1.0 and True, and 0.0 from -0.0."""
-    out_a: list[bytes] = []
-    out_b: list[bytes] = []
-    encode_attr_value(a, out_a)
-    encode_attr_value(b, out_b)
-    return out_a == out_b
+    """Equality of normalized values that distinguishes 1, 1.0 and True, and 0.0 from -0.0.
+
+    The same relation as comparing :func:`encode_attr_value` encodings (floats by bit
+    pattern, nodes by identity), without encoding anything.  Normalized values nest at
+    most ``MAX_ATTR_DEPTH`` deep, which bounds the recursion.
+    """
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is tuple:
+        return len(a) == len(b) and all(x is y or _typed_equal(x, y) for x, y in zip(a, b))
+    if t is float:
+        return _pack_d(a) == _pack_d(b)
+    if t is int or t is str or t is bool:
+        return a == b
+    return False  # nodes (and anything else): identity only
+
+
+def _same_items(a: tuple[tuple[str, Any], ...], b: tuple[tuple[str, Any], ...]) -> bool:
+    """Typed equality of two ``Attrs`` item tuples."""
+    if len(a) != len(b):
+        return False
+    for (ka, va), (kb, vb) in zip(a, b):
+        if ka != kb or (va is not vb and not _typed_equal(va, vb)):
+            return False
+    return True
 
 
 class Attrs(Node, final=True):
@@ -412,14 +443,18 @@ class Attrs(Node, final=True):
             kb = k.encode()
             out.append(b"%d:" % len(kb) + kb)
             encode_attr_value(v, out)
-        enc = b"".join(out)
+        key = digest(b"".join(out))
         tup = tuple(pairs)
+        r = _get(key)  # the hit path: no closure, no field dict
+        if r is not None:
+            n = r()
+            if n is not None and type(n) is Attrs and _same_items(n._items, tup):
+                return n
 
         def same(n: Node) -> bool:
-            return type(n) is Attrs and len(n._items) == len(tup) and all(
-                ka == kb and _typed_equal(va, vb) for (ka, va), (kb, vb) in zip(n._items, tup))
+            return type(n) is Attrs and _same_items(n._items, tup)
 
-        return intern(Attrs, digest(enc), same,  # type: ignore[no-any-return]
+        return intern(Attrs, key, same,
                       {"_items": tup, "_index": MappingProxyType(dict(tup))}, 0)
 
     def __getitem__(self, name: str) -> Any:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .errors import WellFormedError
-from .node import MAX_INDEX, Node, digest, intern, short_int
+from .node import MAX_INDEX, Node, _get, digest, intern, safe_repr, short_int
 
 __all__ = ["Type", "TensorType", "TupleType", "FuncType", "normalize_dtype", "TENSOR_DTYPES"]
 
@@ -43,6 +44,14 @@ def normalize_dtype(dtype: Any) -> str:
     return name
 
 
+TENSOR_TYPE_CACHE_MAX = 4096
+"""Entries of the TensorType cache: ``(shape, dtype)`` as given (a tuple of exact ints and a
+str) -> a weak reference to the interned type, so building a type seen before costs a dict
+lookup.  Holds no type alive, cleared when full; a plain dict (atomic reads and writes)."""
+_tt_cache: dict[tuple[tuple[int, ...], str], Any] = {}
+_tt_cache_get = _tt_cache.get
+
+
 class Type(Node):
     """Base class of types."""
 
@@ -62,7 +71,19 @@ class TensorType(Type, final=True):
     dtype: str
 
     def __new__(cls, shape: Sequence[int] = (), dtype: Any = "float32") -> TensorType:
-        if type(shape) is not tuple:
+        if type(shape) is tuple and type(dtype) is str:
+            # the hit path: a tuple of exact ints and a str seen before (exact ints only, as
+            # (True,) == (1,) == (1.0,); checked before hashing, so no deep tuple is hashed)
+            for d in shape:
+                if type(d) is not int:
+                    break
+            else:
+                r = _tt_cache_get((shape, dtype))
+                if r is not None:
+                    n = r()
+                    if n is not None:
+                        return n
+        elif type(shape) is not tuple:
             try:
                 shape = tuple(shape)
             except TypeError:
@@ -72,17 +93,25 @@ class TensorType(Type, final=True):
         for d in shape:
             if type(d) is not int:
                 if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
-                    raise WellFormedError(f"TensorType shape must hold ints, got {shape!r:.80}")
+                    raise WellFormedError(f"TensorType shape must hold ints, got {safe_repr(shape)}")
                 shp = tuple(int(x) for x in shape)  # numpy ints -> ints
                 break
         for d in shp:
             if not 0 <= d <= MAX_INDEX:
                 raise WellFormedError(f"TensorType dimensions must be in [0, 2**63), got {short_int(d)}")
         dt = normalize_dtype(dtype)
-        key = digest(b"t%s(%s)" % (dt.encode(), b",".join(b"%d" % d for d in shp)))
-        return intern(TensorType, key,  # type: ignore[no-any-return]
-                      lambda n: type(n) is TensorType and n.shape == shp and n.dtype == dt,
-                      {"shape": shp, "dtype": dt}, 0)
+        key = digest(b"t%s(%s)" % (dt.encode(), b",".join(map(b"%d".__mod__, shp))))
+        r = _get(key)
+        n = None if r is None else r()
+        if n is None or type(n) is not TensorType or n.shape != shp or n.dtype != dt:
+            n = intern(TensorType, key,
+                       lambda n: type(n) is TensorType and n.shape == shp and n.dtype == dt,
+                       {"shape": shp, "dtype": dt}, 0)
+        if shp is shape and type(dtype) is str:  # exact ints and a str: cacheable
+            if len(_tt_cache) >= TENSOR_TYPE_CACHE_MAX:
+                _tt_cache.clear()
+            _tt_cache[(shp, dtype)] = weakref.ref(n)
+        return n
 
     @property
     def ndim(self) -> int:

@@ -241,6 +241,7 @@ def test_forced_digest_collisions_keep_interning_exact(monkeypatch):
     b = pyir.TensorType((3, 1, 8), "float32")
     assert a is not b and a.id != b.id
     assert pyir.TensorType((3, 1, 7)) is a and pyir.TensorType((3, 1, 8)) is b
+    assert pyir.TensorType([3, 1, 7]) is a and pyir.TensorType([3, 1, 8]) is b  # uncached path
 
 
 def test_forced_collisions_stay_exact_after_the_chain_head_dies(monkeypatch):
@@ -260,6 +261,7 @@ def test_forced_collisions_stay_exact_after_the_chain_head_dies(monkeypatch):
         del a
         gc.collect()
         assert pyir.TensorType((3, 1, 18)) is b and b.id == b_id
+        assert pyir.TensorType([3, 1, 18]) is b  # the uncached path probes past the dead head
         x = pyir.var("x")
         ca = op.exp(x)
         cb = op.log(x)  # re-keyed: its digest collides with ca's
@@ -345,3 +347,172 @@ def test_bad_user_input_raises_pyir_errors(case):
     build, err = _BAD_INPUTS[case]
     with pytest.raises(err):
         build()
+
+
+# -- issue 11 item 5: construction caches -----------------------------------------------------------
+
+
+def _uncached_attrs(name, kw):
+    """What the schema makes of ``kw`` without any cache."""
+    return pyir.op.get_op_def(name)._normalize(dict(kw))
+
+
+@pytest.mark.parametrize("name, variants", [
+    # each group: values that Python's == / hash merge, but that pyir keys apart (or rejects)
+    ("nn.leaky_relu", [{"alpha": 0.0}, {"alpha": -0.0}, {"alpha": 0}, {"alpha": False}, {"alpha": 1},
+                       {"alpha": 1.0}, {"alpha": True}, {"alpha": math.nan}]),
+    ("argmax", [{"axis": 1}, {"axis": True}, {"axis": 1.0}, {"keepdims": 1}, {"keepdims": True},
+                {"keepdims": 1.0}, {"keepdims": 0}, {"keepdims": False}]),
+    ("nn.conv2d", [{"padding": (1, 1)}, {"padding": (True, True)}, {"padding": (1.0, 1.0)},
+                   {"padding": (1, (1,))}, {"padding": [1, 1]}, {"padding": 1}, {"padding": True},
+                   {"padding": ((1,),)}, {"strides": (2, 2), "padding": (1, 1)},
+                   {"padding": (1, 1), "strides": (2, 2)}, {"out_dtype": "float16"}]),
+    ("clip", [{"a_min": 0.0, "a_max": 6.0}, {"a_min": -0.0, "a_max": 6.0}, {"a_min": 0, "a_max": 6},
+              {"a_min": False, "a_max": 6.0}]),
+    ("transpose", [{"axes": (1, 0)}, {"axes": (True, False)}, {"axes": None}, {}]),
+])
+def test_attribute_cache_returns_exactly_the_uncached_result(name, variants):
+    """issue 11 item 5: the builders' attribute cache is type-exact -- 1, 1.0 and True, 0.0 and
+    -0.0, (1,) and (True,), nested tuples -- and its hit returns the very Attrs the uncached
+    normalization builds (or raises the same error), in any order of first use."""
+    odef = pyir.op.get_op_def(name)
+    inputs = {"nn.conv2d": 2}.get(name, 1)
+    x = pyir.var("x", shape=(1, 4, 8, 8))
+    builder = getattr(op.nn, name[3:]) if name.startswith("nn.") else getattr(op, name)
+    for order in (variants, variants[::-1], variants + variants):
+        odef._cache.clear()
+        keep = []
+        for kw in order:
+            try:
+                expected = _uncached_attrs(name, kw)
+            except pyir.AttrError as e:
+                with pytest.raises(pyir.AttrError) as got:
+                    builder(*[x] * inputs, **kw)
+                assert str(got.value) == str(e)
+                with pytest.raises(pyir.AttrError):
+                    pyir.Call(pyir.Op(name), [x] * inputs, kw)
+                continue
+            c = builder(*[x] * inputs, **kw)
+            keep.append(c)
+            assert c.attrs is expected
+            assert pyir.Call(pyir.Op(name), [x] * inputs, kw).attrs is expected  # the dict path
+            assert pyir.Call(pyir.Op(name), [x] * inputs, expected) is c  # the Attrs path
+            assert builder(*[x] * inputs, **kw) is c  # now a hit
+
+
+def test_attribute_cache_keeps_typed_scalars_apart():
+    """issue 11 item 5: leaky_relu(alpha=0.0) / (alpha=-0.0) and 1 / 1.0 / True stay different
+    calls through the cache (and through Attrs itself: nested tuples compare typed)."""
+    x = pyir.var("x", shape=(3,))
+    a, b = op.nn.leaky_relu(x, alpha=0.0), op.nn.leaky_relu(x, alpha=-0.0)
+    assert a is not b and math.copysign(1, b.attrs["alpha"]) == -1
+    assert op.nn.leaky_relu(x, alpha=-0.0) is b and op.nn.leaky_relu(x, alpha=0.0) is a
+    assert op.nn.leaky_relu(x, alpha=0) is a  # the float kind converts 0 to 0.0
+    for v, w in [(1, 1.0), (1, True), (0.0, -0.0), ((1, (2,)), (1, (2.0,))), ((1, (0.0,)), (1, (-0.0,))),
+                 ((1, (True,)), (1, (1,))), (math.nan, -math.nan)]:
+        assert pyir.Attrs(v=v) is not pyir.Attrs(v=w)
+        assert pyir.Attrs(v=v) is pyir.Attrs(v=v) and pyir.Attrs(v=w) is pyir.Attrs(v=w)
+
+
+def test_attribute_cache_is_bounded_and_weak():
+    """issue 11 item 5: the attribute cache holds at most ATTR_CACHE_MAX entries per operator and
+    keeps no node alive."""
+    import weakref
+
+    from pyir.op.registry import ATTR_CACHE_MAX
+
+    odef = pyir.op.get_op_def("nn.leaky_relu")
+    x = pyir.var("x", shape=(3,))
+    calls = [op.nn.leaky_relu(x, alpha=i / 7) for i in range(3 * ATTR_CACHE_MAX)]
+    assert 0 < len(odef._cache) <= ATTR_CACHE_MAX
+    assert op.nn.leaky_relu(x, alpha=1 / 7) is calls[1]
+    ref = weakref.ref(calls[-1].attrs)
+    del calls
+    gc.collect()
+    assert ref() is None
+
+
+def test_tensor_type_cache_is_exact_bounded_and_weak():
+    """issue 11 item 5: the TensorType cache returns the type the uncached path builds, only
+    for exact ints (True, 1.0 and deep tuples as dimensions are still errors), is bounded and
+    keeps no type alive."""
+    import weakref
+
+    from pyir.types import TENSOR_TYPE_CACHE_MAX, _tt_cache
+
+    t = pyir.TensorType((1, 3), "float32")
+    assert pyir.TensorType((1, 3), "float32") is t is pyir.TensorType([1, 3])
+    assert pyir.TensorType((np.int64(1), 3)) is t and pyir.TensorType((1, 3), np.float32) is t
+    assert pyir.TensorType((1, 3), "f4") is t
+    deep: tuple = ()
+    for _ in range(200_000):
+        deep = (deep,)
+    for bad in [(True, 3), (1.0, 3), (1, 3.0), (deep, 3), ([1], 3), (1, -3)]:
+        with pytest.raises(pyir.WellFormedError):
+            pyir.TensorType(bad, "float32")
+    assert pyir.TensorType((1, 3), "float32") is t
+    ts = [pyir.TensorType((i, 5)) for i in range(2 * TENSOR_TYPE_CACHE_MAX)]
+    assert 0 < len(_tt_cache) <= TENSOR_TYPE_CACHE_MAX
+    ref = weakref.ref(ts[-1])
+    del ts
+    gc.collect()
+    assert ref() is None
+
+
+def test_deep_tuple_attribute_is_an_attr_error():
+    """issue 11 item 5 (found while adding the attribute cache): a deep tuple given to a builder
+    is an AttrError, neither a RecursionError from its repr nor a crash from hashing it."""
+    deep: tuple = ()
+    for _ in range(200_000):
+        deep = (deep,)
+    x, w = pyir.var("x", shape=(1, 4, 8, 8)), pyir.var("w", shape=(4, 4, 3, 3))
+    for kw in [{"padding": deep}, {"padding": (1, deep)}, {"out_dtype": deep}]:
+        with pytest.raises(pyir.AttrError):
+            op.nn.conv2d(x, w, **kw)
+    with pytest.raises(pyir.AttrError):
+        op.sum(x, axis=deep)
+
+
+def test_construction_caches_are_thread_safe():
+    """issue 11 item 5: threads building the same calls with the same attributes and types at
+    once (caches cold and being cleared) get one canonical object each."""
+    from pyir.op.registry import ATTR_CACHE_MAX
+
+    n_threads = 6
+    results: list[list] = [[] for _ in range(n_threads)]
+    barrier = threading.Barrier(n_threads)
+    x = pyir.var("x", shape=(1, 4, 8, 8))
+    w = pyir.var("w", shape=(4, 4, 3, 3))
+
+    def work(slot):
+        barrier.wait()
+        out = []
+        for i in range(2 * ATTR_CACHE_MAX):
+            out.append(op.nn.conv2d(x, w, padding=(i % 3, i), strides=(1, 1 + i % 2)))
+            out.append(op.nn.leaky_relu(x, alpha=float(i)))
+            out.append(pyir.TensorType((i, 4, 3)))
+        results[slot] = out
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r in results[1:]:
+        assert len(r) == len(results[0])
+        assert all(a is b for a, b in zip(r, results[0]))
+
+
+def test_fresh_vars_are_interned_and_found_by_uid():
+    """issue 11 item 5: the direct insertion of fresh variables keeps them in the intern table:
+    Var with an existing uid returns the variable, and another name or type is an error."""
+    t = pyir.TensorType((2,))
+    v = pyir.Var("v", t)
+    assert pyir.Var("v", t, v.uid) is v
+    with pytest.raises(pyir.WellFormedError):
+        pyir.Var("other", t, v.uid)
+    with pytest.raises(pyir.WellFormedError):
+        pyir.Var("v", None, v.uid)
+    before = live_node_count()
+    vs = [pyir.Var("v", t) for _ in range(1000)]
+    assert live_node_count() >= before + 1000 and len({u.uid for u in vs}) == 1000

@@ -13,7 +13,9 @@ filled in and values converted to their canonical kind, so ``conv2d(x, w)`` and
 from __future__ import annotations
 
 import enum
+import math
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AttrError, TypeCheckError, UnknownOpError
-from ..node import OP_BIT0, Attrs, attrs_of
+from ..node import OP_BIT0, Attrs, attrs_of, safe_repr
 from ..types import Type, normalize_dtype
 
 __all__ = ["OpPattern", "AttrSpec", "OpDef", "register_op", "get_op_def", "list_ops", "REQUIRED"]
@@ -105,15 +107,53 @@ class AttrSpec:
 
             return normalize_attr_value(value, where)
         except (TypeError, ValueError, OverflowError):  # e.g. float(10**400)
-            try:
-                shown = repr(value)[:80]
-            except ValueError:  # an int too long for str()
-                shown = f"a huge {type(value).__name__}"
+            shown = safe_repr(value)  # not repr: an int too long for str(), a deep tuple
             raise AttrError(f"{where}: expected {self.kind}, got {shown}") from None
 
 
 TypeRel = Callable[[tuple[Type, ...], Attrs], Type]
 Compute = Callable[..., Any]
+
+# -- the attribute cache -------------------------------------------------------------------------
+# Each operator maps a type-exact key of the raw attributes it was given to (a weak reference
+# to) the Attrs its schema made of them, so a builder call with attributes seen before costs a
+# key, a dict lookup and a dereference.  The key is exact: Python's ``1 == 1.0 == True`` and
+# ``0.0 == -0.0`` would merge different inputs, so booleans and floats are tagged (floats with
+# their sign), and only names that are str and values that are None, int, str, bool, float or
+# flat tuples of ints are cached -- nothing else is ever hashed, so a deep or unhashable value
+# cannot reach ``hash`` (it takes the uncached path, which rejects it).  An entry maps to the
+# live canonical Attrs the uncached path would return for the same input (interning keeps one
+# per content), so cached and uncached results are the very same object.  The cache holds no
+# node alive (weak references), is bounded (cleared when full) and is a plain dict (entries are
+# set and read atomically; racing threads at worst compute the same Attrs twice).
+
+ATTR_CACHE_MAX = 512
+"""Entries per operator in the attribute cache (the cache is cleared when it is full)."""
+
+_TRUE, _FALSE, _FLOAT = object(), object(), object()
+_copysign = math.copysign
+
+
+def attrs_key(given: dict[str, Any]) -> tuple[Any, ...] | None:
+    """A type-exact, hashable key of raw attribute values, or None if they are not cacheable."""
+    parts: list[Any] = []
+    for k, v in given.items():
+        if type(k) is not str:
+            return None
+        t = type(v)
+        if t is tuple:
+            for x in v:
+                if type(x) is not int:
+                    return None
+        elif t is bool:
+            v = _TRUE if v else _FALSE
+        elif t is float:
+            v = (_FLOAT, v, _copysign(1.0, v))  # NaNs never compare equal: never a hit
+        elif t is not int and t is not str and v is not None:
+            return None
+        parts.append(k)
+        parts.append(v)
+    return tuple(parts)
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,6 +170,7 @@ class OpDef:
     doc: str = ""
     canonicalize: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     _specs: dict[str, AttrSpec] = field(default_factory=dict, repr=False)
+    _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def mask(self) -> int:
@@ -138,7 +179,40 @@ class OpDef:
 
     def normalize_attrs(self, attrs: Mapping[str, Any] | Attrs | None) -> Attrs:
         """Validate ``attrs`` against the schema, fill defaults, return canonical Attrs."""
-        given = dict(attrs.items()) if attrs is not None else {}
+        cache = self._cache
+        t = type(attrs)
+        if t is dict or attrs is None:
+            key = attrs_key(attrs) if attrs else ()  # type: ignore[arg-type]
+            if key is not None:
+                e = cache.get(key)
+                if e is not None:
+                    a = e()
+                    if a is not None:
+                        return a  # type: ignore[no-any-return]
+                a = self._normalize(dict(attrs) if attrs else {})  # type: ignore[call-overload]
+                if len(cache) >= ATTR_CACHE_MAX:
+                    cache.clear()
+                cache[key] = weakref.ref(a)
+                return a
+        elif t is Attrs:
+            # keyed by the Attrs' id; the entry holds a weak reference to the input to check
+            # that it is the same node (an id is unique among live nodes only)
+            aid: bytes = attrs.id  # type: ignore[union-attr]
+            e = cache.get(aid)
+            if e is not None:
+                src, res = e
+                a = res()
+                if a is not None and src() is attrs:
+                    return a  # type: ignore[no-any-return]
+            a = self._normalize(dict(attrs.items()))  # type: ignore[union-attr]
+            if len(cache) >= ATTR_CACHE_MAX:
+                cache.clear()
+            cache[aid] = (weakref.ref(attrs), weakref.ref(a))  # type: ignore[arg-type]
+            return a
+        return self._normalize(dict(attrs.items()) if attrs is not None else {})
+
+    def _normalize(self, given: dict[str, Any]) -> Attrs:
+        """The uncached normalization (``given`` is consumed)."""
         out: dict[str, Any] = {}
         for spec in self.attrs:
             if spec.name in given:
@@ -203,12 +277,15 @@ def register_op(
                      OP_BIT0 + len(_registry), doc, canonicalize,
                      {a.name: a for a in attrs})
         _registry[name] = odef
-    from ..expr import Call, Expr, Op, as_expr
+    from ..expr import Expr, Op, as_expr, make_call
+    from ..node import EMPTY_ATTRS
 
     op_node = Op(name)
-    has_attrs = bool(attrs)
-
     n_in = num_inputs
+    cache = odef._cache
+    get = cache.get
+    normalize = odef.normalize_attrs
+    no_attrs = not attrs
 
     def builder(*args: Any, **kw: Any) -> Any:
         if n_in is not None and len(args) != n_in:
@@ -219,8 +296,23 @@ def register_op(
                 break
         if n_in is None:
             odef.check_arity(len(args))
-        a = odef.normalize_attrs(kw) if (has_attrs or kw) else None
-        return Call(op_node, args, a, _checked=True)
+        if kw:
+            a = None
+            key = attrs_key(kw)
+            if key is not None:
+                e = get(key)
+                if e is not None:
+                    a = e()
+            if a is None:
+                a = normalize(kw)
+        elif no_attrs:
+            a = EMPTY_ATTRS
+        else:
+            e = get(())
+            a = e() if e is not None else None
+            if a is None:
+                a = normalize(None)
+        return make_call(op_node, args, a)
 
     builder.__name__ = name.rsplit(".", 1)[-1]
     builder.__qualname__ = builder.__name__

@@ -1,0 +1,475 @@
+"""Construction of realistic programs (issue 11 item 5): pyir against plain ``__slots__`` objects.
+
+Every figure is a ratio of two timings taken in the same run, pyir and baseline alternating
+round by round (best of ``--rounds``), so machine load hits both alike:
+
+* **workloads** (10^4 ops each, module included):
+  ``resnet``: the anchors' shape (``../shared/anchors/tvm_bench.py``, as in ``bench_vs_tvm.py``):
+  blocks of conv2d(padding) -> add(bias) -> relu -> conv2d -> add(bias) -> add(residual) -> relu,
+  weights and biases as typed variables; ``transformer``: pre-built blocks of a self-attention
+  layer and an MLP (dense, add, reshape, transpose, matmul, multiply, softmax, layer_norm, relu),
+  16 typed weight variables per 29 ops.  The baseline builds the same program as plain
+  ``__slots__`` objects holding the same fields (normalized attributes copied into a dict per
+  call).  Target: pyir <= 4x plain.
+* **operators**: every registered operator with typical attributes, as a ratio to ``nn.relu``:
+  *hit* rebuilds the same call (an intern hit), *miss* builds it on a fresh input each time (a
+  new call; its attributes were seen before).  Target: <= 2x relu.
+* **TensorType and var** against a plain 3-field ``__slots__`` object (hit: an equal type is
+  alive; miss: a new shape).  Target: <= 3x.
+
+Columns ``gc on`` (the default) and ``gc paused`` (both sides with the cyclic collector off).
+
+    python benchmarks/bench_build.py                 # 10^4 ops, 5 rounds
+    python benchmarks/bench_build.py --quick         # 2 rounds, smaller operator loops
+    PYTHONPATH=/tmp/pyir_before python benchmarks/bench_build.py   # another checkout, same script
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import pyir
+from pyir import op
+from pyir.op.registry import get_op_def, list_ops
+
+F32 = "float32"
+TARGET_WORKLOAD, TARGET_OP, TARGET_TYPE = 4.0, 2.0, 3.0
+
+# -- plain baseline ----------------------------------------------------------------------------
+
+
+class PTensorType:
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = shape
+        self.dtype = dtype
+
+
+class PVar:
+    __slots__ = ("name_hint", "type_annotation")
+
+    def __init__(self, name_hint, type_annotation):
+        self.name_hint = name_hint
+        self.type_annotation = type_annotation
+
+
+class PConstant:
+    __slots__ = ("data",)
+
+    def __init__(self, data):
+        self.data = data
+
+
+class POp:
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+
+class PCall:
+    __slots__ = ("op", "args", "attrs")
+
+    def __init__(self, op, args, attrs):
+        self.op = op
+        self.args = args
+        self.attrs = attrs
+
+
+class PFunction:
+    __slots__ = ("params", "body")
+
+    def __init__(self, params, body):
+        self.params = params
+        self.body = body
+
+
+class PModule:
+    __slots__ = ("functions",)
+
+    def __init__(self, functions):
+        self.functions = functions
+
+
+class P3:
+    """A plain 3-field record (the baseline of TensorType and var)."""
+
+    __slots__ = ("a", "b", "c")
+
+    def __init__(self, a, b, c):
+        self.a = a
+        self.b = b
+        self.c = c
+
+
+# -- resnet ---------------------------------------------------------------------------------------
+
+
+def pyir_resnet(n: int, c: int = 16, hw: int = 8) -> pyir.Module:
+    Var, T = pyir.Var, pyir.TensorType
+    conv2d, add, relu = op.nn.conv2d, op.add, op.nn.relu
+    x = Var("x", T((1, c, hw, hw), F32))
+    params = [x]
+    ws = []
+    for b in range(n // 7):
+        w = (Var(f"w{b}_1", T((c, c, 3, 3), F32)), Var(f"b{b}_1", T((1, c, 1, 1), F32)),
+             Var(f"w{b}_2", T((c, c, 3, 3), F32)), Var(f"b{b}_2", T((1, c, 1, 1), F32)))
+        ws.append(w)
+        params += w
+    h: pyir.Expr = x
+    for w1, b1, w2, b2 in ws:
+        t = relu(add(conv2d(h, w1, padding=(1, 1)), b1))
+        t = add(add(conv2d(t, w2, padding=(1, 1)), b2), h)
+        h = relu(t)
+    for _ in range(n - 7 * len(ws)):
+        h = relu(h)
+    return pyir.Module({"main": pyir.Function(params, h)})
+
+
+def _attrs_of(call: pyir.Call) -> dict[str, Any]:
+    return dict(call.attrs.items())
+
+
+def plain_resnet(n: int, c: int = 16, hw: int = 8) -> PModule:
+    conv_attrs = _PLAIN_ATTRS["conv2d"]
+    P_CONV, P_ADD, P_RELU = _POPS["nn.conv2d"], _POPS["add"], _POPS["nn.relu"]
+    x = PVar("x", PTensorType((1, c, hw, hw), F32))
+    params: list[Any] = [x]
+    ws = []
+    for b in range(n // 7):
+        w = (PVar(f"w{b}_1", PTensorType((c, c, 3, 3), F32)), PVar(f"b{b}_1", PTensorType((1, c, 1, 1), F32)),
+             PVar(f"w{b}_2", PTensorType((c, c, 3, 3), F32)), PVar(f"b{b}_2", PTensorType((1, c, 1, 1), F32)))
+        ws.append(w)
+        params += w
+    h: Any = x
+    for w1, b1, w2, b2 in ws:
+        t = PCall(P_RELU, (PCall(P_ADD, (PCall(P_CONV, (h, w1), dict(conv_attrs)), b1), None),), None)
+        t = PCall(P_ADD, (PCall(P_ADD, (PCall(P_CONV, (t, w2), dict(conv_attrs)), b2), None), h), None)
+        h = PCall(P_RELU, (t,), None)
+    for _ in range(n - 7 * len(ws)):
+        h = PCall(P_RELU, (h,), None)
+    return PModule({"main": PFunction(params, h)})
+
+
+# -- transformer ------------------------------------------------------------------------------------
+
+S, D, H = 16, 64, 4  # sequence, model width, heads
+DH = D // H
+TRANSFORMER_BLOCK_OPS = 29
+
+
+def pyir_transformer(n: int) -> pyir.Module:
+    Var, T = pyir.Var, pyir.TensorType
+    dense, add, mul, matmul = op.nn.dense, op.add, op.multiply, op.matmul
+    reshape, transpose, softmax, layer_norm, relu = (op.reshape, op.transpose, op.nn.softmax,
+                                                    op.nn.layer_norm, op.nn.relu)
+    x = Var("x", T((S, D), F32))
+    scale = pyir.const(np.float32(1.0 / np.sqrt(DH)))
+    params = [x]
+    h: pyir.Expr = x
+    for b in range(n // TRANSFORMER_BLOCK_OPS):
+        w = [Var(f"{name}{b}", T(shape, F32)) for name, shape in (
+            ("wq", (D, D)), ("bq", (D,)), ("wk", (D, D)), ("bk", (D,)), ("wv", (D, D)), ("bv", (D,)),
+            ("wo", (D, D)), ("bo", (D,)), ("g1", (D,)), ("e1", (D,)), ("w1", (4 * D, D)),
+            ("b1", (4 * D,)), ("w2", (D, 4 * D)), ("b2", (D,)), ("g2", (D,)), ("e2", (D,)))]
+        params += w
+        wq, bq, wk, bk, wv, bv, wo, bo, g1, e1, w1, b1, w2, b2, g2, e2 = w
+        q = transpose(reshape(add(dense(h, wq), bq), newshape=(S, H, DH)), axes=(1, 0, 2))
+        k = transpose(reshape(add(dense(h, wk), bk), newshape=(S, H, DH)), axes=(1, 2, 0))
+        v = transpose(reshape(add(dense(h, wv), bv), newshape=(S, H, DH)), axes=(1, 0, 2))
+        p = softmax(mul(matmul(q, k), scale), axis=-1)
+        o = reshape(transpose(matmul(p, v), axes=(1, 0, 2)), newshape=(S, D))
+        a = layer_norm(add(add(dense(o, wo), bo), h), g1, e1, axis=-1, epsilon=1e-5)
+        f = add(dense(relu(add(dense(a, w1), b1)), w2), b2)
+        h = layer_norm(add(f, a), g2, e2, axis=-1, epsilon=1e-5)
+    for _ in range(n - TRANSFORMER_BLOCK_OPS * (n // TRANSFORMER_BLOCK_OPS)):
+        h = relu(h)
+    return pyir.Module({"main": pyir.Function(params, h)})
+
+
+def plain_transformer(n: int) -> PModule:
+    A = _PLAIN_ATTRS
+    P = _POPS
+    dense, add, mul, matmul = P["nn.dense"], P["add"], P["multiply"], P["matmul"]
+    reshape, transpose, softmax, layer_norm, relu = (P["reshape"], P["transpose"], P["nn.softmax"],
+                                                    P["nn.layer_norm"], P["nn.relu"])
+    x = PVar("x", PTensorType((S, D), F32))
+    scale = PConstant(np.float32(1.0 / np.sqrt(DH)))
+    params: list[Any] = [x]
+    h: Any = x
+    for b in range(n // TRANSFORMER_BLOCK_OPS):
+        w = [PVar(f"{name}{b}", PTensorType(shape, F32)) for name, shape in (
+            ("wq", (D, D)), ("bq", (D,)), ("wk", (D, D)), ("bk", (D,)), ("wv", (D, D)), ("bv", (D,)),
+            ("wo", (D, D)), ("bo", (D,)), ("g1", (D,)), ("e1", (D,)), ("w1", (4 * D, D)),
+            ("b1", (4 * D,)), ("w2", (D, 4 * D)), ("b2", (D,)), ("g2", (D,)), ("e2", (D,)))]
+        params += w
+        wq, bq, wk, bk, wv, bv, wo, bo, g1, e1, w1, b1, w2, b2, g2, e2 = w
+        qkv = []
+        for wt, bt, tk in ((wq, bq, "t102"), (wk, bk, "t120"), (wv, bv, "t102")):
+            t = PCall(add, (PCall(dense, (h, wt), dict(A["dense"])), bt), None)
+            t = PCall(reshape, (t,), dict(A["reshape3"]))
+            qkv.append(PCall(transpose, (t,), dict(A[tk])))
+        q, k, v = qkv
+        p = PCall(softmax, (PCall(mul, (PCall(matmul, (q, k), None), scale), None),), dict(A["softmax"]))
+        o = PCall(reshape, (PCall(transpose, (PCall(matmul, (p, v), None),), dict(A["t102"])),),
+                  dict(A["reshape2"]))
+        t = PCall(add, (PCall(add, (PCall(dense, (o, wo), dict(A["dense"])), bo), None), h), None)
+        a = PCall(layer_norm, (t, g1, e1), dict(A["layer_norm"]))
+        t = PCall(relu, (PCall(add, (PCall(dense, (a, w1), dict(A["dense"])), b1), None),), None)
+        f = PCall(add, (PCall(dense, (t, w2), dict(A["dense"])), b2), None)
+        h = PCall(layer_norm, (PCall(add, (f, a), None), g2, e2), dict(A["layer_norm"]))
+    for _ in range(n - TRANSFORMER_BLOCK_OPS * (n // TRANSFORMER_BLOCK_OPS)):
+        h = PCall(relu, (h,), None)
+    return PModule({"main": PFunction(params, h)})
+
+
+def _plain_attrs() -> dict[str, dict[str, Any]]:
+    """The normalized attributes pyir's calls hold, copied into each plain call."""
+    x4, w4 = pyir.var("x", shape=(1, 16, 8, 8)), pyir.var("w", shape=(16, 16, 3, 3))
+    x2, w2 = pyir.var("x", shape=(S, D)), pyir.var("w", shape=(D, D))
+    x3 = pyir.var("x", shape=(S, H, DH))
+    return {
+        "conv2d": _attrs_of(op.nn.conv2d(x4, w4, padding=(1, 1))),
+        "dense": _attrs_of(op.nn.dense(x2, w2)),
+        "reshape3": _attrs_of(op.reshape(x2, newshape=(S, H, DH))),
+        "reshape2": _attrs_of(op.reshape(x3, newshape=(S, D))),
+        "t102": _attrs_of(op.transpose(x3, axes=(1, 0, 2))),
+        "t120": _attrs_of(op.transpose(x3, axes=(1, 2, 0))),
+        "softmax": _attrs_of(op.nn.softmax(x3, axis=-1)),
+        "layer_norm": _attrs_of(op.nn.layer_norm(x2, x2, x2, axis=-1, epsilon=1e-5)),
+    }
+
+
+_PLAIN_ATTRS = _plain_attrs()
+_POPS = {name: POp(name) for name in list_ops()}
+
+WORKLOADS: dict[str, tuple[Callable[[int], Any], Callable[[int], Any]]] = {
+    "resnet": (pyir_resnet, plain_resnet), "transformer": (pyir_transformer, plain_transformer)}
+
+# -- timing ---------------------------------------------------------------------------------------
+
+
+def _timed(fn: Callable[[], Any], gc_on: bool) -> float:
+    gc.collect()
+    if not gc_on:
+        gc.disable()
+    try:
+        t0 = time.perf_counter()
+        out = fn()
+        t = time.perf_counter() - t0
+    finally:
+        gc.enable()
+    del out
+    return t
+
+
+def alternate(pairs: dict[str, tuple[Callable[[], Any], Callable[[], Any]]], rounds: int,
+              gc_on: bool) -> dict[str, tuple[float, float]]:
+    """Best-of-``rounds`` (pyir seconds, baseline seconds) per entry, the two alternating."""
+    best: dict[str, list[float]] = {k: [float("inf"), float("inf")] for k in pairs}
+    for r in range(rounds):
+        for k, (fa, fb) in pairs.items():
+            order = ((0, fa), (1, fb)) if r % 2 == 0 else ((1, fb), (0, fa))
+            for i, f in order:
+                best[k][i] = min(best[k][i], _timed(f, gc_on))
+    return {k: (a, b) for k, (a, b) in best.items()}
+
+
+# -- operators ------------------------------------------------------------------------------------
+
+_INPUTS = {
+    "x2": ((S, D), F32), "y2": ((S, D), F32), "x4": ((1, 16, 8, 8), F32), "w4": ((16, 16, 3, 3), F32),
+    "w2": ((D, D), F32), "c": ((16,), F32), "d": ((D,), F32), "b2": ((S, D), "bool"),
+    "i": ((4,), "int32"),
+}
+# operator -> (inputs, typical attributes); unlisted operators take one or two x2 tensors
+_OP_CASES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "nn.conv2d": (("x4", "w4"), {"strides": (1, 1), "padding": (1, 1)}),
+    "nn.max_pool2d": (("x4",), {"pool_size": (2, 2), "strides": (2, 2)}),
+    "nn.avg_pool2d": (("x4",), {"pool_size": (2, 2), "strides": (2, 2)}),
+    "nn.global_avg_pool2d": (("x4",), {}),
+    "nn.global_max_pool2d": (("x4",), {}),
+    "nn.batch_norm": (("x4", "c", "c", "c", "c"), {"epsilon": 1e-5}),
+    "nn.layer_norm": (("x2", "d", "d"), {"axis": -1, "epsilon": 1e-5}),
+    "nn.lrn": (("x4",), {"size": 5}),
+    "nn.dense": (("x2", "w2"), {}),
+    "nn.bias_add": (("x4", "c"), {"axis": 1}),
+    "nn.prelu": (("x4", "c"), {}),
+    "nn.softmax": (("x2",), {"axis": -1}),
+    "nn.log_softmax": (("x2",), {"axis": -1}),
+    "nn.dropout": (("x2",), {"rate": 0.1}),
+    "nn.leaky_relu": (("x2",), {"alpha": 0.1}),
+    "nn.pad": (("x4",), {"pad_width": (0, 0, 0, 0, 1, 1, 1, 1)}),
+    "nn.batch_flatten": (("x4",), {}),
+    "argmax": (("x2",), {"axis": 1}),
+    "cast": (("x2",), {"dtype": "float16"}),
+    "clip": (("x2",), {"a_min": 0.0, "a_max": 6.0}),
+    "concatenate": (("x2", "y2"), {"axis": 0}),
+    "expand_dims": (("x2",), {"axis": 0}),
+    "reshape": (("x2",), {"newshape": (4, 256)}),
+    "split": (("x2",), {"indices_or_sections": (2,), "axis": 1}),
+    "squeeze": (("x4",), {"axis": (0,)}),
+    "strided_slice": (("x2",), {"begin": (0, 0), "end": (8, 32)}),
+    "take": (("x2", "i"), {"axis": 0}),
+    "transpose": (("x2",), {"axes": (1, 0)}),
+    "where": (("b2", "x2", "y2"), {}),
+    "logical_not": (("b2",), {}),
+    "logical_and": (("b2", "b2"), {}),
+    "logical_or": (("b2", "b2"), {}),
+}
+for _r in ("sum", "mean", "max", "min", "prod"):
+    _OP_CASES[_r] = (("x2",), {"axis": (1,), "keepdims": True})
+
+
+def _builder(name: str) -> Callable[..., Any]:
+    mod: Any = op
+    for part in name.split("."):
+        mod = getattr(mod, part)
+    return mod  # type: ignore[no-any-return]
+
+
+def op_cases(k: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
+    """For every operator: (hit loop, miss loop), each building ``k`` calls."""
+    ins = {name: pyir.var(name, shape=s, dtype=dt) for name, (s, dt) in _INPUTS.items()}
+    out = {}
+    for name in list_ops():
+        odef = get_op_def(name)
+        default = ("x2",) * (odef.num_inputs or 2)
+        inputs, kw = _OP_CASES.get(name, (default, {}))
+        f = _builder(name)
+        args = tuple(ins[i] for i in inputs)
+        s0, dt0 = _INPUTS[inputs[0]]
+        fresh = [pyir.var("f", shape=s0, dtype=dt0) for _ in range(k)]
+        rest = args[1:]
+        f(*args, **kw)
+
+        def hit(f=f, args=args, kw=kw):
+            return [f(*args, **kw) for _ in range(k)]
+
+        def miss(f=f, rest=rest, kw=kw, fresh=fresh):
+            return [f(x, *rest, **kw) for x in fresh]
+
+        out[name] = (hit, miss)
+    return out
+
+
+def type_cases(k: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
+    T, Var, var = pyir.TensorType, pyir.Var, pyir.var
+    t = T((16, 16, 3, 3), F32)
+    dims = list(range(1, k + 1))
+    c = 16
+
+    def tt_hit():
+        return [T((c, c, 3, 3), F32) for _ in dims]
+
+    def p_tt_hit():
+        return [P3((c, c, 3, 3), F32, None) for _ in dims]
+
+    def tt_miss():
+        return [T((d, c, 3, 3), F32) for d in dims]
+
+    def p_tt_miss():
+        return [P3((d, c, 3, 3), F32, None) for d in dims]
+
+    def v_typed():
+        return [Var("w", t) for _ in dims]
+
+    def p_v():
+        return [P3("w", t, None) for _ in dims]
+
+    def v_shape():
+        return [var("w", shape=(c, c, 3, 3)) for _ in dims]
+
+    def p_v_shape():
+        return [P3("w", P3((c, c, 3, 3), F32, None), None) for _ in dims]
+
+    return {"TensorType hit": (tt_hit, p_tt_hit), "TensorType miss": (tt_miss, p_tt_miss),
+            "Var(name, type)": (v_typed, p_v), "var(name, shape=...) (type hit)": (v_shape, p_v_shape)}
+
+
+# -- driver ---------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=10_000, help="ops per workload")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--op-loops", type=int, default=1000, help="calls per operator measurement")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--skip", default="", help="comma-separated sections to skip: workloads,ops,types")
+    a = ap.parse_args()
+    if a.quick:
+        a.rounds, a.op_loops = 2, 300
+    skip = set(filter(None, a.skip.split(",")))
+    n = a.n
+    print(f"pyir from {pyir.__file__}; {n:,} ops; best of {a.rounds} alternating rounds\n")
+
+    if "workloads" not in skip:
+        for name, (fp, fb) in WORKLOADS.items():
+            assert len([c for c in pyir.post_order(fp(n)["main"]) if isinstance(c, pyir.Call)]) == n
+        pairs = {name: (lambda fp=fp: fp(n), lambda fb=fb: fb(n)) for name, (fp, fb) in WORKLOADS.items()}
+        print(f"## Workloads (µs per op; target pyir <= {TARGET_WORKLOAD:g}x plain)\n")
+        print("| workload | gc | pyir | plain | ratio |")
+        print("|---|---|---|---|---|")
+        for gc_on in (True, False):
+            res = alternate(pairs, a.rounds, gc_on)
+            for name, (tp, tb) in res.items():
+                print(f"| {name} | {'on' if gc_on else 'paused'} | {tp / n * 1e6:.2f} | {tb / n * 1e6:.2f} | "
+                      f"**{tp / tb:.2f}x** |")
+        print()
+
+    if "ops" not in skip:
+        k = a.op_loops
+        cases = op_cases(k)
+        print(f"## Operators (µs per call; ratio to nn.relu in the same run; target <= {TARGET_OP:g}x)\n")
+        relu_hit, relu_miss = cases["nn.relu"]
+        cols = []
+        for gc_on in (True, False):
+            # per operator: best of rounds of [op hit, relu hit, op miss, relu miss], each op paired
+            # with relu loops timed right next to it (order flipped every round)
+            best = {name: [float("inf")] * 4 for name in cases}
+            for r in range(a.rounds):
+                for name, (hit, miss) in cases.items():
+                    fs = (hit, relu_hit, miss, relu_miss)
+                    for i in ((0, 1, 2, 3) if r % 2 == 0 else (1, 0, 3, 2)):
+                        best[name][i] = min(best[name][i], _timed(fs[i], gc_on) / k)
+            cols.append(best)
+        print("| operator | hit µs | hit ratio | miss µs | miss ratio | gc paused: hit ratio | miss ratio |")
+        print("|---|---|---|---|---|---|---|")
+        worst = [0.0, 0.0]
+        for name in cases:
+            row = [f"| {name} "]
+            for j, best in enumerate(cols):
+                oh, rh_, om, rm_ = best[name]
+                rh, rm = oh / rh_, om / rm_
+                worst[j] = max(worst[j], rh, rm)
+                if j == 0:
+                    row.append(f"| {oh * 1e6:.2f} | {rh:.2f}x | {om * 1e6:.2f} | {rm:.2f}x ")
+                else:
+                    row.append(f"| {rh:.2f}x | {rm:.2f}x |")
+            print("".join(row))
+        print(f"\nWorst operator / relu: gc on **{worst[0]:.2f}x**, gc paused **{worst[1]:.2f}x**\n")
+
+    if "types" not in skip:
+        k = a.op_loops * 5
+        pairs = type_cases(k)
+        print(f"## TensorType and var (µs per call; ratio to a plain 3-field object; target <= "
+              f"{TARGET_TYPE:g}x)\n")
+        print("| construction | gc | pyir | plain | ratio |")
+        print("|---|---|---|---|---|")
+        for gc_on in (True, False):
+            res = alternate(pairs, a.rounds, gc_on)
+            for name, (tp, tb) in res.items():
+                print(f"| {name} | {'on' if gc_on else 'paused'} | {tp / k * 1e6:.3f} | {tb / k * 1e6:.3f} | "
+                      f"**{tp / tb:.2f}x** |")
+
+
+if __name__ == "__main__":
+    main()
