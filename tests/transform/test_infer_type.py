@@ -137,3 +137,12 @@ def test_let_variables_of_two_functions_get_their_own_types():
     assert out["g"].ret_type is pyir.TensorType((3, 3))
     with pytest.raises(pyir.WellFormedError, match="bound in"):
         pyir.Module({"main": main, "g": Function([b], Let(v, op.exp(b), op.nn.relu(v)))})
+
+
+def test_deep_chain_infer_type(deep_chain, deep_anf):
+    """InferType fills the return type of a 10**6-deep chain and of its A-normal form."""
+    out = InferType()(deep_chain)
+    assert out["main"].ret_type is pyir.TensorType((4,), "float32")
+    assert InferType()(out) is out
+    anf = InferType()(deep_anf)
+    assert anf["main"].ret_type is pyir.TensorType((4,), "float32")

@@ -1,0 +1,97 @@
+"""Tests of ToANormalForm (its interplay with the other normal forms: test_normal_forms.py)."""
+
+import pytest
+from _normal_forms import MODELS, assert_anf, check_pass, if_module
+from hypothesis import given, settings
+
+import pyir
+from pyir import op
+from pyir.expr import Call, Function, If, Let, Tuple, TupleGetItem, Var
+from pyir.testing import programs, resnet
+from pyir.transform.to_a_normal_form import ToANormalForm
+from pyir.transform.to_graph_normal_form import ToGraphNormalForm
+
+
+@settings(max_examples=25, deadline=None)
+@given(programs())
+def test_anf_is_canonical(mod):
+    """ANF of a program and of its graph form are the same objects (deterministic let vars)."""
+    a = ToANormalForm()(mod)
+    assert ToANormalForm()(mod)["main"] is a["main"]
+    assert ToANormalForm()(ToGraphNormalForm()(mod))["main"] is a["main"]
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_anf_models_form_types_and_inverse(model):
+    """ANF of the models is in A-normal form, typed, and GNF gives back the original graph."""
+    mod = MODELS[model]()
+    anf = ToANormalForm()(mod)
+    assert_anf(anf["main"])
+    lets = [n for n in pyir.post_order(anf["main"]) if type(n) is Let]
+    compound = [n for n in pyir.post_order(mod["main"]) if isinstance(n, (Call, Tuple, TupleGetItem))]
+    assert len(lets) == len(compound)
+    for let in lets:
+        assert let.var.type_annotation is anf.type_of(let.value)
+    assert ToGraphNormalForm()(anf)["main"] is mod["main"]
+    assert ToANormalForm()(mod)["main"] is anf["main"]
+
+
+def test_anf_lineage():
+    """Let-bound values and variables of ANF derive from the graph nodes they bind."""
+    mod = resnet(1)
+    conv = next(n for n in pyir.post_order(mod["main"]) if type(n) is Call and n.op.name == "nn.conv2d")
+    anf = ToANormalForm()(mod)
+    found = anf.find(conv)
+    assert any(type(n) is Call and n.op is conv.op for n in found)
+    assert any(type(n) is Var for n in found)
+    let = next(n for n in pyir.post_order(anf["main"]) if type(n) is Let and n.value in found)
+    assert conv.id in anf.origins(let.value)
+
+
+def test_anf_scopes_of_if():
+    """ANF binds an expression used in both branches before the if, one used in one branch inside it."""
+    mod, _ = if_module()
+    f = ToANormalForm()(mod)["main"]
+    outer = []
+    e = f.body
+    while type(e) is Let:
+        outer.append(e)
+        e = e.body
+    assert [type(le.value) for le in outer] == [Call, If]
+    assert outer[0].value.op.name == "nn.conv2d"
+    branch = outer[1].value.true_branch
+    assert type(branch) is Let and branch.value.op.name == "tanh"
+    check_pass(ToANormalForm(), mod)
+
+
+def test_anf_nested_functions():
+    """ANF binds nested functions, normalizes their bodies, keeps primitive bodies as they are."""
+    x = pyir.var("x", shape=(4,))
+    q = pyir.var("q", shape=(4,))
+    prim = Function([q], op.nn.relu(op.tanh(q)), attrs={"Primitive": 1})
+    r = pyir.var("r", shape=(4,))
+    closure = Function([r], op.add(op.exp(r), op.exp(x)))
+    mod = pyir.Module({"main": Function([x], op.multiply(Call(prim, [x]), Call(closure, [x])))})
+    out = check_pass(ToANormalForm(), mod)
+    assert_anf(out["main"])
+    values = [n.value for n in pyir.post_order(out["main"]) if type(n) is Let]
+    assert prim in values
+    inner = next(v for v in values if type(v) is Function and not v.attrs.get("Primitive"))
+    assert type(inner.body) is Let
+    # exp(x) does not depend on r but is used only in the closure: bound inside it
+    assert any(type(n) is Let and n.value is op.exp(x) for n in pyir.post_order(inner))
+    assert ToGraphNormalForm()(out)["main"] is mod["main"]
+
+
+def _let_depth(e):
+    n = 0
+    while type(e) is Let:
+        n += 1
+        e = e.body
+    return n
+
+
+def test_deep_chain_anf(deep_chain, deep_anf):
+    """A 10**6-deep chain becomes a 10**6-deep let chain (no recursion), leaving the input intact."""
+    assert _let_depth(deep_anf["main"].body) == 10**6
+    assert deep_chain["main"].body.op.name == "subtract"
