@@ -360,9 +360,14 @@ def _uncached_attrs(name, kw):
 @pytest.mark.parametrize("name, variants", [
     # each group: values that Python's == / hash merge, but that pyir keys apart (or rejects)
     ("nn.leaky_relu", [{"alpha": 0.0}, {"alpha": -0.0}, {"alpha": 0}, {"alpha": False}, {"alpha": 1},
-                       {"alpha": 1.0}, {"alpha": True}, {"alpha": math.nan}]),
+                       {"alpha": 1.0}, {"alpha": True}, {"alpha": math.nan}, {"alpha": -math.nan},
+                       {"alpha": np.float32(1.0)}, {"alpha": np.int32(1065353216)}, {"alpha": "1"},
+                       {"alpha": "\ud800"}, {"alpha": [1.0]}, {"alpha": None}]),
     ("argmax", [{"axis": 1}, {"axis": True}, {"axis": 1.0}, {"keepdims": 1}, {"keepdims": True},
-                {"keepdims": 1.0}, {"keepdims": 0}, {"keepdims": False}]),
+                {"keepdims": 1.0}, {"keepdims": 0}, {"keepdims": False},
+                # marshal spells buffers alike: a numpy int and its bytes must not share an entry
+                {"axis": np.int64(1)}, {"axis": b"\x01\x00\x00\x00\x00\x00\x00\x00"},
+                {"axis": np.int32(1)}, {"axis": np.float32(1.0)}, {"axis": np.int32(1065353216)}]),
     ("nn.conv2d", [{"padding": (1, 1)}, {"padding": (True, True)}, {"padding": (1.0, 1.0)},
                    {"padding": (1, (1,))}, {"padding": [1, 1]}, {"padding": 1}, {"padding": True},
                    {"padding": ((1,),)}, {"strides": (2, 2), "padding": (1, 1)},
@@ -408,8 +413,8 @@ def test_attribute_cache_keeps_typed_scalars_apart():
     assert a is not b and math.copysign(1, b.attrs["alpha"]) == -1
     assert op.nn.leaky_relu(x, alpha=-0.0) is b and op.nn.leaky_relu(x, alpha=0.0) is a
     assert op.nn.leaky_relu(x, alpha=0) is a  # the float kind converts 0 to 0.0
-    for v, w in [(1, 1.0), (1, True), (0.0, -0.0), ((1, (2,)), (1, (2.0,))), ((1, (0.0,)), (1, (-0.0,))),
-                 ((1, (True,)), (1, (1,))), (math.nan, -math.nan)]:
+    for v, w in [(1, 1.0), (1, True), (0.0, -0.0), ("a", "a\x00"), ((1, (2,)), (1, (2.0,))),
+                 ((1, (0.0,)), (1, (-0.0,))), ((1, (True,)), (1, (1,))), (math.nan, -math.nan)]:
         assert pyir.Attrs(v=v) is not pyir.Attrs(v=w)
         assert pyir.Attrs(v=v) is pyir.Attrs(v=v) and pyir.Attrs(v=w) is pyir.Attrs(v=w)
 

@@ -13,11 +13,11 @@ filled in and values converted to their canonical kind, so ``conv2d(x, w)`` and
 from __future__ import annotations
 
 import enum
-import math
 import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from marshal import dumps as _marshal
 from typing import Any
 
 import numpy as np
@@ -117,43 +117,48 @@ Compute = Callable[..., Any]
 # -- the attribute cache -------------------------------------------------------------------------
 # Each operator maps a type-exact key of the raw attributes it was given to (a weak reference
 # to) the Attrs its schema made of them, so a builder call with attributes seen before costs a
-# key, a dict lookup and a dereference.  The key is exact: Python's ``1 == 1.0 == True`` and
-# ``0.0 == -0.0`` would merge different inputs, so booleans and floats are tagged (floats with
-# their sign), and only names that are str and values that are None, int, str, bool, float or
-# flat tuples of ints are cached -- nothing else is ever hashed, so a deep or unhashable value
-# cannot reach ``hash`` (it takes the uncached path, which rejects it).  An entry maps to the
-# live canonical Attrs the uncached path would return for the same input (interning keeps one
-# per content), so cached and uncached results are the very same object.  The cache holds no
-# node alive (weak references), is bounded (cleared when full) and is a plain dict (entries are
-# set and read atomically; racing threads at worst compute the same Attrs twice).
+# key, a dict lookup and a dereference.
+#
+# The key is ``marshal.dumps(attrs, 2)``: bytes that spell every value with its exact type
+# (``1``, ``1.0`` and ``True`` differ, floats are bit patterns so ``0.0`` and ``-0.0`` differ,
+# tuples and lists nest), computed in C with a depth limit (a deep or unmarshallable value
+# raises ValueError and takes the uncached path, which rejects it).  Marshal format 2 writes
+# no back-references, so the bytes depend on the values only.  Marshal spells any buffer
+# (bytes, numpy scalars) alike, so an entry is stored only when every value is None, bool, int,
+# float, str or a tuple/list of them: the format is a prefix code, so a key equal to a stored
+# one spells values of exactly those types.  An entry maps to the live canonical Attrs the
+# uncached path would return for the same input (interning keeps one per content), so cached
+# and uncached results are the very same object.  The cache holds no node alive (weak
+# references), is bounded (cleared when full) and is a plain dict (entries are set and read
+# atomically; racing threads at worst compute the same Attrs twice).
 
 ATTR_CACHE_MAX = 512
 """Entries per operator in the attribute cache (the cache is cleared when it is full)."""
 
-_TRUE, _FALSE, _FLOAT = object(), object(), object()
-_copysign = math.copysign
+_PLAIN_SCALARS = (int, float, str, bool, type(None))
 
 
-def attrs_key(given: dict[str, Any]) -> tuple[Any, ...] | None:
-    """A type-exact, hashable key of raw attribute values, or None if they are not cacheable."""
-    parts: list[Any] = []
-    for k, v in given.items():
-        if type(k) is not str:
-            return None
-        t = type(v)
-        if t is tuple:
-            for x in v:
-                if type(x) is not int:
-                    return None
-        elif t is bool:
-            v = _TRUE if v else _FALSE
-        elif t is float:
-            v = (_FLOAT, v, _copysign(1.0, v))  # NaNs never compare equal: never a hit
-        elif t is not int and t is not str and v is not None:
-            return None
-        parts.append(k)
-        parts.append(v)
-    return tuple(parts)
+def _plain(v: Any, depth: int = 0) -> bool:
+    """``v`` holds only None, bool, int, float, str and tuples/lists of them."""
+    t = type(v)
+    if t in _PLAIN_SCALARS:
+        return True
+    if (t is tuple or t is list) and depth < 100:
+        return all(_plain(x, depth + 1) for x in v)
+    return False
+
+
+def attrs_key(given: dict[str, Any]) -> bytes | None:
+    """A type-exact key of raw attribute values (names and values), or None if there is none."""
+    try:
+        return _marshal(given, 2)
+    except ValueError:  # unmarshallable or too deeply nested
+        return None
+
+
+def cacheable(given: dict[str, Any]) -> bool:
+    """Whether an entry may be stored for ``given`` (str names, plain values)."""
+    return all(type(k) is str and _plain(v) for k, v in given.items())
 
 
 @dataclass(frozen=True, eq=False)
@@ -190,9 +195,10 @@ class OpDef:
                     if a is not None:
                         return a  # type: ignore[no-any-return]
                 a = self._normalize(dict(attrs) if attrs else {})  # type: ignore[call-overload]
-                if len(cache) >= ATTR_CACHE_MAX:
-                    cache.clear()
-                cache[key] = weakref.ref(a)
+                if not attrs or cacheable(attrs):  # type: ignore[arg-type]
+                    if len(cache) >= ATTR_CACHE_MAX:
+                        cache.clear()
+                    cache[key] = weakref.ref(a)
                 return a
         elif t is Attrs:
             # keyed by the Attrs' id; the entry holds a weak reference to the input to check
@@ -298,11 +304,12 @@ def register_op(
             odef.check_arity(len(args))
         if kw:
             a = None
-            key = attrs_key(kw)
-            if key is not None:
-                e = get(key)
-                if e is not None:
-                    a = e()
+            try:
+                e = get(_marshal(kw, 2))  # the key of attrs_key, inlined
+            except ValueError:
+                e = None
+            if e is not None:
+                a = e()
             if a is None:
                 a = normalize(kw)
         elif no_attrs:
