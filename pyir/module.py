@@ -298,6 +298,35 @@ class Module:
 _closed_checked: weakref.WeakSet[Function] = weakref.WeakSet()
 
 
+def _closed_without_inner_binders(f: Function) -> bool:
+    """True if ``f``'s body has no Let or Function and uses only ``f``'s parameters.
+
+    Such a function binds each variable once (its parameters are distinct), so it is
+    well-formed; anything else (False) takes the general scope walk.
+    """
+    from .node import F_FUNC, F_LET, F_VAR
+
+    body = f.body
+    if body._mask & (F_LET | F_FUNC):
+        return False
+    params = set(f.params)
+    seen: set[Node] = set()
+    add = seen.add
+    stack: list[Node] = [body]
+    pop, push = stack.pop, stack.append
+    while stack:
+        n = pop()
+        if type(n) is Var:
+            if n not in params:
+                return False
+            continue
+        for c in n.children():
+            if c._mask & F_VAR and c not in seen:
+                add(c)
+                push(c)
+    return True
+
+
 def _check_functions(funcs: Mapping[str, Function], changed: Iterable[str]) -> None:
     """Raise WellFormedError unless the module's functions are well-formed.
 
@@ -311,6 +340,9 @@ def _check_functions(funcs: Mapping[str, Function], changed: Iterable[str]) -> N
     for name in changed:
         f = funcs[name]
         if f in _closed_checked:
+            continue
+        if _closed_without_inner_binders(f):  # the common case, in one plain walk
+            _closed_checked.add(f)
             continue
         info = scope_info(f)
         if info.twice is not None:

@@ -378,3 +378,22 @@ def test_attrs_lookup_with_unhashable_names():
         a[[1]]  # type: ignore[index]
     assert [1] not in a and a.get([1], 5) == 5  # type: ignore[arg-type]
     assert a["a"] == 1 and "a" in a and a.get("b") is None
+
+
+def test_module_check_of_functions_without_inner_binders():
+    """issue 11 item 5: the plain-walk check of functions without lets or inner functions
+    accepts exactly the closed ones (a free var, even under a call of a function var, is still
+    rejected with the general check's message), and is iterative (10^5-deep chain)."""
+    x, y = pyir.var("x", shape=(2,)), pyir.var("y", shape=(2,))
+    f = pyir.var("f", pyir.FuncType([pyir.TensorType((2,))], pyir.TensorType((2,))))
+    pyir.Module({"main": pyir.Function([x, y], op.add(x, pyir.Tuple([x, y])[1]))})
+    pyir.Module({"main": pyir.Function([x, f], pyir.Call(f, [x]))})
+    for body in (op.add(x, y), pyir.Call(f, [x]), y, pyir.If(pyir.const(True), x, op.exp(y))):
+        with pytest.raises(pyir.WellFormedError, match="free variable"):
+            pyir.Module({"main": pyir.Function([x], body)})
+    h = x
+    for _ in range(100_000):
+        h = op.nn.relu(h)
+    pyir.Module({"main": pyir.Function([x], h)})
+    with pytest.raises(pyir.WellFormedError, match="free variable"):
+        pyir.Module({"main": pyir.Function([x], op.add(h, y))})
