@@ -58,11 +58,15 @@ body, using the operators' pattern kinds (:class:`~pyir.op.registry.OpPattern`):
 
 4. Each group becomes ``fn (%p0, ...) { body }`` with ``Primitive=1``: its free
    inputs become fresh parameters (annotated with the input's type), constants
-   stay inline.  Parameter uids are derived from the group's structure, so
-   fusing the same graph twice yields the very same function objects,
-   structurally identical groups share one function (a 10^6-step chain of
-   four kinds of step has four fused functions), and
-   :class:`~pyir.transform.defuse_ops.DefuseOps` restores the input exactly.
+   stay inline.  Parameter uids are derived from the group's structure and its
+   members, so fusing the same graph twice yields the very same function objects
+   and :class:`~pyir.transform.defuse_ops.DefuseOps` restores the input exactly.
+   With ``share_functions=True``, parameter uids are derived from the structure
+   alone, so structurally identical groups share one function (a 10^6-step chain
+   of four kinds of step has four fused functions, not 10^6), at a price in
+   lineage precision: a shared function's body derives from the members of every
+   group it stands for, so ``find`` through it (e.g. after FuseOps + DefuseOps)
+   returns the nodes of every such group, not only the one you started from.
 
 Fusion never crosses ``let``, ``if``, tuple or function boundaries.  Lineage:
 the fused call derives from every node of its group, each body node from the
@@ -151,17 +155,23 @@ class FuseOps(ModulePass):
     """Fuse operator calls into primitive functions (see the module docstring).
 
     ``fuse_opt_level=0`` puts every call in its own group; ``max_fuse_depth``
-    bounds the number of calls in a group (as TVM's ``relay.FuseOps.max_depth``).
+    bounds the number of calls in a group (as TVM's ``relay.FuseOps.max_depth``);
+    ``share_functions=True`` gives structurally identical groups one shared function
+    (far less memory on long repetitive programs; lineage through it covers every
+    group it stands for).
     """
 
     fuse_opt_level: int = 2
     max_fuse_depth: int = 256
+    share_functions: bool = False
 
     def __post_init__(self) -> None:
         if type(self.fuse_opt_level) is not int or self.fuse_opt_level < 0:
             raise PassError(f"FuseOps: fuse_opt_level must be an int >= 0, got {self.fuse_opt_level!r}")
         if type(self.max_fuse_depth) is not int or self.max_fuse_depth < 1:
             raise PassError(f"FuseOps: max_fuse_depth must be an int >= 1, got {self.max_fuse_depth!r}")
+        if type(self.share_functions) is not bool:
+            raise PassError(f"FuseOps: share_functions must be a bool, got {self.share_functions!r}")
 
     def run(self, mod: Module) -> Module:
         updates = {}
@@ -202,7 +212,7 @@ class FuseOps(ModulePass):
                     if new is not n:
                         derive(new, n)
             elif g.root is n:
-                memo[n] = self._fuse_group(g, memo, types, pos)
+                memo[n] = self._fuse_group(g, memo, types, pos, self.share_functions)
         new_body = memo[func.body]
         if new_body is func.body:
             return func
@@ -293,14 +303,15 @@ class FuseOps(ModulePass):
         return groups
 
     @staticmethod
-    def _fuse_group(g: _Group, memo: dict[Node, Any], types: _Types, pos: dict[Node, int]) -> Call:
+    def _fuse_group(g: _Group, memo: dict[Node, Any], types: _Types, pos: dict[Node, int],
+                    share: bool) -> Call:
         """Build the primitive function of ``g`` and its call (args taken from ``memo``).
 
         The function is keyed by the group's structure (operators, attributes, constants,
-        how members use each other and the parameter types), not by its members'
-        identities: structurally identical groups share one hash-consed function (as a
-        compiler caches lowered functions by structural hash), so a long chain of equal
-        steps costs one function, not one per step.
+        how members use each other and the parameter types) and, unless ``share``, by its
+        members' identities.  With ``share``, structurally identical groups share one
+        hash-consed function (as a compiler caches lowered functions by structural hash), so
+        a long chain of equal steps costs one function, not one per step.
         """
         root = g.root
         members = g.members
@@ -331,6 +342,9 @@ class FuseOps(ModulePass):
                     parts.append(b"p%d;" % i)
         parts.append(b"T%d;" % len(ptypes))
         parts.extend([t.id for t in ptypes])
+        if not share:  # one function per group: lineage through it names this group only
+            parts.append(b"M")
+            parts.extend([m.id for m in members])
         gkey = digest(b"".join(parts))
         # Pass 2: the parameters, the body copy and the call.
         params = [Var(f"p{i}", t, uid=digest(gkey + b"param%d:" % i)) for i, t in enumerate(ptypes)]

@@ -11,7 +11,7 @@ from pyir import op
 from pyir.errors import PassError
 from pyir.expr import Call, Function, Op
 from pyir.interp import evaluate
-from pyir.testing import elementwise_chain, programs, random_inputs, resnet, transformer_block
+from pyir.testing import check_pass, elementwise_chain, programs, random_inputs, resnet, transformer_block
 from pyir.transform.defuse_ops import DefuseOps
 from pyir.transform.fuse_ops import FuseOps
 
@@ -195,16 +195,33 @@ def test_deep_chain(deep_chain):
     assert DefuseOps()(out)["main"] is m["main"]
 
 
-def test_identical_groups_share_one_function():
-    """issue 10 item (10^6 memory target): structurally identical groups share one primitive
-    function, so FuseOps on a long let chain builds a handful of functions, not one per step."""
+def test_identical_groups_share_one_function_on_request():
+    """issue 10 (10^6 memory target): with share_functions=True, structurally identical groups
+    share one primitive function, so FuseOps on a long let chain builds a handful of functions,
+    not one per step; by default each group has its own."""
     m = pyir.transform.ToANormalForm()(elementwise_chain(40))
-    out = FuseOps()(m)
+    out = FuseOps(share_functions=True)(m)
     calls = _fused(out)
     assert len(calls) == 40
     assert len({id(f) for f in calls}) == 4  # add, multiply, relu, subtract
     assert DefuseOps()(out)["main"] is m["main"]
     _same_values(m, out)
+    check_pass(FuseOps(share_functions=True), m)
+    assert len({id(f) for f in _fused(FuseOps()(m))}) == 40
+
+
+def test_lineage_through_fuse_and_defuse_is_exact_by_default():
+    """Each group has its own function, so find() after FuseOps + DefuseOps returns exactly
+    the node one started from, even among structurally identical groups."""
+    m = pyir.transform.ToANormalForm()(elementwise_chain(40))
+    back = DefuseOps()(FuseOps()(m))
+    assert back["main"] is m["main"]
+    for n in pyir.post_order(m["main"]):
+        if isinstance(n, pyir.Call):
+            assert [c for c in back.find(n) if isinstance(c, pyir.Call)] == [n]
+    shared = DefuseOps()(FuseOps(share_functions=True)(m))
+    n = next(c for c in pyir.post_order(m["main"]) if isinstance(c, pyir.Call) and c.op.name == "nn.relu")
+    assert len([c for c in shared.find(n) if isinstance(c, pyir.Call)]) > 1  # the documented price
 
 
 def test_shared_structure_with_other_parameter_types_is_not_shared():
@@ -214,7 +231,8 @@ def test_shared_structure_with_other_parameter_types_is_not_shared():
     y = pyir.var("y", shape=(1,))
     a = op.subtract(op.exp(x), x)  # p1: (4,)
     b = op.subtract(op.exp(x), y)  # p1: (1,), p0 the same type as above
-    out = FuseOps(fuse_opt_level=0)(pyir.Module({"main": pyir.Function([x, y], pyir.Tuple([a, b]))}))
+    out = FuseOps(fuse_opt_level=0, share_functions=True)(
+        pyir.Module({"main": pyir.Function([x, y], pyir.Tuple([a, b]))}))
     subs = [f for f in _fused(out) if _ops(f) == ["subtract"]]
     assert len(subs) == 2 and subs[0] is not subs[1]
     assert subs[0].params[0] is not subs[1].params[0]
