@@ -1,6 +1,5 @@
-"""Inline: inline global functions marked ``Inline=1`` at every call site.
-
-::
+"""Inline: inline global functions marked ``Inline=1`` at every call site (the example is
+``tests/golden/Inline/docstring.txt``, run by ``tests/test_golden.py``)::
 
     # before
     def @main(%x: Tensor[(4), float32]) {
