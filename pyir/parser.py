@@ -30,6 +30,11 @@ Design
   (``%a.0.1``), unless the whole name is bound; ``%"0"`` and ``%"a.0"`` are
   variables of their own, never ``%0`` or element 0 of ``%a``.  Strings must
   be valid Unicode (no lone surrogates).
+* Type aliases: ``type $name = <type>;`` declarations (at the top level of module
+  text, before an expression's body, before a type) name a type for the rest of
+  the text; ``$name`` stands for it in every type position.  An undefined alias,
+  a second declaration, or a use before (or inside) its declaration is a
+  ParseError.  The printer writes them for large types it prints more than once.
 * Float attributes whose text would lose bits (NaNs other than ``nan`` and
   ``-nan``) are written as their IEEE-754 bits, ``0x`` and 16 hex digits.
 * The cyclic garbage collector is paused while parsing (no cycles are created;
@@ -88,6 +93,7 @@ _TOKEN_RE = re.compile(
     r"(?:[A-Za-z_][A-Za-z0-9_]*)?)"
     r"|(?P<IDENT>[A-Za-z_][A-Za-z0-9_.]*)"
     r"|(?P<GLOBAL>@(?:[A-Za-z_][A-Za-z0-9_.]*|" + _STRING + r"))"
+    r"|(?P<ALIAS>\$[A-Za-z_][A-Za-z0-9_]*)"
     r"|(?P<LP>\()|(?P<EQ>=)|(?P<LB>\[)|(?P<RB>\])"
     r"|(?P<LC>\{)|(?P<RC>\})|(?P<COLON>:)|(?P<ARROW>->)|(?P<DOT>\.)"
     r"|(?P<STR>" + _STRING + r")"
@@ -105,7 +111,8 @@ _DESCR = {"LP": "'('", "RP": "')'", "COMMA": "','", "SEMI": "';'", "EQ": "'='", 
           "RB": "']'", "LC": "'{'", "RC": "'}'", "COLON": "':'", "ARROW": "'->'", "DOT": "'.'",
           "LOCAL": "a %name", "GLOBAL": "a @name", "NUM": "a number", "IDENT": "an identifier",
           "STR": "a string", "META": "a meta[...] reference", "EOF": "end of input",
-          "METASEC": "'#[metadata]'", "BIND": "a binding '%name ='", "CALLEE": "a call",
+          "METASEC": "'#[metadata]'", "ALIAS": "a type alias $name", "BIND": "a binding '%name ='",
+          "CALLEE": "a call",
           "KEY": "an attribute 'name='", "NUMLIST": "a list of numbers", "TENSOR": "a tensor literal"}
 
 _NUM_RE = re.compile(r"(-?(?:0[xX][0-9A-Fa-f]+|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan))"
@@ -189,6 +196,8 @@ class Parser:
             self.env[name] = value
             self.env[_quoted_key(name)] = value
         self.globals_used: dict[str, int] = {}
+        self.type_aliases: dict[str, tuple[Type, int]] = {}  # $name -> (type, offset of its declaration)
+        self._declaring: str | None = None
         self.depth = 0
         self._attr_cache: dict[tuple[str, str], Any] = {}
         self._const_cache: dict[str, Constant] = {}
@@ -316,7 +325,7 @@ class Parser:
         depth parse, like the deep types the printer writes after type inference.
         """
         k, s, _ = self.tok
-        if k != "LP" and not (k == "IDENT" and (s == "Tensor" or s == "fn")):
+        if k != "LP" and k != "ALIAS" and not (k == "IDENT" and (s == "Tensor" or s == "fn")):
             return None
         # frames: [kind, offset, items]; kind "tuple", "args" (of fn) or "ret" (of fn)
         stack: list[list[Any]] = []
@@ -341,6 +350,9 @@ class Parser:
                 self.parse_token("ARROW", "in a function type")
                 stack.append(["ret", p, []])
                 continue
+            elif k == "ALIAS":
+                self.advance()
+                t = self._alias(s, p)
             elif k == "LP":
                 self.advance()
                 if self.tok[0] != "RP":
@@ -378,6 +390,41 @@ class Parser:
         if t is None:
             raise self.expected("a type")
         return t
+
+    def _alias(self, name: str, pos: int) -> Type:
+        """The type a ``$name`` reference at ``pos`` stands for (declared earlier), or raise."""
+        entry = self.type_aliases.get(name)
+        if entry is not None:
+            return entry[0]
+        if name == self._declaring:
+            raise self.error(f"type alias {name} is used in its own declaration", pos)
+        later = re.compile(r"\btype\s+" + re.escape(name) + r"\s*=").search(self.text, pos)
+        if later is not None:
+            line, col = line_col(self.text, later.start())
+            raise self.error(f"type alias {name} is used before its declaration (at {line}:{col})", pos)
+        raise self.error(f"undefined type alias {name}", pos)
+
+    def at_alias_declaration(self) -> bool:
+        """Whether the current tokens start ``type $name = ...;``."""
+        t = self.tok
+        return t[0] == "IDENT" and t[1] == "type" and self.peek()[0] == "ALIAS"
+
+    def parse_alias_declarations(self) -> None:
+        """``type $name = <type>;`` declarations (none or more): the aliases the printer writes
+        for large types it prints more than once.  Each alias is declared once, before use."""
+        while self.at_alias_declaration():
+            self.advance()
+            _, name, p = self.advance()
+            prev = self.type_aliases.get(name)
+            if prev is not None:
+                line, col = line_col(self.text, prev[1])
+                raise self.error(f"type alias {name} is declared twice (first at {line}:{col})", p)
+            self.parse_token("EQ", "in a type alias declaration")
+            self._declaring = name
+            t = self.parse_type()
+            self._declaring = None
+            self.parse_token("SEMI", "after a type alias declaration")
+            self.type_aliases[name] = (t, p)
 
     def parse_shape(self) -> tuple[int, ...]:
         """``(d0, d1, ...)``: ``()``, ``(5)``, ``(5,)``, ``(1, 3)``."""
@@ -445,7 +492,7 @@ class Parser:
             self.parse_token("RB", "closing an attribute list")
             self.depth -= 1
             return tuple(items)
-        if k == "LP":
+        if k == "LP" or k == "ALIAS":
             return self.parse_type()
         return _MISSING
 
@@ -1081,6 +1128,9 @@ class Parser:
         """Definitions until the end of input."""
         funcs: dict[str, Function] = {}
         while self.tok[0] != "EOF":
+            if self.at_alias_declaration():
+                self.parse_alias_declarations()
+                continue
             if self.tok[0] != "IDENT" or self.tok[1] != "def":
                 raise self.expected("'def' or end of input")
             name, f, p = self.run(self.definition())
@@ -1093,7 +1143,8 @@ class Parser:
         return self.build(Module, self.tok[2], funcs)  # type: ignore[no-any-return]
 
     def parse_toplevel_expr(self) -> Expr:
-        """A body (bindings and a tail expression) until the end of input."""
+        """Type alias declarations, then a body (bindings and a tail expression) until the end."""
+        self.parse_alias_declarations()
         e = self.run(self.body())
         if self.tok[0] != "EOF":
             raise self.expected("';' or end of input")
@@ -1301,8 +1352,11 @@ def parse_expr(text: str, env: Mapping[str, Expr] | None = None, *, free_vars: b
 
 
 def parse_type(text: str) -> Type:
-    """Parse a type printed by ``pyir.astext(type)``."""
+    """Parse a type printed by ``pyir.astext(type)`` (after its alias declarations, if any)."""
+    if not isinstance(text, str):
+        raise ParseError(f"expected text (str), got {type(text).__name__}")
     p = Parser(text)
+    p.parse_alias_declarations()
     t = p.parse_type()
     if p.tok[0] != "EOF":
         raise p.expected("end of input")

@@ -15,6 +15,22 @@ constants print as ``meta[Constant][i]`` and (by default) in a trailing
 
 The printer is iterative: scopes (function bodies, if-branches) are generators
 driven by an explicit stack, so a 10^6-deep chain prints fine.
+
+Type aliases (pyir's own extension; Relay has none).  Types are hash-consed DAGs
+but text is a tree: after type inference, ``d`` nested functions carry return
+types nested ``d``, ``d - 1``, ... deep, O(d^2) characters.  So a type whose text
+is longer than :data:`ALIAS_MIN_CHARS` and that is printed more than once (counting
+its occurrences inside other printed types) is declared once, before the text::
+
+    type $t0 = fn () -> fn () -> ... -> Tensor[(2), float32];
+    type $t1 = fn () -> $t0;
+
+    def @main(%x: Tensor[(2), float32]) -> fn () -> $t1 { ... }
+
+``$`` is used by nothing else (``%`` locals, ``@`` globals), and a sigil after
+``type`` cannot be mistaken for a Relay ADT definition (``type List[A] {...}``).
+Aliases are purely textual: the parser builds the same interned types.  Programs
+without large repeated types print exactly as without aliases.
 """
 
 from __future__ import annotations
@@ -40,10 +56,13 @@ __all__ = ["astext", "type_str", "type_repr", "short_repr", "format_attr_value",
 
 INLINE_LIMIT = 4  # constants with at most this many elements print inline
 MAX_INDENT = 32  # nesting levels indented; deeper blocks stay at this indentation (linear text)
+ALIAS_MIN_CHARS = 80  # a type gets an alias only if its text is longer and it is printed twice or more
+ALIAS_PREFIX = "t"  # aliases print as ``$t0``, ``$t1``, ...
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CANONICAL_NAN = 0x7FF8000000000000
+_PLACEHOLDER = re.compile("\x00([0-9]+)\x00")
 
 
 def is_plain_name(name: str) -> bool:
@@ -87,6 +106,11 @@ def type_str(t: Type | None) -> str:
     """
     if t is None:
         return "?"
+    return _type_text(t, None)
+
+
+def _type_text(t: Type, names: dict[Type, str] | None) -> str:
+    """Text of ``t``; its proper subtypes found in ``names`` print as their alias."""
     out: list[str] = []
     emit = out.append
     stack: list[Any] = [t]
@@ -96,6 +120,11 @@ def type_str(t: Type | None) -> str:
         if type(x) is str:
             emit(x)
             continue
+        if names is not None and x is not t:
+            alias = names.get(x)
+            if alias is not None:
+                emit(alias)
+                continue
         k = type(x)
         if k is TensorType:
             shape = x.shape
@@ -120,6 +149,122 @@ def type_str(t: Type | None) -> str:
         else:
             emit(repr(x))
     return "".join(out)
+
+
+def _subtypes(t: Type) -> tuple[Type, ...]:
+    k = type(t)
+    if k is TupleType:
+        return t.fields  # type: ignore[attr-defined,no-any-return]
+    if k is FuncType:
+        return (*t.arg_types, t.ret_type)  # type: ignore[attr-defined]
+    return ()
+
+
+def _type_size(t: Type, memo: dict[Type, int]) -> int:
+    """Length of ``type_str(t)``, capped at ``ALIAS_MIN_CHARS + 1``; iterative, memoized by node."""
+    cap = ALIAS_MIN_CHARS + 1
+    n = memo.get(t)
+    if n is not None:
+        return n
+    stack: list[Any] = [t]
+    while stack:
+        x = stack[-1]
+        if x in memo:
+            stack.pop()
+            continue
+        subs = _subtypes(x)
+        missing = [c for c in subs if c not in memo]
+        if missing:
+            stack.extend(missing)
+            continue
+        stack.pop()
+        k = type(x)
+        if k is TupleType:
+            n = 2 if not subs else sum(memo[c] for c in subs) + 2 * len(subs) + (1 if len(subs) == 1 else 0)
+        elif k is FuncType:
+            n = 9 + sum(memo[c] for c in subs) + 2 * max(len(subs) - 2, 0)
+        else:
+            n = len(_type_text(x, None))
+        memo[x] = min(n, cap)
+    return memo[t]
+
+
+class _TypeAliases:
+    """Aliases for the large types a text prints more than once (see :func:`astext`).
+
+    Types are hash-consed DAGs, but their text is a tree: a type nested d deep in
+    the annotations of d nested functions would print in O(d^2).  Each type whose
+    text is longer than :data:`ALIAS_MIN_CHARS` is printed as a placeholder first;
+    at the end, the large types used more than once (as a root occurrence or inside
+    another large type, which itself prints once) get an alias ``$t<N>``, declared
+    ``type $t<N> = <type>;`` before the text, children first.  Small programs get no
+    alias and print exactly as without this mechanism.
+    """
+
+    def __init__(self) -> None:
+        self.sizes: dict[Type, int] = {}
+        self.small: dict[Type, str] = {}
+        self.index: dict[Type, int] = {}
+        self.roots: list[Type] = []
+        self.count: dict[Type, int] = {}
+
+    def text(self, t: Type) -> str:
+        """The text of ``t`` at one of its occurrences (a placeholder when it is large)."""
+        s = self.small.get(t)
+        if s is not None:
+            return s
+        if _type_size(t, self.sizes) <= ALIAS_MIN_CHARS:
+            s = self.small[t] = _type_text(t, None)
+            return s
+        i = self.index.get(t)
+        if i is None:
+            i = self.index[t] = len(self.roots)
+            self.roots.append(t)
+            self.count[t] = 0
+        self.count[t] += 1
+        return f"\x00{i}\x00"
+
+    def resolve(self, text: str) -> str:
+        """``text`` with its placeholders replaced, the alias declarations before it."""
+        if not self.roots:
+            return text
+        sizes, uses = self.sizes, dict(self.count)
+        seen = set(self.roots)
+        stack = list(self.roots)
+        while stack:  # uses of each large type: root occurrences + occurrences in large types
+            for c in _subtypes(stack.pop()):
+                if sizes[c] > ALIAS_MIN_CHARS:
+                    uses[c] = uses.get(c, 0) + 1
+                    if c not in seen:
+                        seen.add(c)
+                        stack.append(c)
+        names: dict[Type, str] = {}
+        order: list[Type] = []
+        done: set[Type] = set()
+        for r in self.roots:  # post-order: an alias is declared after the ones it uses
+            work: list[Any] = [r]
+            while work:
+                x = work.pop()
+                if type(x) is tuple:
+                    x = x[0]
+                    if uses[x] > 1:
+                        names[x] = f"${ALIAS_PREFIX}{len(order)}"
+                        order.append(x)
+                    continue
+                if x in done:
+                    continue
+                done.add(x)
+                work.append((x,))
+                for c in reversed(_subtypes(x)):
+                    if sizes[c] > ALIAS_MIN_CHARS and c not in done:
+                        work.append(c)
+        texts = [names.get(r) or _type_text(r, names) for r in self.roots]
+        body = _PLACEHOLDER.sub(lambda m: texts[int(m.group(1))], text)
+        if not order:
+            return body
+        decls = [f"type {names[x]} = {_type_text(x, names)};\n" for x in order]
+        decls.append("\n" if body else "")
+        return "".join(decls) + body
 
 
 def type_repr(t: Type) -> str:
@@ -167,8 +312,11 @@ def format_scalar(v: Any, dtype: str) -> str:
     return str(int(v))
 
 
-def format_attr_value(v: Any) -> str:
-    """Text of an attribute value (typed: ``1``, ``1.0``, ``True`` differ; floats bit-exact)."""
+def format_attr_value(v: Any, type_text: Any = type_str) -> str:
+    """Text of an attribute value (typed: ``1``, ``1.0``, ``True`` differ; floats bit-exact).
+
+    Types in the value print with ``type_text`` (the printer passes its alias-aware one).
+    """
     out: list[str] = []
     emit = out.append
     stack: list[Any] = [v]
@@ -195,7 +343,7 @@ def format_attr_value(v: Any) -> str:
                 if i:
                     stack.append(_SEP)
         elif isinstance(x, Type):
-            emit(type_str(x))
+            emit(type_text(x))
         else:
             emit(repr(x))
     return "".join(out)
@@ -211,8 +359,8 @@ class _Raw:
 _CLOSE, _SEP = _Raw("]"), _Raw(", ")
 
 
-def _attr_items_text(items: Any) -> list[str]:
-    return [f"{_key_text(k)}={format_attr_value(v)}" for k, v in items]
+def _attr_items_text(items: Any, type_text: Any = type_str) -> list[str]:
+    return [f"{_key_text(k)}={format_attr_value(v, type_text)}" for k, v in items]
 
 
 def _inline_const(c: Constant, limit: int) -> str | None:
@@ -237,19 +385,19 @@ def _inline_const(c: Constant, limit: int) -> str | None:
     return f"tensor({nest(data)}, {dt})"
 
 
-def _op_attr_text(call: Call) -> list[str]:
+def _op_attr_text(call: Call, type_text: Any = type_str) -> list[str]:
     attrs = call.attrs
     if not attrs:
         return []
     if type(call.op) is not Op:
-        return _attr_items_text(attrs.items())
+        return _attr_items_text(attrs.items(), type_text)
     specs = call.op.op_def._specs
     out = []
     for k, v in attrs.items():
         spec = specs.get(k)
         if spec is not None and spec.default is not REQUIRED and _typed_equal(spec.default, v):
             continue
-        out.append(f"{_key_text(k)}={format_attr_value(v)}")
+        out.append(f"{_key_text(k)}={format_attr_value(v, type_text)}")
     return out
 
 
@@ -406,6 +554,8 @@ class _Printer:
         self.counter = 0
         self.const_text: dict[Node, str] = {}
         self.next_suffix: dict[str, int] = {}
+        self.types = _TypeAliases()
+        self.type_text = self.types.text
 
     # -- names ----------------------------------------------------------------------
     def var_name(self, v: Var) -> str:
@@ -459,7 +609,7 @@ class _Printer:
     def param(self, v: Var) -> str:
         s = self.var_name(v)
         if v.type_annotation is not None:
-            s += ": " + type_str(v.type_annotation)
+            s += ": " + self.type_text(v.type_annotation)
         return s
 
     # -- expressions whose children are bound -------------------------------------------
@@ -469,7 +619,7 @@ class _Printer:
             op = n.op  # type: ignore[attr-defined]
             callee = op.name if type(op) is Op else self.ref(op)
             parts = [self.ref(a) for a in n.args]  # type: ignore[attr-defined]
-            parts += _op_attr_text(n)  # type: ignore[arg-type]
+            parts += _op_attr_text(n, self.type_text)  # type: ignore[arg-type]
             return f"{callee}({', '.join(parts)})"
         if k is Tuple:
             fs = [self.ref(f) for f in n.fields]  # type: ignore[attr-defined]
@@ -537,8 +687,8 @@ class _Printer:
 
     def fn_header(self, f: Function, head: str) -> str:
         parts = [self.param(p) for p in f.params]
-        parts += _attr_items_text(f.attrs.items())
-        ret = f" -> {type_str(f.ret_type)}" if f.ret_type is not None else ""
+        parts += _attr_items_text(f.attrs.items(), self.type_text)
+        ret = f" -> {self.type_text(f.ret_type)}" if f.ret_type is not None else ""
         return f"{head}({', '.join(parts)}){ret} {{"
 
     def definition(self, name: str, f: Function) -> Generator[Any, None, None]:
@@ -571,6 +721,8 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
 
     An ``Attrs`` prints as ``{axis=1, keepdims=True}``; anything else that is not a
     pyir module, expression or type raises :class:`~pyir.errors.TypeCheckError`.
+    Large types printed more than once are declared first as ``type $tN = <type>;``
+    (see the module docstring), so the text is linear in the size of the type DAG.
     By default the large constants are appended (base64) in a ``#[metadata]``
     section, so that :func:`pyir.parse` rebuilds the module exactly;
     ``show_meta_data=False`` replaces the section by a one-line note (that is
@@ -579,7 +731,8 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
     from .module import Module
 
     if isinstance(obj, Type):
-        return type_str(obj)
+        types = _TypeAliases()
+        return types.resolve(types.text(obj))
     if type(obj) is Attrs:
         return "{" + ", ".join(_attr_items_text(obj.items())) + "}"
     p = _Printer(inline_limit)
@@ -599,7 +752,7 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
         else:
             p.lines.append(f"/* {len(p.meta)} large constant(s) elided: astext() "
                            "includes them */")
-    return "\n".join(p.lines) + "\n"
+    return p.types.resolve("\n".join(p.lines) + "\n")
 
 
 def _arg_summary(a: Node) -> str:

@@ -51,11 +51,26 @@ def _odd_module() -> Module:
     return Module({"main": main, "g.0": g})
 
 
+def _aliased_module() -> Module:
+    """Text with type aliases (issue 10 item 16): typed nested functions and tuples of them, a type
+    DAG shared in annotations, a let annotation and a function attribute."""
+    x = Var("x", T)
+    e: pyir.Expr = op.nn.relu(x)
+    for i in range(12):
+        e = Function([], e) if i % 3 else Tuple([Function([], e), x])
+    pair = TupleType([T, T])
+    for _ in range(3):
+        pair = TupleType([pair, pair])
+    p, v = Var("p", pair), Var("v", pair)
+    g = Function([p], Let(v, p, v), pair, {"ty": pair})
+    return pyir.transform.InferType()(Module({"main": Function([x], e), "g": g}))
+
+
 @functools.cache
 def _seed_texts() -> tuple[str, ...]:
     t = pyir.testing
     mods = [_odd_module(), t.elementwise_chain(4), t.shared_dag(6), t.resnet(1, channels=2, size=4),
-            t.transformer_block(seq=2, dim=4, heads=1)]
+            t.transformer_block(seq=2, dim=4, heads=1), _aliased_module()]
     return tuple(m.astext() for m in mods)
 
 
@@ -65,13 +80,15 @@ _NUMBERS = ["0", "-1", "7", "99999999999999999999999999", "-99999999999999999999
             "1u8", "256u8", "-1u8", "1.5i32", "7x", "0.5f", "1e5f64"]
 _NAMES = ['%x', '%0', '%"0"', '%"a b"', '%"\\ud800"', '%"\\udfff\\ud800"', '@main', '@"g.0"', '@g.0',
           '@"\\ud800"', '@nothing', 'nn.relu', 'nn.nope', 'fn', 'let', 'if', 'meta', 'tensor', '%t.1.0',
-          '%x.0.0.0.0', '"a b"=', 'axis=', '"\\ud800"=', 'Tensor', 'True', 'None', '%""']
+          '%x.0.0.0.0', '"a b"=', 'axis=', '"\\ud800"=', 'Tensor', 'True', 'None', '%""',
+          '$t0', '$t1', '$t99', '$x', 'type']
 _INSERTS = ['"\\ud800"', '"\ud800"', '\ud800', '"\\u0000"', '"\\"', '\u00e9', '\x00', '/*', '*/', '//',
             '"', "\\", "#[metadata]", "meta[Constant][0]", "meta[Constant][99]", ",", ";", "=", "->",
             ":", ".", "(", ")", "{", "}", "[", "]", " let %q = %x; ", "tensor([1, 2], int8)",
-            "Tensor[(2), float32]", "\n"]
+            "Tensor[(2), float32]", "\n", "type $t0 = Tensor[(2), float32];", "type $t1 = ($t0, $t0);", "$t0",
+            "$", "type"]
 _BRACKETS = "(){}[]"
-_NAME_KINDS = ("LOCAL", "GLOBAL", "IDENT", "KEY", "CALLEE", "BIND")
+_NAME_KINDS = ("LOCAL", "GLOBAL", "IDENT", "KEY", "CALLEE", "BIND", "ALIAS")
 
 
 def _tokens(text: str) -> list[tuple[int, int, str]]:
@@ -158,6 +175,7 @@ def test_seed_texts_round_trip() -> None:
     """issue 10 text fuzzing: every seed parses and satisfies the oracle unmutated."""
     for text in _seed_texts():
         assert check_text(text) == "module"
+    assert "type $t" in _seed_texts()[-1]  # the aliased seed really has aliases
 
 
 @fuzz_settings

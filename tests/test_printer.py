@@ -266,3 +266,96 @@ def test_repr_of_deep_types():
     assert r.startswith("TupleType([FuncType([TensorType((), 'int8')], TupleType([")
     assert r.endswith("TensorType((2,), 'float32')" + ")])" * (N_DEEP // 2))
     assert repr(pyir.Attrs(t=_deep_type(3))) == "Attrs({'t': %r})" % (_deep_type(3),)
+
+
+# -- type aliases (issue 10 item 16: linear text for deeply nested function types) -------------------
+
+
+def _nested_functions(d):
+    """main(x) = fn () { fn () { ... relu(x) } }, d functions deep, after InferType."""
+    x = pyir.var("x", shape=(2,))
+    e = op.nn.relu(x)
+    for _ in range(d):
+        e = pyir.Function([], e)
+    return pyir.transform.InferType()(pyir.Module({"main": pyir.Function([x], e)}))
+
+
+def test_nested_function_types_print_with_aliases():
+    """issue 10 item 16: each large type printed twice gets one `type $tN = ...;` declaration."""
+    f7 = "fn () -> " * 7 + "Tensor[(2), float32]"
+    assert len(f7) > 80 and len(f7) - 9 <= 80
+    lines = _nested_functions(10).astext().splitlines()
+    assert lines[:9] == [
+        f"type $t0 = {f7};",
+        "type $t1 = fn () -> $t0;",
+        "type $t2 = fn () -> $t1;",
+        "",
+        "def @main(%x: Tensor[(2), float32]) -> fn () -> $t2 {",
+        "  fn () -> $t2 {",
+        "    fn () -> $t1 {",
+        "      fn () -> $t0 {",
+        f"        fn () -> {f7[9:]} {{"]
+    assert lines[9:15] == ["  " * (5 + i) + "fn () -> " * (6 - i) + "Tensor[(2), float32] {"
+                           for i in range(6)]
+    assert lines[15] == "  " * 11 + "nn.relu(%x)"
+
+
+def test_nested_function_types_text_is_linear():
+    """issue 10 item 16: the text of d nested typed functions grows linearly (was O(d^2): 46 GB at 10^5)."""
+    small, large = _nested_functions(10**4).astext(), _nested_functions(10**5).astext()
+    ratio = len(large) / len(small)
+    assert 9 < ratio < 11.5, ratio  # alias names get one digit longer: slightly above 10
+    assert len(large) < 200 * 10**5
+    assert large.count("type $t") == 10**5 - 7  # one alias per level but the 7 small and the top one
+
+
+def test_nested_tuples_of_functions_print_linearly():
+    """issue 10 item 16: tuples of functions nested 2*10^4 deep print linearly and round-trip."""
+    def build(d):
+        x = pyir.var("x", shape=(2,))
+        e = op.nn.relu(x)
+        for _ in range(d):
+            e = pyir.Tuple([pyir.Function([], e), x])
+        return pyir.transform.InferType()(pyir.Module({"main": pyir.Function([x], e)}))
+
+    small, large = build(2000).astext(), build(20000)
+    text = large.astext()
+    assert 9 < len(text) / len(small) < 11.5
+    assert "type $t1 = (fn () -> $t0, Tensor[(2), float32]);\n" in text
+    back = pyir.parse(text)
+    assert back.astext() == text
+    assert back["main"].ret_type is large["main"].ret_type
+    assert pyir.alpha_equal(back["main"], large["main"])
+
+
+def test_shared_types_print_once():
+    """issue 10 item 16: a type DAG with 2^200 leaves (each level a pair of the one below) prints in
+    linear text, in annotations, let annotations, function attributes and alone."""
+    t = pyir.types.TensorType((2, 3))
+    for _ in range(200):
+        t = pyir.types.TupleType([t, t])
+    x, v = pyir.Var("x", t), pyir.Var("v", t)
+    f = pyir.Function([x], pyir.Let(v, x, v), t, {"ty": t})
+    text = pyir.astext(pyir.Module({"main": f}))
+    assert len(text) < 100 * 200 and text.count("type $t") == 199
+    assert "def @main(%x: $t198, ty=$t198) -> $t198 {\n  let %v: $t198 = %x;\n" in text
+    back = pyir.parse(text)["main"]
+    assert back.params[0].type_annotation is t and back.attrs["ty"] is t and back.ret_type is t
+    alone = pyir.astext(t)
+    assert alone.endswith(";\n\n($t197, $t197)") and pyir.parse_type(alone) is t
+    expr_text = pyir.astext(pyir.Let(v, x, v))
+    assert expr_text.startswith("type $t0 = ") and pyir.parse_expr(expr_text, {"x": x}).value is x
+
+
+def test_types_without_aliases_print_as_before():
+    """issue 10 item 16: a large type printed once, or a small type printed often, gets no alias."""
+    big = pyir.types.TupleType([pyir.types.TensorType((1, 3, 224, 224))] * 3)
+    assert len(str(big)) > 80
+    x = pyir.Var("x", big)
+    once = pyir.astext(pyir.Function([x], x))
+    assert once == f"fn (%x: {big}) {{\n  %x\n}}\n"
+    small = pyir.types.TensorType((1, 3, 224, 224))
+    ys = [pyir.Var(f"y{i}", small) for i in range(5)]
+    many = pyir.astext(pyir.Function(ys, pyir.Tuple(ys), pyir.types.TupleType([small] * 5)))
+    assert "$" not in many and many.count(str(small)) == 5 + 5
+    assert pyir.astext(big) == str(big)
