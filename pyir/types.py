@@ -9,7 +9,22 @@ from typing import Any
 import numpy as np
 
 from .errors import WellFormedError
-from .node import MAX_INDEX, Node, _get, digest, intern, safe_repr, short_int
+from .node import (
+    MAX_INDEX,
+    Node,
+    _collided,
+    _drop,
+    _get,
+    _new,
+    _Ref,
+    _set_id,
+    _set_mask,
+    _setdefault,
+    digest,
+    intern,
+    safe_repr,
+    short_int,
+)
 
 __all__ = ["Type", "TensorType", "TupleType", "FuncType", "normalize_dtype", "TENSOR_DTYPES"]
 
@@ -50,6 +65,10 @@ str) -> a weak reference to the interned type, so building a type seen before co
 lookup.  Holds no type alive, cleared when full; a plain dict (atomic reads and writes)."""
 _tt_cache: dict[tuple[tuple[int, ...], str], Any] = {}
 _tt_cache_get = _tt_cache.get
+
+
+# the bytes TensorType ids digest, b"t<dtype>(<d0>,<d1>,...)", as one format per rank
+_KEY_FORMATS = [b"t%s(" + b",".join([b"%d"] * k) + b")" for k in range(9)]
 
 
 class Type(Node):
@@ -96,17 +115,36 @@ class TensorType(Type, final=True):
                     raise WellFormedError(f"TensorType shape must hold ints, got {safe_repr(shape)}")
                 shp = tuple(int(x) for x in shape)  # numpy ints -> ints
                 break
-        for d in shp:
-            if not 0 <= d <= MAX_INDEX:
-                raise WellFormedError(f"TensorType dimensions must be in [0, 2**63), got {short_int(d)}")
-        dt = normalize_dtype(dtype)
-        key = digest(b"t%s(%s)" % (dt.encode(), b",".join(map(b"%d".__mod__, shp))))
+        if shp and (min(shp) < 0 or max(shp) > MAX_INDEX):  # shp holds ints only here
+            for d in shp:
+                if not 0 <= d <= MAX_INDEX:
+                    raise WellFormedError(f"TensorType dimensions must be in [0, 2**63), got {short_int(d)}")
+        dt = _DTYPE_MEMO.get(dtype) if type(dtype) is str else None
+        if dt is None:
+            dt = normalize_dtype(dtype)
+        if len(shp) < len(_KEY_FORMATS):
+            key = digest(_KEY_FORMATS[len(shp)] % (dt.encode(), *shp))
+        else:
+            key = digest(b"t%s(%s)" % (dt.encode(), b",".join(map(b"%d".__mod__, shp))))
         r = _get(key)
         n = None if r is None else r()
         if n is None or type(n) is not TensorType or n.shape != shp or n.dtype != dt:
-            n = intern(TensorType, key,
-                       lambda n: type(n) is TensorType and n.shape == shp and n.dtype == dt,
-                       {"shape": shp, "dtype": dt}, 0)
+            if r is None and key not in _collided:  # an empty slot: insert directly
+                n = _new(TensorType)
+                _set_shape(n, shp)
+                _set_dtype(n, dt)
+                _set_mask(n, 0)
+                _set_id(n, key)
+                ref = _Ref(n, _drop)
+                ref.key = key  # type: ignore[attr-defined]
+                if _setdefault(key, ref) is not ref:
+                    n = None
+            else:
+                n = None
+            if n is None:
+                n = intern(TensorType, key,
+                           lambda n: type(n) is TensorType and n.shape == shp and n.dtype == dt,
+                           {"shape": shp, "dtype": dt}, 0)
         if shp is shape and type(dtype) is str:  # exact ints and a str: cacheable
             if len(_tt_cache) >= TENSOR_TYPE_CACHE_MAX:
                 _tt_cache.clear()
@@ -133,6 +171,10 @@ class TensorType(Type, final=True):
         from .printer import type_str
 
         return type_str(self)
+
+
+_set_shape = TensorType.__dict__["shape"].__set__
+_set_dtype = TensorType.__dict__["dtype"].__set__
 
 
 class TupleType(Type, final=True):
