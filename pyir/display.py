@@ -162,7 +162,8 @@ def module_html(mod: Module, *, max_lines: int = MAX_LINES, first_lines: int = 1
         if large and counts[name] > 4 * max_lines:
             inner = _note(f"{counts[name]} nodes; kinds: {_op_histogram(orders[name])}")
         else:
-            lines = astext(Module({name: f}), show_meta_data=False).rstrip().splitlines()[1:]
+            lines = [ln for ln in astext(Module({name: f}), show_meta_data=False).rstrip().splitlines()
+                     if not ln.startswith("def ")]  # the header is the summary; type aliases stay
             more = ""
             if large and len(lines) > first_lines:
                 more = _note(f"... {len(lines) - first_lines} more line(s)")

@@ -359,3 +359,11 @@ def test_types_without_aliases_print_as_before():
     many = pyir.astext(pyir.Function(ys, pyir.Tuple(ys), pyir.types.TupleType([small] * 5)))
     assert "$" not in many and many.count(str(small)) == 5 + 5
     assert pyir.astext(big) == str(big)
+
+
+def test_notebook_view_keeps_type_aliases():
+    """issue 10 item 16: the HTML view of a module with type aliases shows every declaration (it
+    dropped the first text line, assuming it was the `def` header)."""
+    html = _nested_functions(12)._repr_html_()
+    assert "type $t0 = " in html and "type $t4 = " in html
+    assert html.count('<span class="gv">@main</span>') == 1  # the header, only in the summary
