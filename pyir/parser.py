@@ -146,7 +146,7 @@ def tokenize(text: str) -> Iterator[Token]:
     """The tokens of ``text`` with line and column (comments and whitespace skipped).
 
     Kinds are the named groups of the lexer regex: punctuation (``LP``, ``COMMA``, ...),
-    ``LOCAL``/``GLOBAL`` names, ``NUM``, ``IDENT``, ``STR``, ``META``, and the compound
+    ``LOCAL``/``GLOBAL`` names, ``ALIAS`` (``$t0``), ``NUM``, ``IDENT``, ``STR``, ``META``, and the compound
     ``BIND`` (``%0 =``), ``CALLEE`` (``nn.relu(``), ``KEY`` (``axis=``), ``NUMLIST``
     (``[1, 1]``) and ``TENSOR`` (``tensor([1.0], float32)``).  Ends with an ``EOF`` token;
     malformed input gives ``ERR``/``BADSTR``/``BADCOMMENT`` tokens.
