@@ -7,7 +7,8 @@ operator's builder (``pyir.op.nn.conv2d(x, w, strides=(2, 2))``).
 
 Builders and ``pyir.Call`` normalize attributes through the schema: defaults are
 filled in and values converted to their canonical kind, so ``conv2d(x, w)`` and
-``conv2d(x, w, strides=[1, 1])`` are the very same node.
+``conv2d(x, w, strides=[1, 1])`` are the very same node.  A type-exact, bounded, weak
+cache per operator makes attributes seen before cost a dict lookup (see ``attrs_key``).
 """
 
 from __future__ import annotations
@@ -152,7 +153,7 @@ def attrs_key(given: dict[str, Any]) -> bytes | None:
     """A type-exact key of raw attribute values (names and values), or None if there is none."""
     try:
         return _marshal(given, 2)
-    except ValueError:  # unmarshallable or too deeply nested
+    except Exception:  # unmarshallable, too deeply nested, a buffer that cannot be exported
         return None
 
 
@@ -306,7 +307,7 @@ def register_op(
             a = None
             try:
                 e = get(_marshal(kw, 2))  # the key of attrs_key, inlined
-            except ValueError:
+            except Exception:  # no key (see attrs_key): the uncached path
                 e = None
             if e is not None:
                 a = e()
