@@ -202,9 +202,10 @@ class OpDef:
                     cache[key] = weakref.ref(a)
                 return a
         elif t is Attrs:
-            # keyed by the Attrs' id; the entry holds a weak reference to the input to check
-            # that it is the same node (an id is unique among live nodes only)
-            aid: bytes = attrs.id  # type: ignore[union-attr]
+            # keyed by the Attrs' id (in a 1-tuple: never equal to the bytes keys of dicts); the
+            # entry holds a weak reference to the input to check that it is the same node (an
+            # id is unique among live nodes only)
+            aid = (attrs.id,)  # type: ignore[union-attr]
             e = cache.get(aid)
             if e is not None:
                 src, res = e
