@@ -101,7 +101,7 @@ def _op_histogram(nodes: Iterable[Node], top: int = 8) -> str:
     c: Counter[str] = Counter()
     for n in nodes:
         if type(n) is Call:
-            op = n.op  # type: ignore[attr-defined]
+            op = n.op
             c[op.name if type(op) is Op else "<call>"] += 1
         else:
             c[type(n).__name__] += 1
@@ -213,7 +213,7 @@ def steps_html(steps: Iterable[Step]) -> str:
     return _wrap(table_html(["pass", "before", "after"], rows, raw=True))
 
 
-class LineageResult(list):  # type: ignore[type-arg]
+class LineageResult(list):
     """A list of lineage answers (nodes, ids or steps) that renders as a table in notebooks."""
 
     def __init__(self, items: Iterable[Any], title: str = "lineage") -> None:

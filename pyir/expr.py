@@ -79,7 +79,7 @@ class Expr(Node):
         """
         t = cached_type(self)
         if t is not None:
-            return t  # type: ignore[no-any-return]
+            return t
         from .typecheck import infer_type
 
         return infer_type(self)
@@ -101,42 +101,42 @@ class Expr(Node):
     def __add__(self, other: Any) -> Call:
         from .op import add
 
-        return add(self, other)  # type: ignore[no-any-return]
+        return add(self, other)
 
     def __radd__(self, other: Any) -> Call:
         from .op import add
 
-        return add(other, self)  # type: ignore[no-any-return]
+        return add(other, self)
 
     def __sub__(self, other: Any) -> Call:
         from .op import subtract
 
-        return subtract(self, other)  # type: ignore[no-any-return]
+        return subtract(self, other)
 
     def __rsub__(self, other: Any) -> Call:
         from .op import subtract
 
-        return subtract(other, self)  # type: ignore[no-any-return]
+        return subtract(other, self)
 
     def __mul__(self, other: Any) -> Call:
         from .op import multiply
 
-        return multiply(self, other)  # type: ignore[no-any-return]
+        return multiply(self, other)
 
     def __rmul__(self, other: Any) -> Call:
         from .op import multiply
 
-        return multiply(other, self)  # type: ignore[no-any-return]
+        return multiply(other, self)
 
     def __truediv__(self, other: Any) -> Call:
         from .op import divide
 
-        return divide(self, other)  # type: ignore[no-any-return]
+        return divide(self, other)
 
     def __neg__(self) -> Call:
         from .op import negative
 
-        return negative(self)  # type: ignore[no-any-return]
+        return negative(self)
 
     # Equality stays identity even with the arithmetic operators above.
     __eq__ = object.__eq__
@@ -234,7 +234,7 @@ class GlobalVar(Expr, final=True):
             raise WellFormedError("GlobalVar name must be a non-empty str, got ''")
         if not name_hint.isascii():
             check_text(name_hint, "GlobalVar name")
-        return intern(GlobalVar, digest(b"G" + name_hint.encode()),  # type: ignore[no-any-return]
+        return intern(GlobalVar, digest(b"G" + name_hint.encode()),
                       lambda n: type(n) is GlobalVar and n.name_hint == name_hint,
                       {"name_hint": name_hint}, F_GLOBAL)
 
@@ -323,7 +323,7 @@ class Constant(Expr, final=True):
         def same(n: Node) -> bool:
             return type(n) is Constant and n._dtype is cdt and n._shape == shape and n._buf == buf
 
-        return intern(Constant, key, same,  # type: ignore[no-any-return]
+        return intern(Constant, key, same,
                       {"_buf": buf, "_dtype": cdt, "_shape": shape}, F_CONST)
 
     @property
@@ -365,7 +365,7 @@ class Op(Expr, final=True):
                 raise UnknownOpError(f"operator names are str, got {name!r:.80}")
             name = str.__getitem__(name, slice(None))  # a plain str
         odef = get_op_def(name)
-        return intern(Op, digest(b"O" + name.encode()),  # type: ignore[no-any-return]
+        return intern(Op, digest(b"O" + name.encode()),
                       lambda n: type(n) is Op and n.name == name, {"name": name, "_def": odef},
                       odef.mask)
 
@@ -506,7 +506,7 @@ class Tuple(Expr, final=True):
         mask = F_TUPLE
         for f in fs:
             mask |= f._mask
-        return intern(Tuple, digest(b"T" + b"".join(f.id for f in fs)),  # type: ignore[no-any-return]
+        return intern(Tuple, digest(b"T" + b"".join(f.id for f in fs)),
                       lambda n: type(n) is Tuple and n.fields == fs, {"fields": fs}, mask)
 
     def children(self) -> tuple[Node, ...]:
@@ -534,7 +534,7 @@ class TupleGetItem(Expr, final=True):
         i = int(index)
         if not 0 <= i <= MAX_INDEX:
             raise WellFormedError(f"TupleGetItem index must be in [0, 2**63), got {short_int(i)}")
-        return intern(TupleGetItem, digest(b"I%d:" % i + tv.id),  # type: ignore[no-any-return]
+        return intern(TupleGetItem, digest(b"I%d:" % i + tv.id),
                       lambda n: type(n) is TupleGetItem and n.tuple_value is tv and n.index == i,
                       {"tuple_value": tv, "index": i}, F_GETITEM | tv._mask)
 
@@ -572,7 +572,7 @@ class Function(Expr, final=True):
         mask = F_FUNC | b._mask
         for p in ps:
             mask |= p._mask
-        return intern(Function, key,  # type: ignore[no-any-return]
+        return intern(Function, key,
                       lambda n: (type(n) is Function and n.body is b and n.params == ps
                                  and n.ret_type is ret_type and n.attrs is at),
                       {"params": ps, "body": b, "ret_type": ret_type, "attrs": at}, mask)
@@ -605,7 +605,7 @@ class Let(Expr, final=True):
             raise WellFormedError(f"Let binds a Var, got {var!r}")
         val = as_expr(value)
         bd = _expr(body, "Let body")
-        return intern(Let, digest(b"".join((b"L", var.id, val.id, bd.id))),  # type: ignore[no-any-return]
+        return intern(Let, digest(b"".join((b"L", var.id, val.id, bd.id))),
                       lambda n: type(n) is Let and n.var is var and n.value is val and n.body is bd,
                       {"var": var, "value": val, "body": bd},
                       F_LET | var._mask | val._mask | bd._mask)
@@ -627,7 +627,7 @@ class If(Expr, final=True):
         c = as_expr(cond)
         t = as_expr(true_branch)
         f = as_expr(false_branch)
-        return intern(If, digest(b"".join((b"?", c.id, t.id, f.id))),  # type: ignore[no-any-return]
+        return intern(If, digest(b"".join((b"?", c.id, t.id, f.id))),
                       lambda n: (type(n) is If and n.cond is c and n.true_branch is t
                                  and n.false_branch is f),
                       {"cond": c, "true_branch": t, "false_branch": f},

@@ -85,7 +85,7 @@ class Module:
     def __getitem__(self, key: str | GlobalVar) -> Function:
         name = _name(key)
         try:
-            return self._funcs[name]  # type: ignore[no-any-return]
+            return self._funcs[name]
         except KeyError:
             raise WellFormedError(f"module has no function @{name}; it has {self.names()}") from None
 
@@ -170,14 +170,14 @@ class Module:
         c = self._cache.get("types")
         if c is None:
             c = self._cache["types"] = {}
-        return c  # type: ignore[no-any-return]
+        return c
 
     def _let_binders(self) -> dict[Var, Node]:
         """The let that bound each unannotated variable typed through this module's cache."""
         c = self._cache.get("let_binders")
         if c is None:
             c = self._cache["let_binders"] = {}
-        return c  # type: ignore[no-any-return]
+        return c
 
     def global_type(self, gv: GlobalVar | str) -> Type:
         """The FuncType of global function ``gv`` (inferred if not annotated)."""

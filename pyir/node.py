@@ -28,7 +28,7 @@ import weakref
 from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from xxhash import xxh3_128_digest
@@ -98,7 +98,7 @@ _get = _table.get
 _new = object.__new__
 
 
-class _Ref(weakref.ref):  # type: ignore[type-arg]
+class _Ref(weakref.ref):
     """A weak reference that knows its table key (so its callback can drop it)."""
 
     __slots__ = ("key",)
@@ -241,8 +241,6 @@ class Node:
     id: bytes
     _mask: int
 
-    if TYPE_CHECKING:  # fields of the concrete kinds, for code that holds a plain ``Node``
-        def __getattr__(self, name: str) -> Any: ...
 
     def __init_subclass__(cls, final: bool = False, **kw: Any) -> None:
         # Node kinds are final: a subclass instance would be interned as (and could

@@ -211,7 +211,7 @@ class Parser:
             return 0
         batch = [(m.lastgroup, m.group(m.lastgroup), m.start(m.lastgroup))  # type: ignore[arg-type]
                  for m in islice(self._it, _BATCH)]
-        toks = rest + batch  # type: ignore[operator]
+        toks = rest + batch
         if len(batch) < _BATCH:
             self._done = True
             eof = toks[-1] if toks and toks[-1][0] == "EOF" else ("EOF", "", len(self.text))
@@ -518,7 +518,7 @@ class Parser:
         if s[0] == "-" or len(s) != 18:
             raise self.error(f"bad float bit pattern {s[:24]!r}: write 0x and 16 hex digits "
                              "(the sign is in the bits)", pos)
-        return struct.unpack("<d", struct.pack("<Q", int(s[2:], 16)))[0]  # type: ignore[no-any-return]
+        return struct.unpack("<d", struct.pack("<Q", int(s[2:], 16)))[0]
 
     def _key(self) -> str | None:
         """Consume an attribute key (``name=`` or ``"any name"=``) and return the name, or None."""
@@ -654,7 +654,7 @@ class Parser:
             raise self.error(f"bad tensor literal: {e}", pos) from None
         if arr.ndim == 0:
             raise self.error("bad tensor literal: elements must be a [...] list", pos)
-        return Constant(arr)  # type: ignore[no-any-return]
+        return Constant(arr)
 
     def _tensor_literal(self) -> Constant:
         p = self.advance()[2]  # 'tensor'
@@ -821,7 +821,7 @@ class Parser:
         raise self.error(f"undefined variable {_shown_local(name)}", pos)
 
     def _op(self, name: str, pos: int) -> Op:
-        return self._op_entry(name, pos)[0]  # type: ignore[no-any-return]
+        return self._op_entry(name, pos)[0]
 
     def _op_entry(self, name: str, pos: int) -> tuple[Any, ...]:
         ent = self._ops.get(name)
@@ -844,7 +844,7 @@ class Parser:
                 a = self._attr_cache.get(key)
                 if a is None:
                     a = self._attr_cache[key] = odef.normalize_attrs(attrs)
-            return Call(op, args, a, _checked=True)  # type: ignore[no-any-return]
+            return Call(op, args, a, _checked=True)
         except PyIRError as e:
             raise self.error(str(e), pos) from e
 
@@ -919,7 +919,7 @@ class Parser:
         self.depth -= 1
         if len(fields) == 1 and not trailing:
             return fields[0]
-        return self.build(Tuple, p, fields)  # type: ignore[no-any-return]
+        return self.build(Tuple, p, fields)
 
     # -- scopes ------------------------------------------------------------------------------------
     def bind(self, name: str, value: Expr, undo: list[tuple[str, Any]]) -> None:
@@ -996,7 +996,7 @@ class Parser:
             self.advance()
             e = yield self.body()
             self.parse_token("RC", "closing a block")
-            return e  # type: ignore[no-any-return]
+            return e
         if s == "fn":
             return (yield from self.function())
         if s == "if":
@@ -1072,7 +1072,7 @@ class Parser:
         b = yield self.body()
         self.parse_token("RC", "closing a function body")
         self.unbind(undo)
-        return self.build(Function, p, params, b, ret, attrs)  # type: ignore[no-any-return]
+        return self.build(Function, p, params, b, ret, attrs)
 
     def if_(self) -> Generator[Any, Any, If]:
         """``if (cond) { ... } else { ... }`` (a generator)."""
@@ -1087,7 +1087,7 @@ class Parser:
         self.parse_token("LC", "opening the false branch")
         f = yield self.body()
         self.parse_token("RC", "closing the false branch")
-        return self.build(If, p, cond, t, f)  # type: ignore[no-any-return]
+        return self.build(If, p, cond, t, f)
 
     def definition(self) -> Generator[Any, Any, tuple[str, Function, int]]:
         """``def @name(params) -> T { body }`` (a generator)."""
@@ -1140,7 +1140,7 @@ class Parser:
         for name, p in self.globals_used.items():
             if name not in funcs:
                 raise self.error(f"undefined global function @{name}", p)
-        return self.build(Module, self.tok[2], funcs)  # type: ignore[no-any-return]
+        return self.build(Module, self.tok[2], funcs)
 
     def parse_toplevel_expr(self) -> Expr:
         """Type alias declarations, then a body (bindings and a tail expression) until the end."""
@@ -1148,7 +1148,7 @@ class Parser:
         e = self.run(self.body())
         if self.tok[0] != "EOF":
             raise self.expected("';' or end of input")
-        return e  # type: ignore[no-any-return]
+        return e
 
     def parse_metadata(self, out: dict[int, Constant] | None = None, header: bool = True
                        ) -> dict[int, Constant]:

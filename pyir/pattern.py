@@ -115,8 +115,8 @@ class _State:
 
 def _key(n: Node) -> Any:
     """Dispatch key of a node: its operator for operator calls, else its class."""
-    if type(n) is Call and type(n.op) is Op:  # type: ignore[attr-defined]
-        return n.op  # type: ignore[attr-defined]
+    if type(n) is Call and type(n.op) is Op:
+        return n.op
     return type(n)
 
 
@@ -291,7 +291,7 @@ class ExprPattern(Pattern):
         return frozenset([_key(self.expr)])
 
     def _op_keys(self) -> frozenset[Op] | None:
-        return frozenset([self.expr]) if type(self.expr) is Op else None  # type: ignore[list-item]
+        return frozenset([self.expr]) if type(self.expr) is Op else None
 
     def __repr__(self) -> str:
         return f"is_expr({self.expr!r})"

@@ -154,7 +154,7 @@ def _type_text(t: Type, names: dict[Type, str] | None) -> str:
 def _subtypes(t: Type) -> tuple[Type, ...]:
     k = type(t)
     if k is TupleType:
-        return t.fields  # type: ignore[attr-defined,no-any-return]
+        return t.fields  # type: ignore[attr-defined]
     if k is FuncType:
         return (*t.arg_types, t.ret_type)  # type: ignore[attr-defined]
     return ()
@@ -408,12 +408,11 @@ _USE, _ROOT, _CONT = 0, 1, 2
 def _relations(n: Node) -> tuple[tuple[Node, int], ...]:
     """(child, how it is used): as a value, as the root of a nested scope, or as the
     continuation of a let chain."""
-    k = type(n)
-    if k is If:
+    if type(n) is If:
         return ((n.cond, _USE), (n.true_branch, _ROOT), (n.false_branch, _ROOT))
-    if k is Function:
+    if type(n) is Function:
         return ((n.body, _ROOT),)
-    if k is Let:
+    if type(n) is Let:
         return ((n.value, _USE), (n.body, _CONT))
     return tuple((c, _USE) for c in n.children())
 
@@ -498,26 +497,25 @@ class _Plan:
 
         open_scope(0, root)
         for n in reversed(stream):
-            k = type(n)
             s = link.get(n)
-            if s is not None:  # a line of a let chain
-                use(n.value, s)
-                continue_chain(s, n.body)
+            if s is not None:  # a line of a let chain (only lets are linked)
+                use(n.value, s)  # type: ignore[attr-defined]
+                continue_chain(s, n.body)  # type: ignore[attr-defined]
                 continue
             h = home.get(n)
             if h is None:
                 continue
-            if k is If:
+            if type(n) is If:
                 t, f = new(h), new(h)
                 self.inner[n] = (t, f)
                 use(n.cond, h)
                 open_scope(t, n.true_branch)
                 open_scope(f, n.false_branch)
-            elif k is Function:
+            elif type(n) is Function:
                 b = new(h)
                 self.inner[n] = (b,)
                 open_scope(b, n.body)
-            elif k is Let:  # a let block: the head of its own chain
+            elif type(n) is Let:  # a let block: the head of its own chain
                 b = new(h)
                 self.inner[n] = (b,)
                 self.spine[b] = [n]
@@ -581,7 +579,7 @@ class _Printer:
         if k is GlobalVar:
             return quote_name("@", n.name_hint)  # type: ignore[attr-defined]
         if k is Op:
-            return n.name  # type: ignore[attr-defined,no-any-return]
+            return n.name  # type: ignore[attr-defined]
         if k is Constant:
             s = self.const_text.get(n)
             if s is not None:
@@ -665,20 +663,19 @@ class _Printer:
 
     def line(self, plan: _Plan, n: Node, indent: str, prefix: str, suffix: str) -> Generator[Any, None, None]:
         """Print ``n`` (its children already named) after ``prefix``; blocks open nested scopes."""
-        k = type(n)
         inner = indent + "  " if len(indent) < 2 * MAX_INDENT else indent
-        if k is If:
+        if type(n) is If:
             t, f = plan.inner[n]
             self.lines.append(f"{indent}{prefix}if ({self.ref(n.cond)}) {{")
             yield self.scope(plan, t, inner)
             self.lines.append(f"{indent}}} else {{")
             yield self.scope(plan, f, inner)
             self.lines.append(f"{indent}}}{suffix}")
-        elif k is Function:
-            self.lines.append(indent + self.fn_header(n, prefix + "fn "))  # type: ignore[arg-type]
+        elif type(n) is Function:
+            self.lines.append(indent + self.fn_header(n, prefix + "fn "))
             yield self.scope(plan, plan.inner[n][0], inner)
             self.lines.append(f"{indent}}}{suffix}")
-        elif k is Let:  # a let block used as a value
+        elif type(n) is Let:  # a let block used as a value
             self.lines.append(f"{indent}{prefix}{{")
             yield self.scope(plan, plan.inner[n][0], inner)
             self.lines.append(f"{indent}}}{suffix}")

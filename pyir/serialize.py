@@ -107,11 +107,11 @@ _BIG_ENDIAN = sys.byteorder == "big"
 
 
 def _float_bits(x: float) -> int:
-    return _q.unpack(_d.pack(x))[0]  # type: ignore[no-any-return]
+    return _q.unpack(_d.pack(x))[0]
 
 
 def _bits_float(b: int) -> float:
-    return _d.unpack(_q.pack(b))[0]  # type: ignore[no-any-return]
+    return _d.unpack(_q.pack(b))[0]
 
 
 class _Bad(Exception):
@@ -270,7 +270,7 @@ def _encode(obj: Module | Node) -> _Columns:
             if pad:
                 blob.append(b"\0" * pad)
                 blob_len += pad
-            ints += (S(_name_of(arr.dtype)), arr.ndim, *arr.shape, blob_len, nb)  # type: ignore[attr-defined]
+            ints += (S(_name_of(arr.dtype)), arr.ndim, *arr.shape, blob_len, nb)
             if nb:
                 blob.append(memoryview(arr).cast("B"))  # no copy: constant data is C-contiguous
             blob_len += nb
@@ -324,7 +324,7 @@ def _encode(obj: Module | Node) -> _Columns:
         _encode_history(obj.pass_records, S, ids, ints)  # type: ignore[union-attr]
     else:
         ints.append(0)
-    return _Columns(flags, bytes(kinds), ints, S.items, ids.items, blob)  # type: ignore[arg-type]
+    return _Columns(flags, bytes(kinds), ints, S.items, ids.items, blob)
 
 
 class _Columns:
@@ -372,7 +372,7 @@ def _encode_history(records: Any, S: _Strings, ids: Any, ints: list[int]) -> Non
     def idref(x: Any) -> int:
         if type(x) is not bytes or len(x) != 16:
             raise SerializationError(f"pass history: expected a 16-byte node id, got {x!r}")
-        return ids(x)  # type: ignore[no-any-return]
+        return ids(x)
 
     ints.append(len(records))
     for rec in records:
@@ -418,9 +418,9 @@ def save(obj: Module | Node, path_or_file: str | os.PathLike[str] | IO[bytes]) -
     """Write ``dumps(obj)`` to a path or a binary file object."""
     data = dumps(obj)
     if hasattr(path_or_file, "write"):
-        path_or_file.write(data)  # type: ignore[union-attr]
+        path_or_file.write(data)
     else:
-        with open(path_or_file, "wb") as f:  # type: ignore[arg-type]
+        with open(path_or_file, "wb") as f:
             f.write(data)
 
 
@@ -522,7 +522,7 @@ def load(path_or_file: str | os.PathLike[str] | IO[bytes]) -> Any:
     """
     try:
         if hasattr(path_or_file, "read"):
-            data = path_or_file.read()  # type: ignore[union-attr]
+            data = path_or_file.read()
         elif isinstance(path_or_file, (str, bytes, os.PathLike)):
             with open(path_or_file, "rb") as f:
                 data = f.read()
@@ -730,7 +730,7 @@ def _call_attrs(op: Node, at: Node, na: int) -> Attrs:
         odef = op.op_def
         odef.check_arity(na)
         if at or odef.attrs:
-            return odef.normalize_attrs(at)  # type: ignore[no-any-return]
+            return odef.normalize_attrs(at)
     elif not isinstance(op, Expr):
         raise _Bad(f"Call target is a {type(op).__name__}, not an expression")
     return at

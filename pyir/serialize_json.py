@@ -279,7 +279,7 @@ def from_json(text: str | bytes) -> Any:
     except Exception as e:  # defensive: every defect must surface as a SerializationError
         raise SerializationError(f"invalid pyir JSON: {type(e).__name__}: {e}") from e
     return _build(_Columns(flags, bytes(cols.kinds), cols.ints, cols.S.items,
-                           cols.ids.items, bytes(cols.blob)))  # type: ignore[arg-type]
+                           cols.ids.items, bytes(cols.blob)))
 
 
 class _Syntax(Exception):
@@ -382,7 +382,7 @@ def _ref_or_null(x: Any, what: str) -> int:
         return -1
     if _int(x, what) < 0:
         raise _Bad(f"{what} must be a node index or null, got {x}")
-    return x  # type: ignore[no-any-return]
+    return x
 
 
 _HEX_DIGITS = frozenset("0123456789abcdef")

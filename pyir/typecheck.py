@@ -109,8 +109,8 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
     def known(n: Node) -> Type | None:
         t = cached_type(n)
         if t is None:
-            t = cache.get(n)  # type: ignore[union-attr]
-        return t  # type: ignore[no-any-return]
+            t = cache.get(n)
+        return t
 
     def tyof(n: Node) -> Type:
         k = type(n)
@@ -119,9 +119,9 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
             if t is None:
                 raise TypeCheckError(f"cannot infer the type of %{n.name_hint}: it has no type annotation "  # type: ignore[attr-defined]
                                      "and is not bound by a let in scope")
-            return t  # type: ignore[no-any-return]
+            return t
         if k is GlobalVar:
-            return global_type(n)  # type: ignore[arg-type,misc]
+            return global_type(n)  # type: ignore[arg-type]
         if k is Op:
             raise TypeCheckError(f"operator {n.name} used as a value (call it instead)")  # type: ignore[attr-defined]
         t = known(n)
@@ -131,7 +131,7 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
 
     def store(n: Node, t: Type) -> None:
         if n._mask & _CONTEXT:
-            cache[n] = t  # type: ignore[index]
+            cache[n] = t
         else:
             _set_ty(n, t)
 

@@ -194,7 +194,7 @@ class TupleType(Type, final=True):
                 raise WellFormedError(f"TupleType fields must be types, got {f!r}")
         key = digest(b"u" + b"".join(f.id for f in fs))
         return intern(TupleType, key, lambda n: type(n) is TupleType and n.fields == fs,
-                      {"fields": fs}, 0)  # type: ignore[no-any-return]
+                      {"fields": fs}, 0)
 
     def children(self) -> tuple[Node, ...]:
         return self.fields
@@ -230,7 +230,7 @@ class FuncType(Type, final=True):
         key = digest(b"f" + ret_type.id + b"".join(t.id for t in args))
         return intern(FuncType, key,
                       lambda n: type(n) is FuncType and n.ret_type is ret_type and n.arg_types == args,
-                      {"arg_types": args, "ret_type": ret_type}, 0)  # type: ignore[no-any-return]
+                      {"arg_types": args, "ret_type": ret_type}, 0)
 
     def children(self) -> tuple[Node, ...]:
         return (*self.arg_types, self.ret_type)

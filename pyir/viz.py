@@ -40,7 +40,7 @@ def _label(n: Node) -> str:
     k = type(n)
     if k is Call:
         op = n.op  # type: ignore[attr-defined]
-        return op.name if type(op) is Op else "call"  # type: ignore[no-any-return]
+        return op.name if type(op) is Op else "call"
     if k is Var:
         t = n.type_annotation  # type: ignore[attr-defined]
         return "%" + n.name_hint + (f"\n{type_str(t)}" if t is not None else "")  # type: ignore[attr-defined]
@@ -118,7 +118,7 @@ def to_dot(obj: Expr | Module, highlight: Iterable[Any] | None = None, *, max_no
         inner = c
         if type(n) is Function and n not in module_roots:
             inner = len(clusters)
-            label = "Primitive" if n.attrs.get("Primitive") else "fn"  # type: ignore[attr-defined]
+            label = "Primitive" if n.attrs.get("Primitive") else "fn"
             clusters[inner] = (c if c != -1 else None, label)
         truncated = False
         for ch in n.children():
@@ -173,7 +173,7 @@ def to_dot(obj: Expr | Module, highlight: Iterable[Any] | None = None, *, max_no
             if j is None:
                 continue
             lab = ""
-            if type(n) is Call and type(n.op) is not Op and pos == 0:  # type: ignore[attr-defined]
+            if type(n) is Call and type(n.op) is not Op and pos == 0:
                 lab = ' [label="callee", style=dashed]'
             elif type(n) is Function and type(ch) is Var:
                 lab = " [style=dotted, arrowhead=none]"

@@ -120,9 +120,8 @@ def test_builders_typed_for_mypy(mypy_report: dict[int, list[tuple[str, str, str
     _check(mypy_report, SNIPPET, 1)
 
 
-@pytest.mark.xfail(strict=True, reason="Node's catch-all __getattr__ still types every field as Any")
 def test_unknown_field_is_a_mypy_error(mypy_report: dict[int, list[tuple[str, str, str]]]) -> None:
-    """issue 11 item 4: ``call.argz`` is a mypy error (needs Node.__getattr__ removed)."""
+    """issue 11 item 4: ``call.argz`` is a mypy error (Node has no catch-all __getattr__)."""
     _check(mypy_report, SNIPPET_XFAIL, len(SNIPPET.splitlines()) + 1)
 
 

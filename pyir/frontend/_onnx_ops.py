@@ -43,7 +43,7 @@ def shape_of(e: Expr) -> tuple[int, ...]:
 
 def dtype_of(e: Expr) -> str:
     """The dtype of a tensor expression."""
-    return e.checked_type.dtype  # type: ignore[attr-defined, no-any-return]
+    return e.checked_type.dtype  # type: ignore[attr-defined]
 
 
 def scalar(value: Any, like: Expr) -> Constant:
@@ -52,7 +52,7 @@ def scalar(value: Any, like: Expr) -> Constant:
 
 
 def _reshape(x: Expr, shape: Sequence[int]) -> Expr:
-    return op.reshape(x, newshape=tuple(int(d) for d in shape))  # type: ignore[no-any-return]
+    return op.reshape(x, newshape=tuple(int(d) for d in shape))
 
 
 def _axis(a: int, rank: int) -> int:
@@ -95,7 +95,7 @@ def _identity(cx: Ctx, a: _Attrs) -> Expr:
 @_reg("Reciprocal")
 def _reciprocal(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
-    return op.divide(scalar(1, x), x)  # type: ignore[no-any-return]
+    return op.divide(scalar(1, x), x)
 
 
 _BINARY: dict[str, Callable[[Expr, Expr], Expr]] = {
@@ -126,13 +126,13 @@ def _variadic(cx: Ctx, a: _Attrs) -> Expr:
     a.ignore("consumed_inputs")
     xs = _inputs(cx)
     if cx.node.op_type == "Mean":
-        return op.divide(_chain(op.add, xs), scalar(len(xs), xs[0]))  # type: ignore[no-any-return]
+        return op.divide(_chain(op.add, xs), scalar(len(xs), xs[0]))
     return _chain(_VARIADIC[cx.node.op_type], xs)
 
 
 @_reg("Where")
 def _where(cx: Ctx, a: _Attrs) -> Expr:
-    return op.where(cx.x(0), cx.x(1), cx.x(2))  # type: ignore[no-any-return]
+    return op.where(cx.x(0), cx.x(1), cx.x(2))
 
 
 @_reg("Cast")
@@ -142,7 +142,7 @@ def _cast(cx: Ctx, a: _Attrs) -> Expr:
     a.ignore("saturate")
     to = a.get("to")
     dt = tensor_dtype_to_np_dtype(to) if isinstance(to, int) else np.dtype(str(to).lower())
-    return op.cast(cx.x(0), dtype=dt)  # type: ignore[no-any-return]
+    return op.cast(cx.x(0), dtype=dt)
 
 
 @_reg("Clip")
@@ -153,16 +153,16 @@ def _clip(cx: Ctx, a: _Attrs) -> Expr:
     else:
         lo = float(cx.const(1)) if cx.has(1) else -math.inf
         hi = float(cx.const(2)) if cx.has(2) else math.inf
-    return op.clip(x, a_min=float(lo), a_max=float(hi))  # type: ignore[no-any-return]
+    return op.clip(x, a_min=float(lo), a_max=float(hi))
 
 
 def _positive(x: Expr) -> Expr:
-    return op.greater(x, scalar(0, x))  # type: ignore[no-any-return]
+    return op.greater(x, scalar(0, x))
 
 
 def _elu_core(x: Expr, alpha: float) -> Expr:
     neg = op.multiply(scalar(alpha, x), op.subtract(op.exp(x), scalar(1, x)))
-    return op.where(_positive(x), x, neg)  # type: ignore[no-any-return]
+    return op.where(_positive(x), x, neg)
 
 
 @_reg("Elu")
@@ -176,13 +176,13 @@ def _selu(cx: Ctx, a: _Attrs) -> Expr:
     a.ignore("consumed_inputs")
     x = cx.x(0)
     alpha, gamma = a.get("alpha", 1.67326319217681884765625), a.get("gamma", 1.05070102214813232421875)
-    return op.multiply(scalar(gamma, x), _elu_core(x, alpha))  # type: ignore[no-any-return]
+    return op.multiply(scalar(gamma, x), _elu_core(x, alpha))
 
 
 @_reg("LeakyRelu")
 def _leaky_relu(cx: Ctx, a: _Attrs) -> Expr:
     a.ignore("consumed_inputs")
-    return nn.leaky_relu(cx.x(0), alpha=a.get("alpha", 0.01))  # type: ignore[no-any-return]
+    return nn.leaky_relu(cx.x(0), alpha=a.get("alpha", 0.01))
 
 
 @_reg("PRelu")
@@ -191,20 +191,20 @@ def _prelu(cx: Ctx, a: _Attrs) -> Expr:
     x, slope = cx.x(0), cx.x(1)
     xs, ss = shape_of(x), shape_of(slope)
     if len(xs) >= 2 and ss == (xs[1],) and (cx.opset < 7 or xs[-1] != xs[1]):
-        return nn.prelu(x, slope, axis=1)  # type: ignore[no-any-return]
-    return op.where(_positive(x), x, op.multiply(x, slope))  # type: ignore[no-any-return]
+        return nn.prelu(x, slope, axis=1)
+    return op.where(_positive(x), x, op.multiply(x, slope))
 
 
 @_reg("Softplus")
 def _softplus(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
-    return op.log(op.add(op.exp(x), scalar(1, x)))  # type: ignore[no-any-return]
+    return op.log(op.add(op.exp(x), scalar(1, x)))
 
 
 @_reg("Softsign")
 def _softsign(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
-    return op.divide(x, op.add(op.abs(x), scalar(1, x)))  # type: ignore[no-any-return]
+    return op.divide(x, op.add(op.abs(x), scalar(1, x)))
 
 
 @_reg("HardSigmoid")
@@ -212,7 +212,7 @@ def _hard_sigmoid(cx: Ctx, a: _Attrs) -> Expr:
     a.ignore("consumed_inputs")
     x = cx.x(0)
     y = op.add(op.multiply(x, scalar(a.get("alpha", 0.2), x)), scalar(a.get("beta", 0.5), x))
-    return op.clip(y, a_min=0.0, a_max=1.0)  # type: ignore[no-any-return]
+    return op.clip(y, a_min=0.0, a_max=1.0)
 
 
 # -- constants and shapes ---------------------------------------------------------------------------
@@ -292,13 +292,13 @@ def _flatten(cx: Ctx, a: _Attrs) -> Expr:
 
 @_reg("Transpose")
 def _transpose(cx: Ctx, a: _Attrs) -> Expr:
-    return op.transpose(cx.x(0), axes=a.ints("perm"))  # type: ignore[no-any-return]
+    return op.transpose(cx.x(0), axes=a.ints("perm"))
 
 
 @_reg("Concat")
 def _concat(cx: Ctx, a: _Attrs) -> Expr:
     xs = _inputs(cx)
-    return op.concatenate(*xs, axis=a.get("axis", 1))  # type: ignore[no-any-return]
+    return op.concatenate(*xs, axis=a.get("axis", 1))
 
 
 def _axes_arg(cx: Ctx, a: _Attrs, input_from: int) -> tuple[int, ...] | None:
@@ -326,7 +326,7 @@ def _unsqueeze(cx: Ctx, a: _Attrs) -> Expr:
 def _squeeze(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
     axes = _axes_arg(cx, a, 13)
-    return op.squeeze(x, axis=axes)  # type: ignore[no-any-return]
+    return op.squeeze(x, axis=axes)
 
 
 @_reg("Gather")
@@ -340,7 +340,7 @@ def _gather(cx: Ctx, a: _Attrs) -> Expr:
         idx = Constant(np.where(arr < 0, arr + dim, arr))
     else:
         idx = op.where(op.less(idx, scalar(0, idx)), op.add(idx, scalar(dim, idx)), idx)
-    return op.take(data, idx, axis=ax)  # type: ignore[no-any-return]
+    return op.take(data, idx, axis=ax)
 
 
 @_reg("Split")
@@ -387,7 +387,7 @@ def _slice(cx: Ctx, a: _Attrs) -> Expr:
         begin.append(lo)
         end.append(hi if hi >= 0 else -s[ax] - 1)
         nax.append(ax)
-    return op.strided_slice(x, begin=tuple(begin), end=tuple(end), axes=tuple(nax),  # type: ignore[no-any-return]
+    return op.strided_slice(x, begin=tuple(begin), end=tuple(end), axes=tuple(nax),
                             strides=tuple(steps))
 
 
@@ -443,7 +443,7 @@ def _pad(cx: Ctx, a: _Attrs) -> Expr:
     if mode not in ("constant", "edge", "reflect"):
         raise FrontendError(f"pad mode {mode!r} is not supported")
     flat = tuple(v for i in range(r) for v in (pads[i], pads[i + r]))
-    return nn.pad(x, pad_width=flat, pad_value=value, pad_mode=mode)  # type: ignore[no-any-return]
+    return nn.pad(x, pad_width=flat, pad_value=value, pad_mode=mode)
 
 
 # -- reductions ------------------------------------------------------------------------------------
@@ -461,14 +461,14 @@ def _reduce(cx: Ctx, a: _Attrs) -> Expr:
         axes = None
     if axes is None and a.get("noop_with_empty_axes", 0):
         return x
-    return _REDUCE[cx.node.op_type](x, axis=axes, keepdims=bool(a.get("keepdims", 1)))  # type: ignore[no-any-return]
+    return _REDUCE[cx.node.op_type](x, axis=axes, keepdims=bool(a.get("keepdims", 1)))
 
 
 @_reg("ArgMax")
 def _argmax(cx: Ctx, a: _Attrs) -> Expr:
     if a.get("select_last_index", 0):
         raise FrontendError("select_last_index=1 is not supported")
-    return op.argmax(cx.x(0), axis=a.get("axis", 0), keepdims=bool(a.get("keepdims", 1)))  # type: ignore[no-any-return]
+    return op.argmax(cx.x(0), axis=a.get("axis", 0), keepdims=bool(a.get("keepdims", 1)))
 
 
 @_reg("Softmax", "LogSoftmax")
@@ -478,7 +478,7 @@ def _softmax(cx: Ctx, a: _Attrs) -> Expr:
     fn = nn.softmax if cx.node.op_type == "Softmax" else nn.log_softmax
     ax = _axis(a.get("axis", 1 if cx.opset < 13 else -1), len(s))
     if cx.opset >= 13 or ax == len(s) - 1:
-        return fn(x, axis=ax)  # type: ignore[no-any-return]
+        return fn(x, axis=ax)
     # opset < 13: the input is coerced to 2-D at ``axis`` and normalized over the second dimension.
     flat = _reshape(x, (int(np.prod(s[:ax], dtype=np.int64)), int(np.prod(s[ax:], dtype=np.int64))))
     return _reshape(fn(flat, axis=1), s)
@@ -502,7 +502,7 @@ def _dropout(cx: Ctx, a: _Attrs) -> list[Expr]:
 
 @_reg("MatMul")
 def _matmul(cx: Ctx, a: _Attrs) -> Expr:
-    return op.matmul(cx.x(0), cx.x(1))  # type: ignore[no-any-return]
+    return op.matmul(cx.x(0), cx.x(1))
 
 
 @_reg("Gemm")
@@ -554,7 +554,7 @@ def _pads(a: _Attrs, spatial: Sequence[int], k: Sequence[int], s: Sequence[int],
 
 def _conv2d(x: Expr, w: Expr, s: Sequence[int], b: Sequence[int], e: Sequence[int], d: Sequence[int],
             g: int) -> Expr:
-    return nn.conv2d(x, w, strides=tuple(s), padding=(b[0], b[1], e[0], e[1]),  # type: ignore[no-any-return]
+    return nn.conv2d(x, w, strides=tuple(s), padding=(b[0], b[1], e[0], e[1]),
                      dilation=tuple(d), groups=g)
 
 
@@ -579,7 +579,7 @@ def _conv3d(x: Expr, w: Expr, s: Sequence[int], b: Sequence[int], e: Sequence[in
         parts.append(_conv2d(xs, wk, s[1:], b[1:], e[1:], d[1:], g))
     y = _chain(op.add, parts)
     oh, ow = shape_of(y)[2:]
-    return op.transpose(_reshape(y, (n, od, o, oh, ow)), axes=(0, 2, 1, 3, 4))  # type: ignore[no-any-return]
+    return op.transpose(_reshape(y, (n, od, o, oh, ow)), axes=(0, 2, 1, 3, 4))
 
 
 @_reg("Conv")
@@ -616,8 +616,8 @@ def _pool2d(kind: str, x: Expr, k: Sequence[int], s: Sequence[int], b: Sequence[
     kw: dict[str, Any] = {"pool_size": tuple(k), "strides": tuple(s), "padding": (b[0], b[1], e[0], e[1]),
                           "dilation": tuple(d), "ceil_mode": ceil}
     if kind == "avg":
-        return nn.avg_pool2d(x, count_include_pad=cip, **kw)  # type: ignore[no-any-return]
-    return nn.max_pool2d(x, **kw)  # type: ignore[no-any-return]
+        return nn.avg_pool2d(x, count_include_pad=cip, **kw)
+    return nn.max_pool2d(x, **kw)
 
 
 def _pool_nd(kind: str, x: Expr, k: Sequence[int], s: Sequence[int], b: Sequence[int], e: Sequence[int],
@@ -668,9 +668,9 @@ def _global_pool(cx: Ctx, a: _Attrs) -> Expr:
     r = len(shape_of(x))
     avg = cx.node.op_type == "GlobalAveragePool"
     if r == 4:
-        return nn.global_avg_pool2d(x) if avg else nn.global_max_pool2d(x)  # type: ignore[no-any-return]
+        return nn.global_avg_pool2d(x) if avg else nn.global_max_pool2d(x)
     fn = op.mean if avg else op.max
-    return fn(x, axis=tuple(range(2, r)), keepdims=True)  # type: ignore[no-any-return]
+    return fn(x, axis=tuple(range(2, r)), keepdims=True)
 
 
 # -- normalization ---------------------------------------------------------------------------------------
@@ -703,12 +703,12 @@ def _instance_norm(cx: Ctx, a: _Attrs) -> Expr:
     cen = op.subtract(x, mean)
     var = op.mean(op.multiply(cen, cen), axis=axes, keepdims=True)
     y = op.divide(cen, op.sqrt(op.add(var, scalar(a.get("epsilon", 1e-5), x))))
-    return op.add(op.multiply(y, _channel(cx.x(1), r)), _channel(cx.x(2), r))  # type: ignore[no-any-return]
+    return op.add(op.multiply(y, _channel(cx.x(1), r)), _channel(cx.x(2), r))
 
 
 @_reg("LRN")
 def _lrn(cx: Ctx, a: _Attrs) -> Expr:
-    return nn.lrn(cx.x(0), size=int(a.get("size")), axis=1, bias=float(a.get("bias", 1.0)),  # type: ignore[no-any-return]
+    return nn.lrn(cx.x(0), size=int(a.get("size")), axis=1, bias=float(a.get("bias", 1.0)),
                   alpha=float(a.get("alpha", 1e-4)), beta=float(a.get("beta", 0.75)))
 
 
@@ -720,7 +720,7 @@ def _dilate_zeros(x: Expr, s: Sequence[int]) -> Expr:
     y: Expr = nn.pad(_reshape(x, (n, c, h, 1, w, 1)),
                      pad_width=(0, 0, 0, 0, 0, 0, 0, s[0] - 1, 0, 0, 0, s[1] - 1))
     y = _reshape(y, (n, c, h * s[0], w * s[1]))
-    return op.strided_slice(y, begin=(0, 0), end=((h - 1) * s[0] + 1, (w - 1) * s[1] + 1),  # type: ignore[no-any-return]
+    return op.strided_slice(y, begin=(0, 0), end=((h - 1) * s[0] + 1, (w - 1) * s[1] + 1),
                             axes=(2, 3))
 
 

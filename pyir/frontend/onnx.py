@@ -283,7 +283,7 @@ class _Importer:
 
 
 def _pairs(v: Any) -> tuple[tuple[str, str], ...]:
-    return (v,) if isinstance(v[0], str) else v  # type: ignore[no-any-return]
+    return (v,) if isinstance(v[0], str) else v
 
 
 def _fold(e: Expr) -> Expr:
@@ -347,7 +347,7 @@ def source_table(mod: Module) -> Mapping[bytes, Any]:
     """
     for rec in mod.pass_records:
         if rec.name == "from_onnx" and rec.sources:
-            return rec.sources  # type: ignore[no-any-return]
+            return rec.sources
     return {}
 
 

@@ -194,8 +194,8 @@ class OpDef:
                 if e is not None:
                     a = e()
                     if a is not None:
-                        return a  # type: ignore[no-any-return]
-                a = self._normalize(dict(attrs) if attrs else {})  # type: ignore[call-overload]
+                        return a
+                a = self._normalize(dict(attrs) if attrs else {})
                 if not attrs or cacheable(attrs):  # type: ignore[arg-type]
                     if len(cache) >= ATTR_CACHE_MAX:
                         cache.clear()
@@ -211,11 +211,11 @@ class OpDef:
                 src, res = e
                 a = res()
                 if a is not None and src() is attrs:
-                    return a  # type: ignore[no-any-return]
-            a = self._normalize(dict(attrs.items()))  # type: ignore[union-attr]
+                    return a
+            a = self._normalize(dict(attrs.items()))
             if len(cache) >= ATTR_CACHE_MAX:
                 cache.clear()
-            cache[aid] = (weakref.ref(attrs), weakref.ref(a))  # type: ignore[arg-type]
+            cache[aid] = (weakref.ref(attrs), weakref.ref(a))
             return a
         return self._normalize(dict(attrs.items()) if attrs is not None else {})
 
