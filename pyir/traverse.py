@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import weakref
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -42,8 +43,8 @@ def post_order(roots: Expr | Iterable[Expr], children: Callable[[Node], Iterable
         push(r)
     while stack:
         n = pop()
-        if type(n) is _Done:
-            emit(n.node)
+        if n is _DONE:  # the node below the marker has all its children emitted
+            emit(pop())
             continue
         if n in seen:
             continue
@@ -55,18 +56,17 @@ def post_order(roots: Expr | Iterable[Expr], children: Callable[[Node], Iterable
         if not kids:
             emit(n)
             continue
-        push(_Done(n))
+        push(n)
+        push(_DONE)
         for c in reversed(tuple(kids)):
             if c not in seen:
                 push(c)
     return out
 
 
-class _Done:
-    __slots__ = ("node",)
-
-    def __init__(self, node: Node) -> None:
-        self.node = node
+#: Stack marker of the walks: the node just below it is emitted when it is popped (a marker
+#: object per node would cost ~50 bytes per level of a deep chain).
+_DONE: Any = object()
 
 
 def pre_order(root: Expr) -> Iterator[Expr]:
@@ -155,8 +155,8 @@ def _scope_walk(expr: Expr) -> _ScopeInfo:
     pop = stack.pop
     while stack:
         n = pop()
-        if type(n) is _Done:
-            emit(n.node)
+        if n is _DONE:
+            emit(pop())
             continue
         if n in seen:
             continue
@@ -165,7 +165,8 @@ def _scope_walk(expr: Expr) -> _ScopeInfo:
         if k is Var:
             uses_in_order.append(n)  # type: ignore[arg-type]
             continue
-        push(_Done(n))
+        push(n)
+        push(_DONE)
         if k is Let:
             c = n.body  # type: ignore[attr-defined]
             if c._mask & F_VAR and c not in seen:
@@ -181,10 +182,11 @@ def _scope_walk(expr: Expr) -> _ScopeInfo:
             for c in reversed(n.children()):
                 if c._mask & F_VAR and c not in seen:
                     push(c)
-    # 2. Scopes, parents first.
-    parent = [0]
-    depth = [0]
-    jump = [0]
+    del seen, stack
+    # 2. Scopes, parents first (scope tables as machine ints: 8 bytes per scope, not an int object).
+    parent = array("q", [0])
+    depth = array("q", [0])
+    jump = array("q", [0])
 
     def new_scope(p: int) -> int:
         jp = jump[p]

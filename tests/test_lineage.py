@@ -351,3 +351,24 @@ def test_recorded_pass_edges_are_compact():
     assert len(e) >= 2000
     assert len(e._news) + len(e._olds) + len(e._counts or b"") <= 36 * len(e)
     assert out.origins(out["main"].body) and out.find(mod["main"].params[0])
+
+
+def test_edge_buffer_add_mark_rollback():
+    """issue 10 (memory target): passes stream single-old edges with ``add`` (no pair tuples) and
+    drop what they recorded with ``rollback`` when they end up changing nothing."""
+    from pyir.lineage import EdgeBuffer, PassRecord
+
+    a, b, c = b"a" * 16, b"b" * 16, b"c" * 16
+    buf = EdgeBuffer()
+    buf.add(a, b)
+    m = buf.mark()
+    buf.add(b, c)
+    buf.append((c, (a, b)))  # several olds: counts kept from here on
+    buf.add(a, c)
+    assert list(buf) == [(a, (b,)), (b, (c,)), (c, (a, b)), (a, (c,))]
+    buf.rollback(m)
+    assert list(buf) == [(a, (b,))] and len(buf) == 1
+    buf.append((c, (a, b)))
+    assert list(buf) == [(a, (b,)), (c, (a, b))]
+    rec = PassRecord("p", "", buf, ())
+    assert rec.edges == ((a, (b,)), (c, (a, b)))

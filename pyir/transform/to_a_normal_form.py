@@ -140,22 +140,53 @@ def normalize_function(func: Function, mod: Module, *, bind_all: bool) -> Functi
 
 def _normalize(func: Function, mod: Module, bind_all: bool) -> Function:
     body, g = graph_form(func.body, into_primitive=False)
+    rec = current_recorder()
+    # graph node -> the id(s) of the input node(s) it stands for; only for graph nodes that
+    # stand for other than themselves (one id as bytes, several as a tuple)
+    pre: dict[Node, Any] = {}
+    mark = rec.edges.mark() if rec is not None else None
+    if rec is not None and g:
+        add = rec.edges.add
+        for n, img in g.items():
+            if img is not n:  # nodes rebuilt by inlining the input's lets derive from their originals
+                add(img.id, n.id)
+            if type(n) in _COMPOUND:
+                cur = pre.get(img)
+                pre[img] = n.id if cur is None else (*((cur,) if type(cur) is bytes else cur), n.id)
+        for same in [i for i, c in pre.items() if type(c) is bytes and c == i.id]:  # itself only
+            del pre[same]
+    del g
     plan = _Plan(body)
     ty = _types_of(body, mod)
     scope, inner, mixed, flat = plan.scope, plan.inner, plan.mixed, plan.flat
-    bindings: dict[int, list[tuple[Var, Expr, Node]]] = {}
+    order = plan.order
+    del plan
+    # scope -> flat list of (variable, value, graph node) triples, in binding order
+    bindings: dict[int, list[Any]] = {}
     atom: dict[Node, Expr] = {}
-    done: list[tuple[Expr, Node]] = []
-    record = done.append
+    edges = rec.edges if rec is not None else None
+
+    def record(new: Node, n: Node) -> None:  # ``new`` stands for graph node ``n``
+        if edges is not None:
+            olds = pre.get(n)
+            if olds is None:
+                edges.add(new.id, n.id)
+            elif type(olds) is bytes:
+                edges.add(new.id, olds)
+            else:
+                edges.append((new.id, olds))
 
     def close(s: int, result: Expr) -> Expr:
         e = atom[result]
-        for v, val, orig in reversed(bindings.pop(s, ())):
-            e = Let(v, val, e)
-            record((e, orig))  # the let node stands for the graph node it binds
+        lst = bindings.pop(s, None)
+        if lst:
+            for i in range(len(lst) - 3, -1, -3):
+                e = Let(lst[i], lst[i + 1], e)
+                record(e, lst[i + 2])  # the let node stands for the graph node it binds
+                del lst[i:]  # free the triple at once
         return e
 
-    for n in plan.order:
+    for n in order:
         k = type(n)
         if k is Call:
             op = n.op
@@ -183,25 +214,19 @@ def _normalize(func: Function, mod: Module, bind_all: bool) -> Function:
             lst = bindings.get(s)
             if lst is None:
                 lst = bindings[s] = []
-            lst.append((v, new, n))
+            lst += (v, new, n)
             atom[n] = v
-            record((v, n))
+            record(v, n)
         else:
             atom[n] = new
         if new is not n:
-            record((new, n))
+            record(new, n)
+    del order
     out = close(0, body)
     if out is func.body:
+        if rec is not None and mark is not None:
+            rec.edges.rollback(mark)  # nothing changed: no lineage
         return func
-    rec = current_recorder()
-    if rec is not None:  # each let value and variable derives from the node(s) it binds
-        pre: dict[Node, tuple[bytes, ...]] = {}
-        for n, img in g.items():
-            if type(n) in _COMPOUND:
-                pre[img] = (*pre.get(img, ()), n.id)
-        rec.edges.extend([(new.id, pre.get(n) or (n.id,)) for new, n in done])
-        # nodes rebuilt by inlining the input's lets derive from the nodes they replace
-        rec.edges.extend([(img.id, (n.id,)) for n, img in g.items() if img is not n])
     return derive(Function(func.params, out, func.ret_type, func.attrs), func)  # type: ignore[return-value]
 
 

@@ -95,3 +95,38 @@ def test_deep_chain_anf(deep_chain, deep_anf):
     """A 10**6-deep chain becomes a 10**6-deep let chain (no recursion), leaving the input intact."""
     assert _let_depth(deep_anf["main"].body) == 10**6
     assert deep_chain["main"].body.op.name == "subtract"
+
+
+def test_anf_unchanged_records_nothing():
+    """issue 10 (memory target): ANF streams its lineage edges into the recorder as it builds;
+    an input already in A-normal form (its lets rebuilt to the very same objects) returns the
+    input module itself, with no record."""
+    mod = resnet(1)
+    anf = ToANormalForm()(mod)
+    assert ToANormalForm()(anf) is anf
+    assert pyir.transform.ToBasicBlockNormalForm()(anf) is anf
+
+
+def test_anf_lineage_through_lets_and_sharing():
+    """issue 10 (memory target): with the edges streamed, each let of the ANF of a program with
+    lets and shared nodes still derives from the input nodes it stands for (the let's own
+    value, and every input let value that the graph form merged into it)."""
+    x = pyir.var("x", shape=(4,))
+    v = pyir.var("v")
+    a = op.exp(x)
+    shared = op.nn.relu(a)
+    body = Let(v, shared, op.add(v, op.nn.relu(a)))  # the let value and the inline relu merge
+    mod = pyir.Module({"main": Function([x], body)})
+    out = ToANormalForm()(mod)
+    lets = []
+    e = out["main"].body
+    while type(e) is Let:
+        lets.append(e)
+        e = e.body
+    relu_let = next(le for le in lets if le.value.op.name == "nn.relu")
+    inputs = {n.id for n in pyir.post_order(mod["main"])}
+    assert out.origins(relu_let.value) and out.origins(relu_let.value) <= inputs
+    assert out.origins(relu_let.var) <= inputs
+    found = out.find(shared)
+    assert relu_let.value in found and relu_let.var in found
+    assert out.find(a) and all(type(n) in (Call, Var, Let) for n in out.find(a))
