@@ -126,7 +126,7 @@ class EdgeBuffer:
     def extend(self, edges: Iterable[tuple[bytes, Iterable[bytes]]]) -> None:
         """Add every edge of ``edges`` (pairs, or another EdgeBuffer / a record's ``edges``)."""
         if type(edges) is EdgeBuffer or type(edges) is Edges:
-            self._extend_compact(edges._parts())  # type: ignore[union-attr]
+            self._extend_compact(edges._parts())
             return
         try:
             it = iter(edges)
@@ -647,7 +647,7 @@ def module_index(mod: Any) -> dict[bytes, Node]:
         with gc_paused():
             idx = {n.id: n for n in post_order(list(mod.functions().values()))}
         mod._cache["id_index"] = idx
-    return idx  # type: ignore[no-any-return]
+    return idx
 
 
 def find(mod: Any, x: Any) -> list[Node]:

@@ -78,7 +78,7 @@ class TypeOracle:
     def __call__(self, e: Expr) -> Type | None:
         t = cached_type(e)
         if t is not None:
-            return t  # type: ignore[no-any-return]
+            return t
         k = type(e)
         if k is Var:
             return self._var_type(e)  # type: ignore[arg-type]
@@ -115,11 +115,11 @@ class TypeOracle:
             if k is GlobalVar:
                 if mod is None:
                     raise WellFormedError("global calls need a module to be typed")
-                return mod.global_type(n)  # type: ignore[no-any-return]
+                return mod.global_type(n)
             t = known(n)
             if t is None:
                 raise WellFormedError("untyped child")  # pragma: no cover
-            return t  # type: ignore[no-any-return]
+            return t
 
         leaf = (Var, GlobalVar, Op)
         for n in post_order(e, stop=lambda n: type(n) in leaf or known(n) is not None):
@@ -138,12 +138,12 @@ def _structural_call_type(e: Call) -> Type:
         if cached_type(n) is not None:
             stack.pop()
             continue
-        if type(n) is not Call or type(n.op) is not Op:  # type: ignore[attr-defined]
+        if type(n) is not Call or type(n.op) is not Op:
             infer_type(n)
             stack.pop()
             continue
         ats: list[Type] = []
-        for a in n.args:  # type: ignore[attr-defined]
+        for a in n.args:
             ta = cached_type(a)
             if ta is None and type(a) is Var:
                 ta = a.type_annotation
@@ -152,9 +152,9 @@ def _structural_call_type(e: Call) -> Type:
             elif not stack or stack[-1] is n:
                 ats.append(ta)
         if stack[-1] is n:
-            _set_ty(n, check_call(n, tuple(ats)))  # type: ignore[arg-type]
+            _set_ty(n, check_call(n, tuple(ats)))
             stack.pop()
-    return cached_type(e)  # type: ignore[no-any-return]
+    return cached_type(e)
 
 
 # -- rules and the driver --------------------------------------------------------------------------

@@ -163,19 +163,19 @@ def _scope_walk(expr: Expr) -> _ScopeInfo:
         add(n)
         k = type(n)
         if k is Var:
-            uses_in_order.append(n)  # type: ignore[arg-type]
+            uses_in_order.append(n)
             continue
         push(n)
         push(_DONE)
         if k is Let:
-            c = n.body  # type: ignore[attr-defined]
+            c = n.body
             if c._mask & F_VAR and c not in seen:
                 push(c)
-            c = n.value  # type: ignore[attr-defined]
+            c = n.value
             if c._mask & F_VAR and c not in seen:
                 push(c)
         elif k is Function:
-            c = n.body  # type: ignore[attr-defined]
+            c = n.body
             if c._mask & F_VAR and c not in seen:
                 push(c)
         else:
@@ -312,8 +312,8 @@ def _first_free_use_order(expr: Expr, free: list[Var]) -> list[Var]:
         k = type(n)
         if k is Var:
             if n in want and n not in cur and n not in got:
-                got.add(n)  # type: ignore[arg-type]
-                out.append(n)  # type: ignore[arg-type]
+                got.add(n)
+                out.append(n)
             continue
         if not (n._mask & F_VAR):
             continue
@@ -325,19 +325,19 @@ def _first_free_use_order(expr: Expr, free: list[Var]) -> list[Var]:
         else:
             ctxs.append(cur)
         if k is Let:
-            vs = (n.var,)  # type: ignore[attr-defined]
+            vs = (n.var,)
             push((-1, vs))
-            push(n.body)  # type: ignore[attr-defined]
-            if type(n.value) is Function:  # type: ignore[attr-defined]
-                push(n.value)  # type: ignore[attr-defined]
+            push(n.body)
+            if type(n.value) is Function:
+                push(n.value)
                 push((1, vs))
             else:
                 push((1, vs))
-                push(n.value)  # type: ignore[attr-defined]
+                push(n.value)
         elif k is Function:
-            vs = n.params  # type: ignore[attr-defined]
+            vs = n.params
             push((-1, vs))
-            push(n.body)  # type: ignore[attr-defined]
+            push(n.body)
             push((1, vs))
         else:
             for c in reversed(n.children()):
@@ -380,7 +380,7 @@ def _fv(n: Node, get: Callable[[Node], tuple[Var, ...] | None]) -> tuple[Var, ..
     t = get(n)
     if t is not None:
         return t
-    return (n,) if type(n) is Var else ()  # type: ignore[return-value]
+    return (n,) if type(n) is Var else ()
 
 
 def _union(a: tuple[Var, ...], b: tuple[Var, ...]) -> tuple[Var, ...]:
@@ -400,10 +400,10 @@ def binders_of(expr: Expr) -> Iterator[tuple[Var, Node]]:
     for n in post_order(expr, stop=lambda n: not (n._mask & (F_FUNC | F_LET))):
         k = type(n)
         if k is Function:
-            for p in n.params:  # type: ignore[attr-defined]
+            for p in n.params:
                 yield p, n
         elif k is Let:
-            yield n.var, n  # type: ignore[attr-defined]
+            yield n.var, n
 
 
 def bound_vars(expr: Expr) -> list[Var]:
@@ -411,9 +411,9 @@ def bound_vars(expr: Expr) -> list[Var]:
     out: list[Var] = []
     for n in post_order(expr):
         if type(n) is Function:
-            out.extend(n.params)  # type: ignore[attr-defined]
+            out.extend(n.params)
         elif type(n) is Let:
-            out.append(n.var)  # type: ignore[attr-defined]
+            out.append(n.var)
     return out
 
 
@@ -434,12 +434,12 @@ def iter_calls(expr: Expr, op_name: str | None = None) -> Iterator[Call]:
     if op_name is None:
         for n in post_order(expr):
             if type(n) is Call:
-                yield n  # type: ignore[misc]
+                yield n
         return
     bit = Op(op_name)._mask
     for n in post_order(expr, stop=lambda n: not (n._mask & bit)):
-        if type(n) is Call and type(n.op) is Op and n.op.name == op_name:  # type: ignore[attr-defined]
-            yield n  # type: ignore[misc]
+        if type(n) is Call and type(n.op) is Op and n.op.name == op_name:
+            yield n
 
 
 
@@ -504,9 +504,9 @@ def check_binders(expr: Expr) -> None:
     for n in post_order(expr, stop=lambda n: not (n._mask & (F_FUNC | F_LET))):
         k = type(n)
         if k is Function:
-            bound: tuple[Var, ...] = n.params  # type: ignore[attr-defined]
+            bound: tuple[Var, ...] = n.params
         elif k is Let:
-            bound = (n.var,)  # type: ignore[attr-defined]
+            bound = (n.var,)
         else:
             continue
         for v in bound:

@@ -235,7 +235,7 @@ def module_pass(fn: Any = None, *, name: str | None = None) -> Any:
     def wrap(f: Any) -> Pass:
         cls = type(name or f.__name__, (ModulePass,), {"run": lambda self, mod: f(mod),
                                                         "name": name or f.__name__})
-        return dataclasses.dataclass(frozen=True)(cls)()  # type: ignore[no-any-return,misc]
+        return dataclasses.dataclass(frozen=True)(cls)()  # type: ignore[misc]
 
     return wrap(fn) if fn is not None else wrap
 
@@ -247,6 +247,6 @@ def function_pass(fn: Any = None, *, name: str | None = None) -> Any:
         cls = type(name or f.__name__, (FunctionPass,),
                    {"transform_function": lambda self, func, mod, nm: f(func, mod, nm),
                     "name": name or f.__name__})
-        return dataclasses.dataclass(frozen=True)(cls)()  # type: ignore[no-any-return,misc]
+        return dataclasses.dataclass(frozen=True)(cls)()  # type: ignore[misc]
 
     return wrap(fn) if fn is not None else wrap

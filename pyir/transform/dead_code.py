@@ -56,7 +56,7 @@ __all__ = ["DeadCodeElimination"]
 def _uses(n: Node) -> tuple[Node, ...]:
     """Children of ``n`` that keep them alive (a ``let`` does not keep its variable alive)."""
     if type(n) is Let:
-        return (n.value, n.body)  # type: ignore[attr-defined]
+        return (n.value, n.body)
     return n.children()
 
 
@@ -70,8 +70,8 @@ def _dead_lets(func: Function) -> tuple[set[Let], list[Node]]:
     while stack:  # count each distinct parent -> child edge once
         n = stack.pop()
         if type(n) is Let:
-            binder[n.var] = n  # type: ignore[attr-defined]
-            refs.setdefault(n.var, 0)  # type: ignore[attr-defined]
+            binder[n.var] = n
+            refs.setdefault(n.var, 0)
         for c in _uses(n):
             r = refs.get(c)
             if r is None:
@@ -89,7 +89,7 @@ def _dead_lets(func: Function) -> tuple[set[Let], list[Node]]:
             dead.append(n)
             kids = _uses(n)
             if type(n) is Let and n in dropped:
-                kids = (n.body,)  # type: ignore[attr-defined]
+                kids = (n.body,)
             for c in kids:
                 refs[c] -= 1
                 if refs[c] == 0:
@@ -126,7 +126,7 @@ def _remove_lets(func: Function) -> tuple[Function, list[Node]]:
         if not n._mask & F_LET:
             memo[n] = n
         elif n in dropped:
-            memo[n] = memo[n.body]  # type: ignore[attr-defined]
+            memo[n] = memo[n.body]
         else:
             out = rebuild(n, memo)
             if out is not n:

@@ -77,7 +77,7 @@ def inline_call(func: Function, args: Sequence[Expr], site: Node) -> Expr:
         memo[n] = new
         if new is not n:
             derive(new, n)
-    return memo[func.body]  # type: ignore[no-any-return]
+    return memo[func.body]
 
 
 def _leaf(n: Node) -> bool:
@@ -85,13 +85,13 @@ def _leaf(n: Node) -> bool:
     nested functions."""
     if not n._mask & F_FUNC:
         return True
-    return type(n) is Function and not n.body._mask & F_FUNC  # type: ignore[attr-defined]
+    return type(n) is Function and not n.body._mask & F_FUNC
 
 
 def _is_primitive_call(n: Node) -> bool:
     if type(n) is not Call:
         return False
-    f = n.op  # type: ignore[attr-defined]
+    f = n.op
     return type(f) is Function and bool(f.attrs.get("Primitive"))
 
 
@@ -121,12 +121,12 @@ def defuse(expr: Expr) -> Expr:
             memo[n] = n
             continue
         if _is_primitive_call(n):
-            fn = memo[n.op]  # type: ignore[attr-defined]
-            args = tuple([memo[a] for a in n.args])  # type: ignore[attr-defined]
+            fn = memo[n.op]
+            args = tuple([memo[a] for a in n.args])
             new = inline_call(fn, args, n)
         else:
             new = rebuild(n, memo)
             if new is not n:
                 derive(new, n)
         memo[n] = new
-    return memo[expr]  # type: ignore[no-any-return]
+    return memo[expr]

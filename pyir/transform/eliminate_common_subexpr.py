@@ -71,7 +71,7 @@ def _cse(root: Expr) -> Expr:
     def substituted(n: Expr) -> Expr:
         r = smemo.get(n)
         if r is not None:
-            return r  # type: ignore[no-any-return]
+            return r
         if type(n) is Call and type(n.op) is Op:  # fast path: arguments already seen
             for a in n.args:
                 if a not in smemo and type(a) is not Var:
@@ -81,7 +81,7 @@ def _cse(root: Expr) -> Expr:
             else:
                 smemo[n] = n
                 return n
-        return subst.visit(n)  # type: ignore[no-any-return]
+        return subst.visit(n)
 
     avail: dict[Expr, Var] = {}  # value -> the variable binding it in the current scope
     memo: dict[tuple[Node, int], Expr] = {}  # (node, scope) -> result, for let-containing nodes
@@ -159,7 +159,7 @@ def _cse(root: Expr) -> Expr:
                 derive(out, n)
             memo[(n, sc)] = out
             push_res(out)
-    return results[0]  # type: ignore[no-any-return]
+    return results[0]
 
 
 @dataclasses.dataclass(frozen=True)

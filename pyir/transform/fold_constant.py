@@ -180,7 +180,7 @@ class FoldConstant(FunctionPass):
                         derive(part, *folded)
         if not replacements:
             return func
-        return _Replace(replacements, expanded).visit(func)  # type: ignore[no-any-return]
+        return _Replace(replacements, expanded).visit(func)
 
     def _roots(self, candidates: list[Node], seen: set[Node], expanded: set[Node]) -> list[Expr]:
         """The closed subgraphs worth folding among ``candidates``; nodes too large to fold

@@ -106,11 +106,11 @@ _OUT_FUSABLE = int(OpPattern.OUT_ELEMWISE_FUSABLE)
 
 
 def _is_op_call(n: Node) -> bool:
-    return type(n) is Call and type(n.op) is Op  # type: ignore[attr-defined]
+    return type(n) is Call and type(n.op) is Op
 
 
 def _is_primitive(n: Node) -> bool:
-    return type(n) is Function and bool(n.attrs.get("Primitive"))  # type: ignore[attr-defined]
+    return type(n) is Function and bool(n.attrs.get("Primitive"))
 
 
 def _stop(n: Node) -> bool:
@@ -385,11 +385,11 @@ class _Types:
 
     def of(self, n: Node) -> Type:
         if type(n) is Var:
-            t = n.type_annotation  # type: ignore[attr-defined]
+            t = n.type_annotation
             if t is not None:
-                return t  # type: ignore[no-any-return]
-            t = self.let_types.get(n)  # type: ignore[call-overload]
+                return t
+            t = self.let_types.get(n)
             if t is None:
-                raise TypeCheckError(f"FuseOps: cannot find the type of %{n.name_hint}")  # type: ignore[attr-defined]
+                raise TypeCheckError(f"FuseOps: cannot find the type of %{n.name_hint}")
             return t
         return infer_type(n, self.mod)  # type: ignore[arg-type]

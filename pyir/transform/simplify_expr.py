@@ -85,7 +85,7 @@ def _reshape_reshape(m: Match) -> Expr | None:
     t = m.type_of(m.expr)
     if type(t) is not TensorType:
         return None
-    return op.reshape(m[_x], newshape=t.shape)  # type: ignore[no-any-return]
+    return op.reshape(m[_x], newshape=t.shape)
 
 
 def _reshape_same(m: Match) -> Expr | None:
@@ -116,7 +116,7 @@ def _transpose_transpose(m: Match) -> Expr | None:
     composed = tuple(p1[j] for j in p2)
     if composed == tuple(range(nd)):
         return x
-    return op.transpose(x, axes=composed)  # type: ignore[no-any-return]
+    return op.transpose(x, axes=composed)
 
 
 def _transpose_identity(m: Match) -> Expr | None:
@@ -147,7 +147,7 @@ def _clip_clip(m: Match) -> Expr | None:
     # and saturates at clip(a1, a2, b2) and clip(b1, a2, b2).
     lo = min(max(a1, a2), b2)
     hi = min(max(b1, a2), b2)
-    return op.clip(m[_x], a_min=lo, a_max=hi)  # type: ignore[no-any-return]
+    return op.clip(m[_x], a_min=lo, a_max=hi)
 
 
 SIMPLIFY_RULES: tuple[Rule, ...] = (

@@ -65,8 +65,8 @@ def let_var(value: Expr, ty: Type | None) -> Var:
 
 def _eval_children(n: Node) -> tuple[Node, ...]:
     # Arguments before the callee: a called function is bound just before its call.
-    if type(n) is Call and type(n.op) is not Op:  # type: ignore[attr-defined]
-        return (*n.args, n.op)  # type: ignore[attr-defined]
+    if type(n) is Call and type(n.op) is not Op:
+        return (*n.args, n.op)
     return n.children()
 
 
