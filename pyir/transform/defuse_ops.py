@@ -35,10 +35,10 @@ from typing import Any
 from ..errors import WellFormedError
 from ..expr import Call, Expr, Function, Var
 from ..functor import rebuild
-from ..lineage import derive
+from ..lineage import current_recorder, derive
 from ..module import Module
 from ..node import F_FUNC, F_LET, F_VAR, Node, digest
-from ..traverse import bound_vars, post_order
+from ..traverse import _DONE, bound_vars
 from .base import ModulePass
 from .fuse_ops import no_gc
 
@@ -70,13 +70,37 @@ def inline_call(func: Function, args: Sequence[Expr], site: Node) -> Expr:
     for v in binders:
         if v not in memo:
             memo[v] = Var(v.name_hint, v.type_annotation, uid=digest(b"pyir.inline" + site.id + v.uid))
-    for n in post_order(func.body, stop=lambda n: n in memo or not (n._mask & F_VAR)):
+    del binders
+    rec = current_recorder()
+    add = rec.edges.add if rec is not None else None
+    # One streaming walk, children first, with memo as the set of nodes done (no post-order
+    # list, no separate seen set): its memory is the memo and a stack as deep as the body.
+    stack: list[Any] = [func.body]
+    push = stack.append
+    pop = stack.pop
+    while stack:
+        n = pop()
+        if n is _DONE:
+            n = pop()
+            new = rebuild(n, memo)
+            memo[n] = new
+            if add is not None and new is not n:
+                add(new.id, n.id)
+            continue
         if n in memo:
             continue
-        new = rebuild(n, memo) if n._mask & F_VAR else n
-        memo[n] = new
-        if new is not n:
-            derive(new, n)
+        if not n._mask & F_VAR:
+            memo[n] = n  # nothing to substitute below
+            continue
+        kids = n.children()
+        if not kids:
+            memo[n] = n
+            continue
+        push(n)
+        push(_DONE)
+        for c in reversed(kids):
+            if c not in memo:
+                push(c)
     return memo[func.body]
 
 
@@ -114,19 +138,38 @@ class DefuseOps(ModulePass):
 def defuse(expr: Expr) -> Expr:
     """``expr`` with every call of a primitive function inlined (iteratively, nested ones too)."""
     memo: dict[Node, Any] = {}
-    for n in post_order(expr, stop=_leaf):
+    rec = current_recorder()
+    add = rec.edges.add if rec is not None else None
+    # a streaming walk, children first, memo doubling as the set of nodes done (as inline_call)
+    stack: list[Any] = [expr]
+    push = stack.append
+    pop = stack.pop
+    while stack:
+        n = pop()
+        if n is _DONE:
+            n = pop()
+            if _is_primitive_call(n):
+                fn = memo[n.op]
+                args = tuple([memo[a] for a in n.args])
+                new = inline_call(fn, args, n)
+            else:
+                new = rebuild(n, memo)
+                if add is not None and new is not n:
+                    add(new.id, n.id)
+            memo[n] = new
+            continue
         if n in memo:
             continue
         if _leaf(n):
             memo[n] = n
             continue
-        if _is_primitive_call(n):
-            fn = memo[n.op]
-            args = tuple([memo[a] for a in n.args])
-            new = inline_call(fn, args, n)
-        else:
-            new = rebuild(n, memo)
-            if new is not n:
-                derive(new, n)
-        memo[n] = new
+        kids = n.children()
+        if not kids:
+            memo[n] = n
+            continue
+        push(n)
+        push(_DONE)
+        for c in reversed(kids):
+            if c not in memo:
+                push(c)
     return memo[expr]

@@ -36,10 +36,10 @@ import dataclasses
 
 from ..expr import Call, Expr, Function, GlobalVar
 from ..functor import ExprMutator
-from ..lineage import eliminate
+from ..lineage import current_recorder
 from ..module import Module
 from ..node import F_GLOBAL, Node
-from ..traverse import global_vars, post_order
+from ..traverse import global_vars
 from .base import ModulePass
 from .defuse_ops import inline_call, replace_body
 
@@ -63,6 +63,25 @@ class _Inliner(ExprMutator):
             if f is not None:
                 return inline_call(f, call.args, call)
         return call
+
+
+def _walk_into(seen: set[Node], roots: list[Function], ids: list[bytes] | None) -> None:
+    """Add to ``seen`` every node reachable from ``roots`` not in it yet (and, if ``ids`` is
+    given, append their ids to it).  Nodes already in ``seen`` are not descended into: their
+    descendants are in it too."""
+    stack: list[Node] = list(roots)
+    add = seen.add
+    out = ids.append if ids is not None else None
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        add(n)
+        if out is not None:
+            out(n.id)
+        for c in n.children():
+            if c not in seen:
+                stack.append(c)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,8 +108,14 @@ class Inline(ModulePass):
         if removed:
             for name in removed:
                 updates[name] = None
-            kept = set(post_order([f for n, f in funcs.items() if n not in removed]))
-            eliminate(*[n for n in post_order([mod[name] for name in removed]) if n not in kept])
+            rec = current_recorder()
+            if rec is not None:
+                # one set: every node of the kept functions, then the removed functions' nodes
+                # not among them (their ids go straight to the record; no post-order lists)
+                seen: set[Node] = set()
+                _walk_into(seen, [f for n, f in funcs.items() if n not in removed], None)
+                _walk_into(seen, [mod[name] for name in removed], rec.removed)
+                del seen
         return mod.with_functions(updates) if updates else mod
 
     @staticmethod

@@ -121,3 +121,17 @@ def test_annotated_return_type_round_trip():
     fused = FuseOps()(m)
     assert fused["main"].ret_type is m["main"].ret_type
     assert DefuseOps()(fused)["main"] is m["main"]
+
+
+def test_defuse_streaming_walk_restores_lets_and_lineage():
+    """issue 10 (memory target): DefuseOps walks with its memo as the set of nodes done (no
+    post-order list); FuseOps + DefuseOps still gives back the let chain itself, and ``find``
+    on a let value of the input returns that very node."""
+    anf = pyir.transform.ToANormalForm()(pyir.testing.elementwise_chain(500))
+    fused = FuseOps()(anf)
+    back = DefuseOps()(fused)
+    assert back["main"] is anf["main"]
+    e = anf["main"].body
+    for _ in range(7):
+        e = e.body
+    assert e.value in back.find(e.value)

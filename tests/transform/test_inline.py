@@ -132,3 +132,29 @@ def test_recursive_inline_function_is_left_alone():
     x = pyir.var("x", shape=())
     m = pyir.Module({"main": Function([x], Call(g, [x])), "count": rec})
     assert Inline()(m) is m
+
+
+def test_inline_removed_ids_and_copy_lineage_with_lets():
+    """issue 10 (memory target): Inline eliminates exactly the nodes of the removed functions
+    that no kept function reaches (one streaming set, no post-order lists), and each copied
+    node of a let-bodied callee derives from the node it copies (the copy walk streams too)."""
+    chain = pyir.testing.elementwise_chain(300)
+    anf = pyir.transform.ToANormalForm()(chain)
+    f = anf["main"]
+    callee = Function(f.params, f.body, f.ret_type, {"Inline": 1})
+    x = pyir.var("x", shape=(4,))
+    k = pyir.const(np.ones(4, "float32"))
+    main = Function([x], op.add(Call(GlobalVar("f"), [x]), k))
+    mod = pyir.Module({"main": main, "f": callee})
+    out = Inline()(mod)
+    assert "f" not in out.functions()
+    kept = {n.id for n in pyir.post_order(list(out.functions().values()))}
+    expected = {n.id for n in pyir.post_order(callee)} - kept
+    rec = out.pass_records[-1]
+    assert rec.removed == frozenset(expected) and expected
+    lets = [n for n in pyir.post_order(out["main"]) if type(n) is Let]
+    assert len(lets) == 300
+    for le in lets[:20]:
+        assert rec.back.get(le.id), "a copied let derives from the let it copies"
+        assert out.origins(le) <= {n.id for n in pyir.post_order(list(mod.functions().values()))}
+    _same_values(mod, out)
