@@ -44,7 +44,7 @@ __all__ = ["InferType"]
 
 def _missing_ret_type(f: Function) -> bool:
     for n in post_order(f, stop=lambda n: not n._mask & F_FUNC):
-        if type(n) is Function and n.ret_type is None:  # type: ignore[attr-defined]
+        if type(n) is Function and n.ret_type is None:
             return True
     return False
 

@@ -90,7 +90,7 @@ class _Lower(ExprMutator):
     def visit_TupleGetItem(self, item: TupleGetItem) -> Expr:
         tv = item.tuple_value
         if tv in self.lowered:
-            return tv.fields[item.index]  # type: ignore[attr-defined,no-any-return]
+            return tv.fields[item.index]  # type: ignore[attr-defined]
         return item
 
 
@@ -130,4 +130,4 @@ class SimplifyInference(FunctionPass):
         """Lower batch_norm and dropout in ``func`` (``func`` itself if it has none)."""
         if not func._mask & _MASK:
             return func
-        return _Lower(func, mod).visit(func)  # type: ignore[no-any-return]
+        return _Lower(func, mod).visit(func)

@@ -46,12 +46,12 @@ _LET_OR_VAR = F_LET | F_VAR
 def _children(n: Node) -> tuple[Node, ...]:
     # A let variable is reached through its uses only, i.e. after its value.
     if type(n) is Let:
-        return (n.value, n.body)  # type: ignore[attr-defined]
+        return (n.value, n.body)
     return n.children()
 
 
 def _is_primitive(n: Node) -> bool:
-    return type(n) is Function and bool(n.attrs.get("Primitive"))  # type: ignore[attr-defined]
+    return type(n) is Function and bool(n.attrs.get("Primitive"))
 
 
 def graph_form(expr: Expr, *, into_primitive: bool = True) -> tuple[Expr, dict[Node, Expr]]:
@@ -74,27 +74,27 @@ def graph_form(expr: Expr, *, into_primitive: bool = True) -> tuple[Expr, dict[N
     letval: dict[Node, Expr] = {}
     for n in order:
         if type(n) is Let:
-            prev = letval.setdefault(n.var, n.value)  # type: ignore[attr-defined]
-            if prev is not n.value:  # type: ignore[attr-defined]
-                raise WellFormedError(f"variable %{n.var.name_hint} is bound by two lets "  # type: ignore[attr-defined]
+            prev = letval.setdefault(n.var, n.value)
+            if prev is not n.value:
+                raise WellFormedError(f"variable %{n.var.name_hint} is bound by two lets "
                                       "with different values")
     g: dict[Node, Expr] = {}
     for n in order:
         k = type(n)
         if not n._mask & _LET_OR_VAR or (k is Function and not into_primitive and _is_primitive(n)):
-            g[n] = n  # type: ignore[assignment]
+            g[n] = n
         elif k is Var:
             v = letval.get(n)
             if v is None:
-                g[n] = n  # type: ignore[assignment]
+                g[n] = n
             else:
                 img = g.get(v)
                 if img is None:
-                    raise WellFormedError(f"let variable %{n.name_hint} is used in its own value "  # type: ignore[attr-defined]
+                    raise WellFormedError(f"let variable %{n.name_hint} is used in its own value "
                                           "(recursive lets have no graph form)")
                 g[n] = img
         elif k is Let:
-            g[n] = g[n.body]  # type: ignore[attr-defined]
+            g[n] = g[n.body]
         else:
             g[n] = rebuild(n, g)
     return g[expr], g
