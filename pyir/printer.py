@@ -402,6 +402,7 @@ def _op_attr_text(call: Call, type_text: Any = type_str) -> list[str]:
 
 
 _ATOMS = (Var, GlobalVar, Op, Constant)
+_ATOMS_SET = frozenset(_ATOMS)
 _USE, _ROOT, _CONT = 0, 1, 2
 
 
@@ -427,41 +428,55 @@ class _Plan:
     """
 
     def __init__(self, root: Node) -> None:
-        # 1. The order: post-order, with a marker where each let's value is complete.
-        self.pos: dict[Node, int] = {}
+        # 1. The order: post-order, with a marker where each let's value is complete.  A node
+        # popped again after its expansion is its own post-order marker: a copy of it pushed
+        # by another parent cannot sit above that marker (it would be its own descendant).
+        pos: dict[Node, int] = {}
+        self.pos = pos
         self.letpos: dict[Node, int] = {}
         stream: list[Node] = []
         seen: set[Node] = set()
         stack: list[Any] = [root]
+        pop, push, extend, add = stack.pop, stack.append, stack.extend, seen.add
+        atoms = _ATOMS_SET
+        has_let = False
         while stack:
-            it = stack.pop()
-            if type(it) is tuple:
-                if it[0]:
-                    self.letpos[it[1]] = len(stream)
-                else:
-                    self.pos[it[1]] = len(stream)
-                    stream.append(it[1])
+            it = pop()
+            k = type(it)
+            if k in atoms:
                 continue
-            if it in seen or type(it) in _ATOMS:
+            if it in seen:
+                if it not in pos:
+                    pos[it] = len(stream)
+                    stream.append(it)
                 continue
-            seen.add(it)
-            stack.append((0, it))
-            if type(it) is Let:
-                stack.append(it.body)
-                stack.append((1, it))
-                stack.append(it.value)
+            if k is tuple:  # (let,): its value is complete
+                self.letpos[it[0]] = len(stream)
+                continue
+            add(it)
+            push(it)
+            if k is Call:
+                extend(reversed(it.args))
+                if type(it.op) is not Op:
+                    push(it.op)
+            elif k is Let:
+                has_let = True
+                push(it.body)
+                push((it,))
+                push(it.value)
             else:
-                stack.extend(reversed(it.children()))
+                extend(reversed(it.children()))
         # 2. Lets printed as a line of a scope's let chain, unless claimed twice or used as values.
         claims: dict[Node, int] = {root: 1} if type(root) is Let else {}
         values: set[Node] = set()
-        for n in reversed(stream):
-            for c, how in _relations(n):
-                if type(c) is Let:
-                    if how == _USE:
-                        values.add(c)
-                    else:
-                        claims[c] = claims.get(c, 0) + 1
+        if has_let:  # only lets are claimed or used as let values
+            for n in reversed(stream):
+                for c, how in _relations(n):
+                    if type(c) is Let:
+                        if how == _USE:
+                            values.add(c)
+                        else:
+                            claims[c] = claims.get(c, 0) + 1
 
         def chained(c: Node) -> bool:
             return type(c) is Let and claims.get(c) == 1 and c not in values
@@ -475,13 +490,19 @@ class _Plan:
         self.tail: dict[int, Node] = {}
         self.inner: dict[Node, tuple[int, ...]] = {}
         link: dict[Node, int] = {}  # let -> the scope whose chain it continues
+        home_get = home.get
 
         def use(c: Node, s: int) -> None:
-            if type(c) in _ATOMS:
+            if type(c) in atoms:
                 return
-            h = home.get(c)
-            home[c] = s if h is None else lca(h, s)
-            uses[c] = uses.get(c, 0) + 1
+            h = home_get(c)
+            if h is None:
+                home[c] = s
+                uses[c] = 1
+            else:
+                if h != s:
+                    home[c] = lca(h, s)
+                uses[c] += 1
 
         def continue_chain(s: int, c: Node) -> None:
             if chained(c):
@@ -497,39 +518,68 @@ class _Plan:
 
         open_scope(0, root)
         for n in reversed(stream):
-            s = link.get(n)
+            k = type(n)
+            if k is Call or k is Tuple or k is TupleGetItem:
+                h = home_get(n)
+                if h is None:
+                    continue
+                if k is Call:
+                    cs = n.args if type(n.op) is Op else n.children()  # type: ignore[attr-defined]
+                else:
+                    cs = n.children()
+                for c in cs:  # ``use(c, h)``, inlined
+                    if type(c) in atoms:
+                        continue
+                    g = home_get(c)
+                    if g is None:
+                        home[c] = h
+                        uses[c] = 1
+                    else:
+                        if g != h:
+                            home[c] = lca(g, h)
+                        uses[c] += 1
+                continue
+            s = link.get(n) if has_let else None
             if s is not None:  # a line of a let chain (only lets are linked)
                 use(n.value, s)  # type: ignore[attr-defined]
                 continue_chain(s, n.body)  # type: ignore[attr-defined]
                 continue
-            h = home.get(n)
+            h = home_get(n)
             if h is None:
                 continue
-            if type(n) is If:
+            if k is If:
                 t, f = new(h), new(h)
                 self.inner[n] = (t, f)
-                use(n.cond, h)
-                open_scope(t, n.true_branch)
-                open_scope(f, n.false_branch)
-            elif type(n) is Function:
+                use(n.cond, h)  # type: ignore[attr-defined]
+                open_scope(t, n.true_branch)  # type: ignore[attr-defined]
+                open_scope(f, n.false_branch)  # type: ignore[attr-defined]
+            elif k is Function:
                 b = new(h)
                 self.inner[n] = (b,)
-                open_scope(b, n.body)
-            elif type(n) is Let:  # a let block: the head of its own chain
+                open_scope(b, n.body)  # type: ignore[attr-defined]
+            elif k is Let:  # a let block: the head of its own chain
                 b = new(h)
                 self.inner[n] = (b,)
                 self.spine[b] = [n]
-                use(n.value, b)
-                continue_chain(b, n.body)
+                use(n.value, b)  # type: ignore[attr-defined]
+                continue_chain(b, n.body)  # type: ignore[attr-defined]
             else:
                 for c in n.children():
                     use(c, h)
         # 4. What each scope binds, in order; single-use let values and tails print inline.
-        self.homed: dict[int, list[Node]] = {}
-        for n in stream:
-            h = home.get(n)
-            if h is not None:
-                self.homed.setdefault(h, []).append(n)
+        homed: dict[int, list[Node]] = {}
+        self.homed = homed
+        if len(self.spine) == 1:  # one scope: everything homed is homed there
+            homed[0] = [n for n in stream if n in home]
+        else:
+            for n in stream:
+                h = home_get(n)
+                if h is not None:
+                    lst = homed.get(h)
+                    if lst is None:
+                        homed[h] = [n]
+                    else:
+                        lst.append(n)
         self.inline: set[Node] = set()
         for s, lets in self.spine.items():
             for let in lets:
@@ -554,6 +604,7 @@ class _Printer:
         self.next_suffix: dict[str, int] = {}
         self.types = _TypeAliases()
         self.type_text = self.types.text
+        self.attr_text: dict[tuple[Node, Attrs], list[str]] = {}  # (callee, attrs) -> printed attributes
 
     # -- names ----------------------------------------------------------------------
     def var_name(self, v: Var) -> str:
@@ -616,8 +667,20 @@ class _Printer:
         if k is Call:
             op = n.op  # type: ignore[attr-defined]
             callee = op.name if type(op) is Op else self.ref(op)
-            parts = [self.ref(a) for a in n.args]  # type: ignore[attr-defined]
-            parts += _op_attr_text(n, self.type_text)  # type: ignore[arg-type]
+            names_get = self.names.get
+            parts = []
+            for a in n.args:  # type: ignore[attr-defined]
+                s = names_get(a)
+                parts.append(s if s is not None else self.ref(a))
+            attrs = n.attrs  # type: ignore[attr-defined]
+            if attrs:
+                key = (op, attrs)
+                at = self.attr_text.get(key)
+                if at is None:
+                    at = _op_attr_text(n, self.type_text)  # type: ignore[arg-type]
+                    if not any("\x00" in x for x in at):  # no alias placeholder (those are counted)
+                        self.attr_text[key] = at
+                parts += at
             return f"{callee}({', '.join(parts)})"
         if k is Tuple:
             fs = [self.ref(f) for f in n.fields]  # type: ignore[attr-defined]
@@ -630,11 +693,13 @@ class _Printer:
     def scope(self, plan: _Plan, s: int, indent: str) -> Generator[Any, None, None]:
         """Print scope ``s`` of ``plan``: its bindings, its let lines, its tail."""
         items = plan.homed.get(s, ())
-        pos, inline = plan.pos, plan.inline
+        pos, inline, inner = plan.pos, plan.inline, plan.inner
+        lines_append, names, flat = self.lines.append, self.names, self.flat
+        n_items = len(items)
         i = 0
         for let in plan.spine.get(s, ()):
             lp = plan.letpos[let]
-            while i < len(items) and pos[items[i]] < lp:
+            while i < n_items and pos[items[i]] < lp:
                 if items[i] not in inline:
                     yield from self.emit(plan, items[i], indent)
                 i += 1
@@ -643,16 +708,23 @@ class _Printer:
             if value in inline:
                 yield from self.line(plan, value, indent, head, ";")
             else:
-                self.lines.append(f"{indent}{head}{self.ref(value)};")
-        while i < len(items):
-            if items[i] not in inline:
-                yield from self.emit(plan, items[i], indent)
-            i += 1
+                lines_append(f"{indent}{head}{self.ref(value)};")
+        for j in range(i, n_items):
+            n = items[j]
+            if n in inline:
+                continue
+            if n in inner:  # a block: it opens nested scopes
+                yield from self.emit(plan, n, indent)
+            else:  # ``self.emit``, inlined for the common case
+                name = f"%{self.counter}"
+                self.counter += 1
+                lines_append(f"{indent}{name} = {flat(n)};")
+                names[n] = name
         tail = plan.tail[s]
         if tail in inline:
             yield from self.line(plan, tail, indent, "", "")
         else:
-            self.lines.append(indent + self.ref(tail))
+            lines_append(indent + self.ref(tail))
 
     def emit(self, plan: _Plan, n: Node, indent: str) -> Generator[Any, None, None]:
         """Bind ``n`` to the next ``%N``."""

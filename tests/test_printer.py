@@ -367,3 +367,84 @@ def test_notebook_view_keeps_type_aliases():
     html = _nested_functions(12)._repr_html_()
     assert "type $t0 = " in html and "type $t4 = " in html
     assert html.count('<span class="gv">@main</span>') == 1  # the header, only in the summary
+
+
+# -- issue 11 item 8: printer speed (same text) ----------------------------------------------------
+
+
+def test_attribute_text_cache_is_keyed_by_callee_and_skips_alias_placeholders():
+    """issue 11 item 8: the per-astext cache of attribute text keys on (callee, attrs), since
+    default elision depends on the operator, and never caches text holding a type-alias
+    placeholder, since each occurrence counts towards the alias."""
+    x = pyir.var("x", shape=(2, 3))
+    s = op.nn.softmax(x, axis=-1)  # axis=-1 is softmax's default: elided
+    g = pyir.GlobalVar("f")
+    c = pyir.Call(g, [x], attrs=s.attrs)  # the same Attrs node, no operator: printed
+    assert c.attrs is s.attrs
+    f = pyir.Function([x], pyir.Tuple([s, op.expand_dims(x, axis=-1), c, s]))
+    assert pyir.astext(f) == (
+        "fn (%x: Tensor[(2, 3), float32]) {\n"
+        "  %0 = nn.softmax(%x);\n"
+        "  %1 = expand_dims(%x, axis=-1);\n"
+        "  %2 = @f(%x, axis=-1);\n"
+        "  (%0, %1, %2, %0)\n"
+        "}\n")
+    t = pyir.TensorType((2,), "float32")
+    for _ in range(5):
+        t = pyir.FuncType([t], t)
+    d = pyir.Call(g, [x], attrs={"ty": t})
+    e = pyir.Call(g, [op.exp(x)], attrs={"ty": t})
+    text = pyir.astext(pyir.Function([x], pyir.Tuple([d, e])))
+    assert text.endswith(
+        "type $t3 = fn ($t2) -> $t2;\n\n"
+        "fn (%x: Tensor[(2, 3), float32]) {\n"
+        "  %0 = @f(%x, ty=$t3);\n"
+        "  %1 = exp(%x);\n"
+        "  %2 = @f(%1, ty=$t3);\n"
+        "  (%0, %2)\n"
+        "}\n")
+
+
+def test_shared_nodes_bind_once_in_post_order():
+    """issue 11 item 8: the scope plan's post-order (a node popped again after its expansion is
+    its own marker) binds a node pushed by several parents once, children first."""
+    x = pyir.var("x", shape=(2,))
+    a = op.exp(x)
+    b = op.add(a, a)
+    c = op.multiply(b, a)
+    d = op.add(c, b)
+    f = pyir.Function([x], pyir.Tuple([d, c, a, pyir.TupleGetItem(pyir.Tuple([b, d]), 1)]))
+    assert pyir.astext(f) == (
+        "fn (%x: Tensor[(2), float32]) {\n"
+        "  %0 = exp(%x);\n"
+        "  %1 = add(%0, %0);\n"
+        "  %2 = multiply(%1, %0);\n"
+        "  %3 = add(%2, %1);\n"
+        "  %4 = (%1, %3);\n"
+        "  %5 = %4.1;\n"
+        "  (%3, %2, %0, %5)\n"
+        "}\n")
+
+
+def test_resnet_style_module_prints_bindings_in_order():
+    """issue 11 item 8: a resnet-style module of 10^4 ops (the print benchmark's workload) prints
+    one numbered binding per op, attributes of every conv2d alike, and parses back."""
+    T, F32 = pyir.TensorType, "float32"
+    c, hw, blocks = 4, 4, 1400
+    x = pyir.Var("x", T((1, c, hw, hw), F32))
+    params, h = [x], x
+    for b in range(blocks):
+        w1, b1 = pyir.Var(f"w{b}_1", T((c, c, 3, 3), F32)), pyir.Var(f"b{b}_1", T((1, c, 1, 1), F32))
+        params += [w1, b1]
+        t = op.nn.relu(op.add(op.nn.conv2d(h, w1, padding=(1, 1)), b1))
+        h = op.add(op.add(op.nn.conv2d(t, w1, padding=(1, 1)), b1), h)
+    mod = pyir.Module({"main": pyir.Function(params, op.nn.relu(h))})
+    text = mod.astext()
+    lines = text.splitlines()
+    n = 6 * blocks
+    assert len(lines) == n + 3  # header, n bindings, the tail, "}"
+    assert lines[1] == "  %0 = nn.conv2d(%x, %w0_1, padding=[1, 1, 1, 1]);"
+    assert lines[-3] == f"  %{n - 1} = add(%{n - 2}, %{n - 7});"
+    assert lines[-2] == f"  nn.relu(%{n - 1})"
+    assert text.count("padding=[1, 1, 1, 1]") == 2 * blocks
+    assert pyir.parse(text).astext() == text
