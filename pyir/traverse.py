@@ -7,6 +7,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from .errors import InternalError
 from .expr import Call, Expr, Function, GlobalVar, Let, Op, Var
 from .node import Node
 
@@ -100,14 +101,12 @@ def free_vars(expr: Expr) -> list[Var]:
 
 
 class _ScopeInfo:
-    """What one scope walk found: free vars (first-use order) and each var's binder."""
+    """What one scope walk found: free vars (first-use order) and a var bound twice, if any."""
 
-    __slots__ = ("binder_of", "free", "twice")
+    __slots__ = ("free", "twice")
 
-    def __init__(self, free: list[Var], binder_of: dict[Var, Node],
-                 twice: tuple[Var, Node, Node] | None) -> None:
+    def __init__(self, free: list[Var], twice: tuple[Var, Node, Node] | None) -> None:
         self.free = free
-        self.binder_of = binder_of
         self.twice = twice
 
 
@@ -213,20 +212,22 @@ def _scope_walk(expr: Expr) -> _ScopeInfo:
                 a, b = parent[a], parent[b]
         return a
 
+    # A node's scope is final once its parents are done (reverse post-order), and nothing
+    # reads it after the node itself is done, so non-var entries are popped as we go: the
+    # table holds the frontier of the walk, not every node.
     scope: dict[Node, int] = {expr: 0}
     get = scope.get
-    binder_of: dict[Var, Node] = {}
-    var_scope: dict[Var, int] = {}
-    twice: tuple[Var, Node, Node] | None = None
+    take = scope.pop
+    var_scope: dict[Var, int] = {}  # each bound var -> the scope its binder opens
+    twice: Var | None = None  # a var bound by two binder nodes (found again below, rarely)
     for i in range(len(order) - 1, -1, -1):
         n = order[i]
-        s = scope[n]
+        s = take(n)
         k = type(n)
         if k is Let:
             v = n.var  # type: ignore[attr-defined]
-            other = binder_of.setdefault(v, n)
-            if other is not n and twice is None:
-                twice = (v, other, n)
+            if v in var_scope and twice is None:  # every let opens its own scope: two binders
+                twice = v
             jp = jump[s]  # a new scope below s (new_scope, inlined: one per let)
             jump.append(jump[jp] if depth[s] - depth[jp] == depth[jp] - depth[jump[jp]] else s)
             parent.append(s)
@@ -251,9 +252,8 @@ def _scope_walk(expr: Expr) -> _ScopeInfo:
         elif k is Function:
             s = new_scope(s)
             for v in n.params:  # type: ignore[attr-defined]
-                other = binder_of.setdefault(v, n)
-                if other is not n and twice is None:
-                    twice = (v, other, n)
+                if v in var_scope and var_scope[v] != s and twice is None:  # bound by another binder
+                    twice = v
                 var_scope[v] = s
             kids: tuple[Node, ...] = (n.body,)  # type: ignore[attr-defined]
         else:
@@ -266,7 +266,7 @@ def _scope_walk(expr: Expr) -> _ScopeInfo:
                 elif old != s:
                     scope[c] = lca(old, s)
     if twice is not None:
-        return _ScopeInfo(_free_vars_by_sets(expr, order), binder_of, twice)
+        return _ScopeInfo(_free_vars_by_sets(expr, order), _two_binders(expr, twice))
     # 3. A var is free unless its binder's scope is an ancestor of the scope of its uses.
     free: list[Var] = []
     mixed = False  # a free var that also has a binder here (some of its uses are bound)
@@ -280,7 +280,18 @@ def _scope_walk(expr: Expr) -> _ScopeInfo:
             mixed = True
     if mixed:
         free = _first_free_use_order(expr, free)
-    return _ScopeInfo(free, binder_of, None)
+    return _ScopeInfo(free, None)
+
+
+def _two_binders(expr: Expr, v: Var) -> tuple[Var, Node, Node]:
+    """``(v, first binder, second binder)`` for a var known to have two binder nodes."""
+    found: list[Node] = []
+    for w, binder in binders_of(expr):
+        if w is v and binder not in found:
+            found.append(binder)
+            if len(found) == 2:
+                return (v, found[0], found[1])
+    raise InternalError(f"%{v.name_hint} was seen bound twice, but has {len(found)} binder node(s)")
 
 
 def _first_free_use_order(expr: Expr, free: list[Var]) -> list[Var]:
