@@ -36,10 +36,15 @@ Stability: closed terms (every variable bound) hash alike in every process.  A
 free variable hashes by its id, which includes its process-unique ``uid``; it
 is stable across processes only when the variable itself is (e.g. deserialized).
 
-:func:`alpha_equal` checks ``a is b`` first, then compares alpha hashes (O(1)
-once cached), and only when they match runs an exact iterative parallel walk;
-positive answers are cached by the pair of content ids (content ids determine
-the structure, so a cached answer never goes stale).
+:func:`alpha_equal` checks ``a is b`` first, then the alpha hashes when both are
+already cached (an O(1) refutation; it never computes them), then runs an exact
+iterative parallel walk; positive answers are cached by the pair of content ids
+(content ids determine the structure, so a cached answer never goes stale).  Two
+functions the module check certified closed and well-formed (every module
+function) take a cheaper exact walk: there a variable means the same thing
+wherever it occurs, so one dict pairing each node with its counterpart is the
+whole memo and nothing travels back up; it hands over to the general walk only
+where a shared binder node meets two alpha-equivalent copies of itself.
 """
 
 from __future__ import annotations
@@ -51,8 +56,8 @@ from xxhash import xxh3_128_digest
 
 from .errors import WellFormedError
 from .expr import Call, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
-from .module import Module
-from .node import F_VAR, Node, gc_paused
+from .module import Module, _closed_checked
+from .node import F_FUNC, F_LET, F_VAR, Node, gc_paused
 
 __all__ = ["structural_equal", "structural_hash", "alpha_equal", "alpha_hash", "clear_caches", "gc_paused"]
 
@@ -310,18 +315,121 @@ def alpha_equal(a: Any, b: Any, *, map_free_vars: bool = False) -> bool:
                               f"and {type(b).__name__}")
     if type(a) is not type(b) or not (a._mask & F_VAR) or not (b._mask & F_VAR):
         return False
-    if not map_free_vars and alpha_hash(a) != alpha_hash(b):
-        return False
     key = (a.id, b.id, map_free_vars)
     if _equal_cache.get(key):
         return True
+    if not map_free_vars:  # the alpha hashes refute in O(1) once both are cached; never computed here
+        ha, hb = _hash_cache.get(a), _hash_cache.get(b)
+        if ha is not None and hb is not None and ha != hb:
+            return False
     with gc_paused():
-        ok = _parallel_walk(a, b, map_free_vars)
+        ok = None
+        if type(a) is Function and type(b) is Function and a in _closed_checked and b in _closed_checked:
+            ok = _closed_walk(a, b)
+        if ok is None:
+            ok = _parallel_walk(a, b, map_free_vars)
     if ok:
         if len(_equal_cache) >= _EQUAL_CACHE_LIMIT:
             _equal_cache.clear()
         _equal_cache[key] = True
     return ok
+
+
+def _closed_walk(a: Function, b: Function) -> bool | None:
+    """Alpha-equality of two closed, well-formed functions in one walk without scopes.
+
+    The module's well-formedness check certified both (``_closed_checked``): each
+    variable is bound by one binder node, and every path from the root to a use of it
+    goes through that binder.  So a variable means the same thing wherever it occurs,
+    and while every binder pair seen so far pairs its variables consistently (one
+    global bijection ``a2b``/``b2a``), whether a pair of nodes is equal does not depend
+    on where it is met: one dict ``a2b`` (node -> its counterpart) is the whole memo,
+    filled when a pair is first expanded (any mismatch below ends the walk), and no
+    result travels back up (no post-order step).
+
+    Returns True or False, or None when a binder is paired inconsistently (a shared
+    binder node matching two alpha-equivalent copies: ``(f, f)`` against ``(f1, f2)``),
+    where the answer depends on context: the caller then runs the general walk.
+    A node already paired with another counterpart and without binders below refutes:
+    both counterparts would be the same substitution of it, i.e. the same interned node.
+    """
+    a2b: dict[Node, Node] = {}  # a-side var or expanded node -> its b-side counterpart
+    b2a: dict[Node, Node] = {}  # b-side bound var -> its a-side var
+    get = a2b.get
+    sa: list[Node] = [a]
+    sb: list[Node] = [b]
+    popa, popb, pusha, pushb, exta, extb = sa.pop, sb.pop, sa.append, sb.append, sa.extend, sb.extend
+    while sa:
+        x: Any = popa()
+        y: Any = popb()
+        if not (x._mask & F_VAR):
+            if x is y:
+                continue
+            return False  # a variable-free node is alpha-equal only to itself
+        m = get(x)
+        if m is not None:
+            if m is y:
+                continue
+            if x._mask & (F_FUNC | F_LET) and type(x) is not Var:
+                return None
+            return False
+        k = type(x)
+        if k is not type(y) or not (y._mask & F_VAR):
+            return False
+        if k is Call:
+            xa, ya = x.args, y.args
+            if x.attrs is not y.attrs or len(xa) != len(ya):
+                return False
+            ox, oy = x.op, y.op
+            if ox is not oy or ox._mask & F_VAR:
+                pusha(ox)
+                pushb(oy)
+            a2b[x] = y
+            exta(xa)
+            extb(ya)
+        elif k is Tuple:
+            xa, ya = x.fields, y.fields
+            if len(xa) != len(ya):
+                return False
+            a2b[x] = y
+            exta(xa)
+            extb(ya)
+        elif k is TupleGetItem:
+            if x.index != y.index:
+                return False
+            a2b[x] = y
+            pusha(x.tuple_value)
+            pushb(y.tuple_value)
+        elif k is Function or k is Let:
+            if k is Function:
+                ps, qs = x.params, y.params
+                if (len(ps) != len(qs) or x.attrs is not y.attrs or x.ret_type is not y.ret_type
+                        or any(p.type_annotation is not q.type_annotation for p, q in zip(ps, qs))):
+                    return False
+                pusha(x.body)
+                pushb(y.body)
+            else:
+                ps, qs = (x.var,), (y.var,)
+                if x.var.type_annotation is not y.var.type_annotation or \
+                        _binds_in_value(x) != _binds_in_value(y):
+                    return False
+                pusha(x.body)
+                pushb(y.body)
+                pusha(x.value)
+                pushb(y.value)
+            for p, q in zip(ps, qs):
+                if p in a2b or q in b2a:
+                    return None  # a variable bound twice: not the certified shape
+                a2b[p] = q
+                b2a[q] = p
+            a2b[x] = y
+        elif k is If:
+            a2b[x] = y
+            exta((x.false_branch, x.true_branch, x.cond))
+            extb((y.false_branch, y.true_branch, y.cond))
+        else:  # a variable met before its binder, or a kind this walk does not know
+            return None
+    return True
 
 
 def _parallel_walk(a: Expr, b: Expr, map_free_vars: bool) -> bool:

@@ -5,6 +5,7 @@ import sys
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pyir
 from pyir import op
@@ -317,3 +318,118 @@ def test_deep_let_chains_compare_in_bounded_memory():
                          timeout=600)
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     assert out.stdout.strip() == "ok"
+
+
+# -- the walk of certified closed functions (issue 11 item 8) -------------------------------------
+
+
+def _mod(*params_and_body):
+    """A one-function module (the module check certifies ``main`` closed and well-formed)."""
+    *params, body = params_and_body
+    return pyir.Module({"main": pyir.Function(params, body)})
+
+
+@pytest.mark.parametrize("build", [lambda: pyir.testing.resnet(2), lambda: pyir.testing.transformer_block(),
+                                   lambda: pyir.testing.shared_dag(300),
+                                   lambda: pyir.testing.elementwise_chain(500)])
+def test_module_functions_take_the_certified_walk(build, monkeypatch):
+    """issue 11 item 8: two independent builds of a module compare by the certified walk alone
+    (no alpha hash computed, no general walk): the first call costs one pass over the pair."""
+    import pyir.equality as eq
+
+    eq.clear_caches()
+
+    def fail(*args, **kw):
+        raise AssertionError("the general walk or the alpha hash ran")
+
+    monkeypatch.setattr(eq, "_parallel_walk", fail)
+    monkeypatch.setattr(eq, "_alpha_walk", fail)
+    a, b = build(), build()
+    assert a["main"] is not b["main"]
+    assert alpha_equal(a, b) and alpha_equal(b["main"], a["main"])
+    assert len(eq._hash_cache) == 0
+
+
+def test_certified_walk_refutes():
+    """issue 11 item 8: the certified walk says False where the bound variables do not correspond:
+    swapped parameters, one use of a parameter against uses of two, a let body using the outer
+    binder, different types, attributes or arity."""
+    a, b, c, d = v("a"), v("b"), v("c"), v("d")
+    assert not alpha_equal(_mod(a, b, op.add(a, op.nn.relu(b))), _mod(c, d, op.add(d, op.nn.relu(c))))
+    s = op.nn.relu(a)
+    assert not alpha_equal(_mod(a, b, pyir.Tuple([s, s])),
+                           _mod(c, d, pyir.Tuple([op.nn.relu(c), op.nn.relu(d)])))
+    assert not alpha_equal(_mod(c, d, pyir.Tuple([op.nn.relu(c), op.nn.relu(d)])),
+                           _mod(a, b, pyir.Tuple([s, s])))
+    t, u = v("t"), v("u")
+    t2, u2 = v("t2"), v("u2")
+    one = pyir.const(1.0)
+    inner = pyir.Let(t, op.add(a, one), pyir.Let(u, op.multiply(t, t), u))
+    outer = pyir.Let(t2, op.add(c, one), pyir.Let(u2, op.multiply(t2, t2), t2))
+    assert not alpha_equal(_mod(a, inner), _mod(c, outer))
+    w = pyir.var("w", shape=(3,))
+    assert not alpha_equal(_mod(a, op.nn.relu(a)), _mod(w, op.nn.relu(w)))
+    assert not alpha_equal(_mod(a, op.nn.softmax(a, axis=0)), _mod(c, op.nn.softmax(c, axis=1)))
+    assert not alpha_equal(_mod(a, a), _mod(c, d, c))
+    assert not alpha_equal(_mod(a, pyir.TupleGetItem(pyir.Tuple([a, a]), 0)),
+                           _mod(c, pyir.TupleGetItem(pyir.Tuple([c, c]), 1)))
+
+
+def test_certified_walk_hands_shared_binders_to_the_general_walk():
+    """issue 11 item 8: a shared inner function against two alpha-equivalent copies pairs one
+    binder with two; the certified walk defers to the general walk, which accepts it, both ways."""
+    x, y = v("x"), v("y")
+
+    def g(name):
+        p = v(name)
+        return pyir.Function([p], op.nn.relu(p))
+
+    shared = g("p")
+    one = _mod(x, pyir.Tuple([pyir.Call(shared, [x]), pyir.Call(shared, [x])]))
+    two = _mod(y, pyir.Tuple([pyir.Call(g("q"), [y]), pyir.Call(g("r"), [y])]))
+    assert alpha_equal(one, two) and alpha_equal(two, one)
+    bad = _mod(y, pyir.Tuple([pyir.Call(g("q"), [y]), pyir.Call(pyir.Function([v("r")], y), [y])]))
+    assert not alpha_equal(one, bad) and not alpha_equal(bad, one)
+
+
+def test_certified_walk_recursive_lets_and_nested_functions():
+    """issue 11 item 8: let-bound recursive functions, nested functions and ifs compare by binder
+    in the certified walk."""
+    def rec(tag, swap=False):
+        x, c = v("x" + tag), pyir.var("c" + tag, shape=())
+        f, n = pyir.var("f" + tag), v("n" + tag)
+        inner = pyir.Function([n], pyir.If(c, pyir.Call(f, [n]), x if swap else n))
+        return _mod(x, c, pyir.Let(f, inner, pyir.Call(f, [x])))
+
+    assert alpha_equal(rec("1"), rec("2"))
+    assert not alpha_equal(rec("1"), rec("2", swap=True))
+
+
+def _variant(data):
+    """Two random programs from one list of steps, the second with one step redrawn (often the
+    same program up to renaming, often not)."""
+    from pyir.testing import _build_program
+
+    step = st.tuples(st.integers(0, 21), st.integers(0, 64), st.integers(0, 64),
+                     st.sampled_from([-0.5, -0.25, 0.25, 0.5]))
+    steps = data.draw(st.lists(step, min_size=1, max_size=10))
+    n = data.draw(st.integers(1, 3))
+    lets = data.draw(st.lists(st.booleans(), min_size=1, max_size=4))
+    other = list(steps)
+    other[data.draw(st.integers(0, len(steps) - 1))] = data.draw(step)
+    return _build_program(steps, n, lets), _rename_all(_build_program(other, n, lets))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_certified_walk_agrees_with_the_general_walk(data):
+    """issue 11 item 8: on random pairs of programs (equal up to renaming or not), the certified
+    walk and the general walk give the same answer."""
+    from pyir.equality import _closed_walk, _parallel_walk
+
+    a, b = _variant(data)
+    fa, fb = a["main"], b["main"]
+    fast = _closed_walk(fa, fb)
+    slow = _parallel_walk(fa, fb, False)
+    assert fast is None or fast == slow
+    assert _closed_walk(fa, _rename_all(a)["main"]) is True
