@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _plain import PCall, PConstant, PFunction, PModule, POp, PTensorType, PVar
 
 import pyir
 from pyir import op
@@ -42,60 +43,6 @@ F32 = "float32"
 TARGET_WORKLOAD, TARGET_OP, TARGET_TYPE = 4.0, 2.0, 3.0
 
 # -- plain baseline ----------------------------------------------------------------------------
-
-
-class PTensorType:
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, shape, dtype):
-        self.shape = shape
-        self.dtype = dtype
-
-
-class PVar:
-    __slots__ = ("name_hint", "type_annotation")
-
-    def __init__(self, name_hint, type_annotation):
-        self.name_hint = name_hint
-        self.type_annotation = type_annotation
-
-
-class PConstant:
-    __slots__ = ("data",)
-
-    def __init__(self, data):
-        self.data = data
-
-
-class POp:
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
-
-
-class PCall:
-    __slots__ = ("op", "args", "attrs")
-
-    def __init__(self, op, args, attrs):
-        self.op = op
-        self.args = args
-        self.attrs = attrs
-
-
-class PFunction:
-    __slots__ = ("params", "body")
-
-    def __init__(self, params, body):
-        self.params = params
-        self.body = body
-
-
-class PModule:
-    __slots__ = ("functions",)
-
-    def __init__(self, functions):
-        self.functions = functions
 
 
 class P3:

@@ -60,6 +60,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _plain import PCall, PConstant, PFunction, PModule, POp, PTensorType, PVar
 
 import pyir
 from pyir import op
@@ -145,60 +146,6 @@ PYIR_BUILDERS: dict[str, Callable[[int], pyir.Module]] = {
     "chain": pyir_chain, "resnet": pyir_resnet, "shared": pyir_shared}
 
 # -- the plain baseline: __slots__ objects holding the same fields --------------------------------
-
-
-class PTensorType:
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, shape, dtype):
-        self.shape = shape
-        self.dtype = dtype
-
-
-class PVar:
-    __slots__ = ("name_hint", "type_annotation")
-
-    def __init__(self, name_hint, type_annotation):
-        self.name_hint = name_hint
-        self.type_annotation = type_annotation
-
-
-class PConstant:
-    __slots__ = ("data",)
-
-    def __init__(self, data):
-        self.data = data
-
-
-class POp:
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
-
-
-class PCall:
-    __slots__ = ("op", "args", "attrs")
-
-    def __init__(self, op, args, attrs):
-        self.op = op
-        self.args = args
-        self.attrs = attrs
-
-
-class PFunction:
-    __slots__ = ("params", "body")
-
-    def __init__(self, params, body):
-        self.params = params
-        self.body = body
-
-
-class PModule:
-    __slots__ = ("functions",)
-
-    def __init__(self, functions):
-        self.functions = functions
 
 
 P_RELU, P_ADD, P_MUL, P_CONV = POp("nn.relu"), POp("add"), POp("multiply"), POp("nn.conv2d")
