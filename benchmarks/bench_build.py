@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 from _plain import PCall, PConstant, PFunction, PModule, POp, PTensorType, PVar
+from bench_vs_tvm import plain_resnet, pyir_resnet
 
 import pyir
 from pyir import op
@@ -59,50 +60,11 @@ class P3:
 # -- resnet ---------------------------------------------------------------------------------------
 
 
-def pyir_resnet(n: int, c: int = 16, hw: int = 8) -> pyir.Module:
-    Var, T = pyir.Var, pyir.TensorType
-    conv2d, add, relu = op.nn.conv2d, op.add, op.nn.relu
-    x = Var("x", T((1, c, hw, hw), F32))
-    params = [x]
-    ws = []
-    for b in range(n // 7):
-        w = (Var(f"w{b}_1", T((c, c, 3, 3), F32)), Var(f"b{b}_1", T((1, c, 1, 1), F32)),
-             Var(f"w{b}_2", T((c, c, 3, 3), F32)), Var(f"b{b}_2", T((1, c, 1, 1), F32)))
-        ws.append(w)
-        params += w
-    h: pyir.Expr = x
-    for w1, b1, w2, b2 in ws:
-        t = relu(add(conv2d(h, w1, padding=(1, 1)), b1))
-        t = add(add(conv2d(t, w2, padding=(1, 1)), b2), h)
-        h = relu(t)
-    for _ in range(n - 7 * len(ws)):
-        h = relu(h)
-    return pyir.Module({"main": pyir.Function(params, h)})
+# pyir_resnet / plain_resnet: the anchors' resnet workload, imported from bench_vs_tvm.py
 
 
 def _attrs_of(call: pyir.Call) -> dict[str, Any]:
     return dict(call.attrs.items())
-
-
-def plain_resnet(n: int, c: int = 16, hw: int = 8) -> PModule:
-    conv_attrs = _PLAIN_ATTRS["conv2d"]
-    P_CONV, P_ADD, P_RELU = _POPS["nn.conv2d"], _POPS["add"], _POPS["nn.relu"]
-    x = PVar("x", PTensorType((1, c, hw, hw), F32))
-    params: list[Any] = [x]
-    ws = []
-    for b in range(n // 7):
-        w = (PVar(f"w{b}_1", PTensorType((c, c, 3, 3), F32)), PVar(f"b{b}_1", PTensorType((1, c, 1, 1), F32)),
-             PVar(f"w{b}_2", PTensorType((c, c, 3, 3), F32)), PVar(f"b{b}_2", PTensorType((1, c, 1, 1), F32)))
-        ws.append(w)
-        params += w
-    h: Any = x
-    for w1, b1, w2, b2 in ws:
-        t = PCall(P_RELU, (PCall(P_ADD, (PCall(P_CONV, (h, w1), dict(conv_attrs)), b1), None),), None)
-        t = PCall(P_ADD, (PCall(P_ADD, (PCall(P_CONV, (t, w2), dict(conv_attrs)), b2), None), h), None)
-        h = PCall(P_RELU, (t,), None)
-    for _ in range(n - 7 * len(ws)):
-        h = PCall(P_RELU, (h,), None)
-    return PModule({"main": PFunction(params, h)})
 
 
 # -- transformer ------------------------------------------------------------------------------------
