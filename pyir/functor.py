@@ -32,9 +32,9 @@ from typing import Any, ClassVar
 
 from .errors import WellFormedError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .lineage import EdgeBuffer, current_recorder
+from .lineage import current_recorder
 from .node import Node
-from .traverse import post_order
+from .traverse import _DONE, post_order
 
 __all__ = ["ExprVisitor", "ExprMutator", "rewrite", "substitute", "rebuild"]
 
@@ -128,7 +128,6 @@ def rebuild(n: Node, memo: dict[Node, Any]) -> Any:
     return n
 
 
-_POST: Any = object()  # stack marker: the node below it has its children done
 
 
 class ExprMutator:
@@ -167,7 +166,7 @@ class ExprMutator:
         pop = stack.pop
         while stack:
             n = pop()
-            if n is _POST:  # children done: process the node below the marker
+            if n is _DONE:  # children done: process the node below the marker
                 n = pop()
                 if n in memo:
                     continue
@@ -194,7 +193,7 @@ class ExprMutator:
                 continue
             kids = n.children()
             push(n)
-            push(_POST)  # two slots per pending node, no tuple
+            push(_DONE)  # two slots per pending node, no tuple
             for c in kids:
                 if c not in memo:
                     push(c)
@@ -213,12 +212,7 @@ class ExprMutator:
             produced.add(c)
             ids.append(c.id)
             stack.extend(c.children())
-        edges = rec.edges
-        if type(edges) is EdgeBuffer:  # the compact buffer: one id per edge, no tuples
-            edges.add_one_old(ids, old.id)
-        else:  # pragma: no cover - a custom recorder
-            oid = (old.id,)
-            edges.extend([(i, oid) for i in ids])
+        rec.edges.add_one_old(ids, old.id)  # the compact buffer: one id per edge, no tuples
 
 
 class _FnMutator(ExprMutator):

@@ -61,9 +61,8 @@ reveal_type(op.add(x, x))  # R: pyir.expr.Call
 reveal_type(ok1.args)  # R: tuple[pyir.expr.Expr, ...]
 '''
 
-# Removing Node's catch-all ``__getattr__`` (issue 11 item 4, owned by the lead) makes
-# this an error; until then it is ``Any``.
-SNIPPET_XFAIL = '''\
+# Node has no catch-all ``__getattr__``: a misspelled field is an error.
+SNIPPET_ATTR = '''\
 print(ok1.argz)  # E: attr-defined
 '''
 
@@ -74,7 +73,7 @@ _LINE = re.compile(r"^snippet\.py:(\d+): (error|note): (.*?)(?:  \[([a-z-]+)\])?
 def mypy_report(tmp_path_factory: pytest.TempPathFactory) -> dict[int, list[tuple[str, str, str]]]:
     """One strict mypy run over the snippet: {line: [(severity, message, code)]}."""
     d = tmp_path_factory.mktemp("typing")
-    (d / "snippet.py").write_text(SNIPPET + SNIPPET_XFAIL, encoding="utf-8")
+    (d / "snippet.py").write_text(SNIPPET + SNIPPET_ATTR, encoding="utf-8")
     (d / "mypy.ini").write_text(f"[mypy]\nmypy_path = {ROOT}\nstrict = True\n"
                                 "[mypy-pyir.*]\nfollow_imports = silent\n", encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "mypy", "--config-file", "mypy.ini",
@@ -122,7 +121,7 @@ def test_builders_typed_for_mypy(mypy_report: dict[int, list[tuple[str, str, str
 
 def test_unknown_field_is_a_mypy_error(mypy_report: dict[int, list[tuple[str, str, str]]]) -> None:
     """issue 11 item 4: ``call.argz`` is a mypy error (Node has no catch-all __getattr__)."""
-    _check(mypy_report, SNIPPET_XFAIL, len(SNIPPET.splitlines()) + 1)
+    _check(mypy_report, SNIPPET_ATTR, len(SNIPPET.splitlines()) + 1)
 
 
 def test_generated_signatures_up_to_date() -> None:
