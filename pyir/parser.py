@@ -877,7 +877,7 @@ class Parser:
             elif k == "RP":
                 break
             else:
-                key = self._key() if (k == "KEY" or k == "IDENT") else None
+                key = self._key() if k in ("KEY", "IDENT", "STR") else None
                 if key is not None:
                     if attrs is None:
                         attrs = {}
@@ -963,7 +963,7 @@ class Parser:
         keys: list[str] = []
         while self.tok[0] != "RP":
             k, _, p = self.tok
-            key = self._key() if (k == "KEY" or k == "IDENT") else None
+            key = self._key() if k in ("KEY", "IDENT", "STR") else None
             if key is not None:
                 if key in attrs:
                     raise self.error(f"duplicate attribute {key!r}", p)

@@ -754,3 +754,11 @@ def test_alias_errors() -> None:
         parse_type("($a, $a)")
     with pytest.raises(ParseError):
         parse_type(None)  # type: ignore[arg-type]
+
+
+def test_quoted_key_may_be_followed_by_space_before_equals():
+    """A quoted attribute key reads like a plain one: whitespace or a newline may precede ``=``."""
+    y = pyir.var("y", shape=(2,))
+    m = pyir.Module({"main": pyir.Function([y], y, None, {"a b": 1})})
+    text = m.astext().replace('"a b"=', '"a b"\n  =')
+    assert pyir.parse(text)["main"].attrs is m["main"].attrs
