@@ -158,12 +158,14 @@ def module_html(mod: Module, *, max_lines: int = MAX_LINES, first_lines: int = 1
         parts.append(table_html(["function", "nodes", "params"],
                                 [(f"@{n}", counts[n], len(f.params)) for n, f in mod.items()]))
     for name, f in mod.items():
-        summary = highlight(_header(name, f))
         if large and counts[name] > 4 * max_lines:
+            summary = highlight(_header(name, f))
             inner = _note(f"{counts[name]} nodes; kinds: {_op_histogram(orders[name])}")
         else:
-            lines = [ln for ln in astext(Module({name: f}), show_meta_data=False).rstrip().splitlines()
-                     if not ln.startswith("def ")]  # the header is the summary; type aliases stay
+            lines = astext(Module({name: f}), show_meta_data=False).rstrip().splitlines()
+            i = next(j for j, ln in enumerate(lines) if ln.startswith("def "))
+            # the printer's own header (its unique parameter names) is the summary; aliases stay
+            summary = highlight(lines.pop(i).removesuffix(" {"))
             more = ""
             if large and len(lines) > first_lines:
                 more = _note(f"... {len(lines) - first_lines} more line(s)")

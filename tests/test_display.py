@@ -183,3 +183,15 @@ def test_html_header_quotes_names_and_keys():
     mod = pyir.Module({"g.0": pyir.Function([y], y, None, {"k e y": float("-inf"), "ok": "s"})})
     text = check_html(mod._repr_html_())
     assert 'def @"g.0"(%"a b": Tensor[(2), float32], "k e y"=-inf, ok="s")' in text
+
+
+def test_function_summary_uses_the_printers_parameter_names():
+    """The collapsible header names parameters as the body does (two ``x`` params: %x, %x_1)."""
+    import html
+    import re
+
+    x1, x2 = pyir.var("x", shape=(2,)), pyir.var("x", shape=(2,))
+    m = pyir.Module({"main": pyir.Function([x1, x2], pyir.op.add(x1, x2))})
+    text = html.unescape(re.sub("<[^>]+>", "", pyir.display.module_html(m).split("</style>")[-1]))
+    assert "def @main(%x: Tensor[(2), float32], %x_1: Tensor[(2), float32])" in text
+    assert "add(%x, %x_1)" in text
