@@ -269,7 +269,9 @@ def _dtype_name(dt: Any) -> str:
     """``dt.name``, memoized (numpy computes it in Python, ~1.5 µs)."""
     name = _DTYPE_NAMES.get(dt)
     if name is None:
-        name = _DTYPE_NAMES[dt] = dt.name
+        name = dt.name
+        if name in _CANONICAL_DTYPES:  # only supported dtypes are remembered: the memo stays bounded
+            _DTYPE_NAMES[dt] = name
     return name
 
 
