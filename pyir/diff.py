@@ -38,6 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import hooks
 from .equality import gc_paused
 from .errors import WellFormedError
 from .expr import Expr, Function
@@ -225,9 +226,7 @@ class Diff:
         p.text(str(self))
 
     def _repr_html_(self) -> str:
-        from .display import diff_html
-
-        return diff_html(self)
+        return hooks.diff_html(self)
 
 
 def _lines(e: Expr | None, name: str) -> list[str]:

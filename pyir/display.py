@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from . import hooks
 from .expr import Call, Expr, Function, Op
 from .lineage import PassRecord, Step
 from .module import Module
@@ -331,3 +332,6 @@ def install() -> None:
     PassRecord._repr_html_ = _record_repr_html  # type: ignore[attr-defined]
     PassRecord._repr_pretty_ = _record_repr_pretty  # type: ignore[attr-defined]
     Step._repr_html_ = _step_repr_html  # type: ignore[attr-defined]
+
+
+hooks.register(diff_html=diff_html)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from . import hooks
 from .errors import AttrError, UnknownOpError, WellFormedError
 from .node import (
     EMPTY_ATTRS,
@@ -80,63 +81,41 @@ class Expr(Node):
         t = cached_type(self)
         if t is not None:
             return t
-        from .typecheck import infer_type
-
-        return infer_type(self)
+        return hooks.infer_type(self)
 
     def __str__(self) -> str:
-        from .printer import astext
-
-        return astext(self, show_meta_data=False)
+        return hooks.astext(self, show_meta_data=False)
 
     def __repr__(self) -> str:
-        from .printer import short_repr
-
-        return short_repr(self)
+        return hooks.short_repr(self)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(str(self))
 
     # Arithmetic sugar: ``a + b`` builds ``add(a, b)`` and so on.
     def __add__(self, other: Any) -> Call:
-        from .op import add
-
-        return add(self, other)
+        return _sugar("add", self, other)
 
     def __radd__(self, other: Any) -> Call:
-        from .op import add
-
-        return add(other, self)
+        return _sugar("add", other, self)
 
     def __sub__(self, other: Any) -> Call:
-        from .op import subtract
-
-        return subtract(self, other)
+        return _sugar("subtract", self, other)
 
     def __rsub__(self, other: Any) -> Call:
-        from .op import subtract
-
-        return subtract(other, self)
+        return _sugar("subtract", other, self)
 
     def __mul__(self, other: Any) -> Call:
-        from .op import multiply
-
-        return multiply(self, other)
+        return _sugar("multiply", self, other)
 
     def __rmul__(self, other: Any) -> Call:
-        from .op import multiply
-
-        return multiply(other, self)
+        return _sugar("multiply", other, self)
 
     def __truediv__(self, other: Any) -> Call:
-        from .op import divide
-
-        return divide(self, other)
+        return _sugar("divide", self, other)
 
     def __neg__(self) -> Call:
-        from .op import negative
-
-        return negative(self)
+        return _sugar("negative", self)
 
     # Equality stays identity even with the arithmetic operators above.
     __eq__ = object.__eq__
@@ -640,6 +619,11 @@ class If(Expr, final=True):
 
 
 # -- builders ------------------------------------------------------------------------------
+
+
+def _sugar(name: str, *args: Any) -> Call:
+    """The call behind ``a + b`` and the other operator sugar (the operator must be registered)."""
+    return Call(Op(name), tuple([as_expr(a) for a in args]))
 
 
 def as_expr(x: Any) -> Expr:

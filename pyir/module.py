@@ -13,10 +13,15 @@ from typing import Any
 
 from pyrsistent import PMap, PVector, pmap, pvector
 
-from .errors import ImmutableError, TypeCheckError, WellFormedError
+from . import hooks
+from .errors import ImmutableError, InternalError, TypeCheckError, WellFormedError
 from .expr import Expr, Function, GlobalVar, Var
-from .node import Node
-from .traverse import binders_of, scope_info
+from .lineage import find as _find
+from .lineage import history as _history
+from .lineage import module_index
+from .lineage import origins as _origins
+from .node import F_FUNC, F_LET, F_VAR, Node
+from .traverse import binders_of, count_nodes, free_vars, global_vars, scope_info
 from .types import FuncType, Type
 
 __all__ = ["Module"]
@@ -58,8 +63,6 @@ class Module:
         if not isinstance(expr, Expr):
             raise WellFormedError(f"Module.from_expr takes an expression, got {type(expr).__name__}")
         if not isinstance(expr, Function):
-            from .traverse import free_vars
-
             expr = Function(free_vars(expr), expr)
         return cls({name: expr})
 
@@ -76,10 +79,8 @@ class Module:
     def __deepcopy__(self, memo: Any) -> Module:
         return self
 
-    def __reduce__(self) -> Any:
-        from .serialize import _reduce_module
-
-        return _reduce_module(self)
+    def __reduce__(self) -> Any:  # replaced by the serializer's copyreg registration
+        raise InternalError("pickling modules is provided by pyir.serialize (import pyir)")
 
     # -- mapping --------------------------------------------------------------------
     def __getitem__(self, key: str | GlobalVar) -> Function:
@@ -195,15 +196,11 @@ class Module:
             if f.ret_type is not None and all(p.type_annotation is not None for p in f.params):
                 memo[fname] = FuncType([p.type_annotation for p in f.params], f.ret_type)  # type: ignore[misc]
             else:
-                from .typecheck import infer_type
-
-                memo[fname] = infer_type(f, self)
+                memo[fname] = hooks.infer_type(f, self)
         return memo[name]
 
     def _call_order(self, root: str) -> list[str]:
         """Functions to type before ``root``: callees first; unannotated cycles raise."""
-        from .traverse import global_vars
-
         def needs_body(fn: str) -> bool:
             f = self[fn]
             return f.ret_type is None
@@ -236,9 +233,7 @@ class Module:
 
     def type_of(self, expr: Expr) -> Type:
         """The type of an expression of this module (global calls resolved here)."""
-        from .typecheck import infer_type
-
-        return infer_type(expr, self)
+        return hooks.infer_type(expr, self)
 
     # -- lineage and history (see pyir.lineage) ----------------------------------------------------
     @property
@@ -249,43 +244,31 @@ class Module:
     def find(self, expr_or_id: Any) -> list[Expr]:
         """Expressions of this module that are, or were derived from, ``expr_or_id``
         (an expression of any earlier module of the pipeline, or its id); empty if eliminated."""
-        from .lineage import find
-
-        return find(self, expr_or_id)  # type: ignore[return-value]
+        return _find(self, expr_or_id)  # type: ignore[return-value]
 
     def origins(self, expr_or_id: Any, since: int = 0) -> set[bytes]:
         """The root origin ids (before the first recorded pass, or before pass record
         number ``since``) that ``expr_or_id`` came from."""
-        from .lineage import origins
-
-        return origins(self, expr_or_id, since)
+        return _origins(self, expr_or_id, since)
 
     def history(self, expr_or_id: Any) -> list[Any]:
         """The steps (pass name, before id, after id) that led to ``expr_or_id``, or that
         carried it forward from an earlier module (``after`` None: eliminated)."""
-        from .lineage import history
-
-        return history(self, expr_or_id)
+        return _history(self, expr_or_id)
 
     def node_by_id(self, node_id: bytes) -> Expr | None:
         """The expression of this module with id ``node_id``, or None."""
-        from .lineage import module_index
-
         return module_index(self).get(node_id)  # type: ignore[return-value]
 
     # -- text --------------------------------------------------------------------------------------
     def astext(self, **kw: Any) -> str:
         """Relay-like text of the whole module (see :func:`pyir.printer.astext`)."""
-        from .printer import astext
-
-        return astext(self, **kw)
+        return hooks.astext(self, **kw)
 
     def __str__(self) -> str:
         return self.astext(show_meta_data=False)
 
     def __repr__(self) -> str:
-        from .traverse import count_nodes
-
         names = self.names()
         shown = ", ".join("@" + n for n in names[:8]) + (", ..." if len(names) > 8 else "")
         return f"<Module [{shown}] {count_nodes(list(self._funcs.values()))} nodes>"
@@ -304,8 +287,6 @@ def _closed_without_inner_binders(f: Function) -> bool:
     Such a function binds each variable once (its parameters are distinct), so it is
     well-formed; anything else (False) takes the general scope walk.
     """
-    from .node import F_FUNC, F_LET, F_VAR
-
     body = f.body
     if body._mask & (F_LET | F_FUNC):
         return False

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 from xxhash import xxh3_128_digest
 
-from .errors import AttrError, FinalKindError, ImmutableError, WellFormedError
+from .errors import AttrError, FinalKindError, ImmutableError, InternalError, WellFormedError
 
 __all__ = ["Node", "Attrs", "attrs_of", "live_node_count", "gc_paused", "check_text",
            "MAX_INDEX", "MAX_ATTR_INT", "MAX_ATTR_DEPTH"]
@@ -275,10 +275,8 @@ class Node:
     def __deepcopy__(self, memo: Any) -> Node:
         return self
 
-    def __reduce__(self) -> Any:
-        from .serialize import _reduce_node
-
-        return _reduce_node(self)
+    def __reduce__(self) -> Any:  # replaced by the serializer's copyreg registration
+        raise InternalError("pickling nodes is provided by pyir.serialize (import pyir)")
 
     @property
     def hexid(self) -> str:

@@ -685,14 +685,3 @@ class Match:
 
     def __repr__(self) -> str:
         return f"<Match {self.pattern!r} at {self.expr!r}>"
-
-
-_LAZY = ("TypeOracle", "Rule", "rewrite_rules", "rewrite_function", "PatternRewrite")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:  # the driver lives in pyir.pattern_rewrite (which imports this module)
-        from . import pattern_rewrite
-
-        return getattr(pattern_rewrite, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

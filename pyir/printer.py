@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from . import hooks
 from .errors import TypeCheckError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .node import Attrs, Node, _typed_equal
@@ -860,3 +861,6 @@ def short_repr(n: Node) -> str:
     if k is Attrs:
         return repr(n)
     return f"<{k.__name__} #{tag}>"
+
+
+hooks.register(astext=astext, short_repr=short_repr, type_str=type_str, type_repr=type_repr)

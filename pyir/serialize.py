@@ -3,8 +3,8 @@
 * :func:`dumps` / :func:`loads` and :func:`save` / :func:`load` — the binary format;
 * :func:`to_json` / :func:`from_json` — the same node table as JSON text;
 * ``pickle`` of nodes and modules goes through the binary format
-  (``Node.__reduce__`` and ``Module.__reduce__`` call :func:`_reduce_node` and
-  :func:`_reduce_module`), so deep graphs pickle without recursion.
+  (this module registers :func:`_reduce_node` and :func:`_reduce_module` with
+  :mod:`copyreg` for every node kind and Module), so deep graphs pickle without recursion.
 
 What is stored is a *node table*: every distinct node (expressions, the
 operators they call, the types and attribute sets they reference) once, in
@@ -54,6 +54,7 @@ invalid dtypes, wrong field types in JSON ...) raises
 
 from __future__ import annotations
 
+import copyreg
 import json
 import os
 import struct
@@ -896,3 +897,19 @@ def _reduce_node(node: Node) -> tuple[Callable[[bytes], Any], tuple[bytes]]:
 def _reduce_module(mod: Module) -> tuple[Callable[[bytes], Any], tuple[bytes]]:
     """``Module.__reduce__``: pickle a module (with its pass history) as its binary serialization."""
     return loads, (dumps(mod),)
+
+
+def _register_pickling() -> None:
+    """Pickle every node kind and Module through the binary format (``copyreg``): the core
+    classes do not import the serializer, the serializer registers itself with pickle."""
+    kinds: list[type] = [Module]
+    todo: list[type] = [Node]
+    while todo:
+        cls = todo.pop()
+        kinds.append(cls)
+        todo.extend(cls.__subclasses__())
+    for cls in kinds:
+        copyreg.pickle(cls, _reduce_module if cls is Module else _reduce_node)
+
+
+_register_pickling()

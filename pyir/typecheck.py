@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import hooks
 from .errors import InternalError, PyIRError, TypeCheckError, UnknownOpError, WellFormedError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .node import F_GLOBAL, F_LET, F_UNTYPED, Node, _set_ty, cached_type
@@ -231,3 +232,6 @@ def _compute(n: Node, tyof: Callable[[Node], Type]) -> Type:
             raise TypeCheckError(f"{_where(n)}: branches have different types {_fmt(tt)} and {_fmt(ft2)}")
         return tt
     raise UnknownOpError(f"cannot type a {k.__name__}")
+
+
+hooks.register(infer_type=infer_type)

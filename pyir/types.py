@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from . import hooks
 from .errors import WellFormedError
 from .node import (
     MAX_INDEX,
@@ -168,9 +169,7 @@ class TensorType(Type, final=True):
         return f"TensorType({self.shape!r}, {self.dtype!r})"
 
     def __str__(self) -> str:
-        from .printer import type_str
-
-        return type_str(self)
+        return hooks.type_str(self)
 
 
 _set_shape = TensorType.__dict__["shape"].__set__
@@ -200,14 +199,10 @@ class TupleType(Type, final=True):
         return self.fields
 
     def __repr__(self) -> str:
-        from .printer import type_repr
-
-        return type_repr(self)
+        return hooks.type_repr(self)
 
     def __str__(self) -> str:
-        from .printer import type_str
-
-        return type_str(self)
+        return hooks.type_str(self)
 
 
 class FuncType(Type, final=True):
@@ -236,11 +231,7 @@ class FuncType(Type, final=True):
         return (*self.arg_types, self.ret_type)
 
     def __repr__(self) -> str:
-        from .printer import type_repr
-
-        return type_repr(self)
+        return hooks.type_repr(self)
 
     def __str__(self) -> str:
-        from .printer import type_str
-
-        return type_str(self)
+        return hooks.type_str(self)

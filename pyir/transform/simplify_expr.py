@@ -10,7 +10,7 @@ Rules (each only when it keeps the result's type, checked with inferred types):
 * ``negative(negative(x))`` -> ``x``; ``cast`` to ``x``'s own dtype -> ``x``;
 * ``clip(clip(x))`` -> one ``clip`` with the composed bounds.
 
-Rules run to a fixpoint (see :func:`pyir.pattern.rewrite_rules`), so the pass is
+Rules run to a fixpoint (see :func:`pyir.pattern_rewrite.rewrite_rules`), so the pass is
 idempotent; lineage is recorded automatically (``x * 1 -> x`` derives ``x`` from
 the multiply).
 
