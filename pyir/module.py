@@ -54,7 +54,10 @@ class Module:
                 raise WellFormedError(f"module entry {k!r} must be a Function, got {type(f).__name__}")
             funcs[_name(k)] = f
         _check_functions(funcs, funcs)
-        _init(self, pmap(funcs), pvector())
+        pm = pmap(funcs)
+        _init(self, pm, pvector())
+        if len(funcs) > 1:
+            self._cache["owners"] = _build_owners(pm)
 
     @classmethod
     def from_expr(cls, expr: Expr, name: str = "main") -> Module:
@@ -125,6 +128,8 @@ class Module:
     def _derive(self, funcs: PMap, history: PVector | None = None) -> Module:
         m = object.__new__(Module)
         _init(m, funcs, self._history if history is None else history)
+        if funcs is self._funcs and "owners" in self._cache:  # same functions: same owner index
+            m._cache["owners"] = self._cache["owners"]
         return m
 
     def with_function(self, name: str | GlobalVar, func: Function) -> Module:
@@ -135,15 +140,16 @@ class Module:
         if self._funcs.get(n) is func:
             return self
         funcs = self._funcs.set(n, func)
+        old = self._funcs.get(n)
         _check_functions(funcs, (n,))
-        return self._derive(funcs)
+        return self._with_owners(self._derive(funcs), [] if old is None else [old], [(n, func)])
 
     def without_function(self, name: str | GlobalVar) -> Module:
         """A new module without ``name``."""
         n = _name(name)
         if n not in self._funcs:
             raise WellFormedError(f"module has no function @{n}")
-        return self._derive(self._funcs.remove(n))
+        return self._with_owners(self._derive(self._funcs.remove(n)), [self._funcs[n]], [])
 
     def with_functions(self, updates: Mapping[str, Function | None] | Mapping[GlobalVar, Function | None]
                        ) -> Module:
@@ -164,7 +170,22 @@ class Module:
             return self
         funcs = ev.persistent()
         _check_functions(funcs, [k for k in changed if k in funcs])
-        return self._derive(funcs)
+        old = self._funcs
+        touched = {_name(key) for key in updates}
+        removed = [old[k] for k in touched if k in old and funcs.get(k) is not old[k]]
+        added = [(k, funcs[k]) for k in touched if k in funcs and old.get(k) is not funcs[k]]
+        return self._with_owners(self._derive(funcs), removed, added)
+
+    def _with_owners(self, m: Module, removed: list[Function], added: list[tuple[str, Function]]) -> Module:
+        """Give the derived module ``m`` its variable-owner index, updated from this module's in
+        time linear in the changed functions (a WellFormedError if a variable would be bound in
+        two functions by different binders)."""
+        if len(m._funcs) < 2:
+            return m
+        index = self._cache.get("owners")
+        m._cache["owners"] = (_build_owners(m._funcs) if index is None
+                              else _update_owners(index, m._funcs, removed, added))
+        return m
 
     # -- types ---------------------------------------------------------------------------------
     def _type_cache(self) -> dict[Node, Type]:
@@ -312,11 +333,11 @@ def _check_functions(funcs: Mapping[str, Function], changed: Iterable[str]) -> N
     """Raise WellFormedError unless the module's functions are well-formed.
 
     Each changed function must be closed (no free variables) and bind each of
-    its variables by one binder node; across the module, a variable must not be
-    bound in two functions by different binder nodes (hash-consing would make the
-    nodes below it one node with two meanings, and two types).  Linear in the
-    changed functions, plus a walk of the binder nodes of the others when the
-    module has several functions.
+    its variables by one binder node.  Linear in the changed functions.  (Across
+    the module, a variable must not be bound in two functions by different binder
+    nodes -- hash-consing would make the nodes below it one node with two meanings,
+    and two types: the module's variable-owner index checks that, see
+    ``_build_owners``.)
     """
     for name in changed:
         f = funcs[name]
@@ -338,22 +359,66 @@ def _check_functions(funcs: Mapping[str, Function], changed: Iterable[str]) -> N
                                   "function must bind every variable it uses (make them parameters, e.g. "
                                   "with Module.from_expr)")
         _closed_checked.add(f)
-    if len(funcs) < 2:
+
+
+# The variable-owner index of a module with several functions: each variable bound in it maps
+# to (its binder node, the number of distinct function nodes binding it there), with the number of
+# names holding each function node.  Kept in the module's cache and updated from the parent's on
+# every functional update, so building a module one ``with_function`` at a time is linear.
+Owners = tuple[PMap, PMap]
+
+
+def _conflict(funcs: Mapping[str, Function], v: Var, first: Node, other: Node, name: str) -> WellFormedError:
+    where = [n for n in sorted(funcs) if n != name and any(
+        w is v and b is first for w, b in binders_of(funcs[n]))]  # the error path only
+    a, b = sorted([where[0] if where else "?", name])
+    ba, bb = (first, other) if a != name else (other, first)
+    return WellFormedError(f"variable %{v.name_hint} is bound in @{a} and in @{b} (by "
+                           f"{type(ba).__name__} #{ba.id.hex()[:8]} and {type(bb).__name__} "
+                           f"#{bb.id.hex()[:8]}); use a fresh pyir.var for each binding, in each function")
+
+
+def _add_function(owners: Any, refs: Any, funcs: Mapping[str, Function], name: str, f: Function) -> None:
+    c = refs[f] if f in refs else 0  # noqa: SIM401 (a pmap evolver has no .get)
+    refs[f] = c + 1
+    if c:  # one function node under two names: its binders are shared, not repeated
         return
-    owner: dict[Var, tuple[Node, str]] = {}
-    seen: set[Function] = set()
+    for v, binder in binders_of(f):
+        if v in owners:
+            prev, k = owners[v]
+            if prev is not binder:
+                raise _conflict(funcs, v, prev, binder, name)
+            owners[v] = (prev, k + 1)
+        else:
+            owners[v] = (binder, 1)
+
+
+def _build_owners(funcs: PMap) -> Owners:
+    owners: dict[Var, tuple[Node, int]] = {}
+    refs: dict[Function, int] = {}
     for name in sorted(funcs):
-        f = funcs[name]
-        if f in seen:  # one function node under two names: its binders are shared, not repeated
+        _add_function(owners, refs, funcs, name, funcs[name])
+    return pmap(owners), pmap(refs)
+
+
+def _update_owners(index: Owners, funcs: PMap, removed: list[Function],
+                   added: list[tuple[str, Function]]) -> Owners:
+    owners, refs = index[0].evolver(), index[1].evolver()
+    for f in removed:
+        c = refs[f]
+        if c > 1:
+            refs[f] = c - 1
             continue
-        seen.add(f)
-        for v, binder in binders_of(f):
-            prev = owner.setdefault(v, (binder, name))
-            if prev[0] is not binder:
-                raise WellFormedError(f"variable %{v.name_hint} is bound in @{prev[1]} and in @{name} (by "
-                                      f"{type(prev[0]).__name__} #{prev[0].id.hex()[:8]} and "
-                                      f"{type(binder).__name__} #{binder.id.hex()[:8]}); use a fresh "
-                                      "pyir.var for each binding, in each function")
+        del refs[f]
+        for v, _binder in binders_of(f):
+            b, k = owners[v]
+            if k > 1:
+                owners[v] = (b, k - 1)
+            else:
+                del owners[v]
+    for name, f in sorted(added, key=lambda kv: kv[0]):
+        _add_function(owners, refs, funcs, name, f)
+    return owners.persistent(), refs.persistent()
 
 
 def _init(m: Module, funcs: PMap, history: PVector) -> None:
