@@ -147,9 +147,10 @@ class Sym(Dim, final=True):
     (True, 'batch')
     """
 
-    __slots__ = ("name",)
+    __slots__ = ("_key", "name")
     _kind = b"ds"
     name: str  #: an identifier (``str.isidentifier()``), valid Unicode
+    _key: tuple[int, str | bytes]  # the sort key of atoms: (0, name)
 
     def __new__(cls, name: str) -> Sym:
         if type(name) is not str:
@@ -166,11 +167,8 @@ class Sym(Dim, final=True):
             n = r()
             if n is not None and type(n) is Sym and n.name == name:
                 return n
-        return intern(Sym, key, lambda n: type(n) is Sym and n.name == name, {"name": name}, 0)
-
-    @property
-    def _key(self) -> tuple[int, str | bytes]:
-        return (0, self.name)
+        return intern(Sym, key, lambda n: type(n) is Sym and n.name == name,
+                      {"name": name, "_key": (0, name)}, 0)
 
     def __reduce__(self) -> tuple[type, tuple[str]]:
         return Sym, (self.name,)
@@ -409,6 +407,8 @@ def _akey(a: _Atom) -> tuple[int, str | bytes]:
 
 def _term_key(item: tuple[_Mono, int]) -> tuple[int, tuple[tuple[int, str | bytes], ...]]:
     m = item[0]
+    if len(m) == 1:
+        return (-1, (m[0]._key,))
     return (-len(m), tuple(map(_akey, m)))
 
 
@@ -461,12 +461,9 @@ def _poly(c: int, terms: _Terms) -> _Z:
             return m[0]
         key = digest(b"dp%d;1:%s%d;" % (c, m[0].id, a))
     else:
-        out = [b"dp%d;" % c]
-        for m, a in terms:
-            out.append(b"%d:" % len(m))
-            out.extend([x.id for x in m])
-            out.append(b"%d;" % a)
-        key = digest(b"".join(out))
+        key = digest(b"dp%d;%s" % (c, b"".join([
+            b"1:%s%d;" % (m[0].id, a) if len(m) == 1 else
+            b"%d:%s%d;" % (len(m), b"".join([x.id for x in m]), a) for m, a in terms])))
     r = _get(key)
     if r is not None:
         n = r()
@@ -982,7 +979,11 @@ def _eval_poly(p: DimPoly, memo: dict[int, _Z]) -> _Z:
         return total
     c = p.const
     acc: dict[_Mono, int] = {}
+    get = acc.get
     for m, a in p.terms:
+        if all(memo[id(atom)] is atom for atom in m):
+            acc[m] = get(m, 0) + a
+            continue
         t: _Z = a
         for atom in m:
             t = _mul(t, memo[id(atom)])
@@ -1076,7 +1077,7 @@ def broadcast(a: DimLike, b: DimLike, where: str = "broadcast") -> DimLike:
         if dims_equal(x, y) is False:
             raise TypeCheckError(f"{where}: cannot broadcast dimension {_short(x)} with {_short(y)} "
                                  "(provably different and neither can be 1)")
-        return y if type(y) is int else x
+        return min(x, y, key=_simplicity)  # either is right: pick one independently of the order
     if y1 is False:
         return y
     if x1 is False:
@@ -1085,6 +1086,13 @@ def broadcast(a: DimLike, b: DimLike, where: str = "broadcast") -> DimLike:
 
 
 # -- text -------------------------------------------------------------------------------------
+
+
+def _simplicity(d: DimLike) -> tuple[int, bytes]:
+    """An order on dimensions that prefers ints, then fewer terms (ties: by content id)."""
+    if isinstance(d, int):
+        return (0, b"")
+    return (len(d.terms) if isinstance(d, DimPoly) else 1, d.id)
 
 
 def _needs_parens(arg: Dim) -> bool:
