@@ -1029,8 +1029,10 @@ def dims_equal(a: DimLike, b: DimLike) -> bool | None:
         return None
     if x is y:
         return True
-    if type(x) is int and type(y) is int:
+    if isinstance(x, int) and isinstance(y, int):
         return x == y
+    if isinstance(x, DimPoly) and isinstance(y, DimPoly) and x.terms == y.terms:
+        return False  # the same terms, different constants (else x is y)
     diff = _sub(x, y)
     if type(diff) is int:
         return diff == 0
