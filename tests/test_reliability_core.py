@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pyir
-from pyir import op
+from pyir import dims, op
 from pyir.errors import FinalKindError
 from pyir.node import MAX_ATTR_DEPTH, MAX_INDEX, Node
 from pyir.types import TENSOR_DTYPES, Type
@@ -219,7 +219,8 @@ def test_every_tensor_dtype_round_trips(dtype):
 
 CONCRETE = [pyir.Var, pyir.GlobalVar, pyir.Constant, pyir.Op, pyir.Call, pyir.Tuple,
             pyir.TupleGetItem, pyir.Function, pyir.Let, pyir.If, pyir.TensorType, pyir.TupleType,
-            pyir.FuncType, pyir.Attrs]
+            pyir.FuncType, pyir.Attrs,
+            dims.Sym, dims.AnyDim, dims.DimPoly, dims.DimFloorDiv, dims.DimMod]
 
 
 def _concrete_kinds() -> set[type]:
