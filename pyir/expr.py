@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -35,18 +36,21 @@ from .node import (
     _get,
     _new,
     _Ref,
-    _set_id,
-    _set_mask,
+    _remove_dead_weakref,
     _setdefault,
+    _table,
     attrs_of,
+    builder_twin,
     cached_type,
     check_text,
     digest,
     intern,
+    intern_mask,
+    mask_get,
     publish,
     short_int,
 )
-from .types import TENSOR_DTYPES, TensorType, Type, normalize_dtype
+from .types import TENSOR_DTYPES, TensorType, Type, _pack_dims, normalize_dtype
 
 __all__ = [
     "Expr",
@@ -125,13 +129,37 @@ class Expr(Node):
 
 # -- Var ------------------------------------------------------------------------
 
-_UID_PREFIX = os.urandom(8)
-_uid_counter = itertools.count(1)
+
+def _uid_source() -> Any:
+    """A fresh source of 16-byte uids: a random 64-bit prefix, then a counter (big-endian).
+
+    Each uid is one call of C code (``map`` over ``itertools.count``), so uids are unique
+    across threads without a lock.
+    """
+    start = (int.from_bytes(os.urandom(8), "big") << 64) + 1
+    to_bytes: Any = int.to_bytes
+    return map(to_bytes, itertools.count(start), itertools.repeat(16), itertools.repeat("big")).__next__
+
+
+_next_uid = _uid_source()
+
+
+def _reseed_uids() -> None:
+    # a forked child must not draw the parent's uids: it gets its own random prefix
+    global _next_uid
+    _next_uid = _uid_source()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reseed_uids)
 
 
 def fresh_uid() -> bytes:
     """A 16-byte variable uid, unique across processes (random prefix + counter)."""
-    return _UID_PREFIX + next(_uid_counter).to_bytes(8, "little")
+    return _next_uid()
+
+
+_F_VAR_UNTYPED = F_VAR | F_UNTYPED
 
 
 class Var(Expr, final=True):
@@ -139,62 +167,93 @@ class Var(Expr, final=True):
 
     Two calls ``Var("x")`` make two different variables; ``Var`` with an
     existing ``uid`` (as serialization does) returns that variable.
+
+    A variable's ``id`` *is* its uid (the same bytes object): uids are already unique, so
+    there is nothing to digest.  A fresh uid never lands on a live node (on the impossible
+    clash with one, another uid is drawn); a given uid that is the id of a live node of
+    another kind -- only a forged one can be -- is a WellFormedError.  So variables are never
+    re-keyed, and ``v.id == v.uid`` always holds.
     """
 
-    __slots__ = ("name_hint", "type_annotation", "uid")
+    __slots__ = ("name_hint", "type_annotation")
     _kind = b"V"
     name_hint: str
     type_annotation: Type | None
-    uid: bytes
 
     def __new__(cls, name_hint: str, type_annotation: Type | None = None, uid: bytes | None = None) -> Var:
-        if type(name_hint) is not str:
-            if not isinstance(name_hint, str):
-                raise WellFormedError(f"Var name must be a str, got {name_hint!r:.80}")
-            name_hint = str.__getitem__(name_hint, slice(None))  # a plain str
-        if not name_hint.isascii():
-            check_text(name_hint, "Var name")
-        if type_annotation is not None and not isinstance(type_annotation, Type):
+        if type(name_hint) is not str or not name_hint.isascii():
+            name_hint = _var_name(name_hint)
+        if type_annotation is None:
+            mask = _F_VAR_UNTYPED
+        elif type(type_annotation) is TensorType or isinstance(type_annotation, Type):
+            mask = F_VAR
+        else:
             raise WellFormedError(f"Var type annotation must be a Type, got {type_annotation!r:.80}")
-        if uid is None:  # a fresh uid: no lookup (publish handles an occupied slot)
-            uid = _UID_PREFIX + next(_uid_counter).to_bytes(8, "little")
-            key = digest(b"V" + uid)
-            n: Any = _new(Var)
-            _set_name_hint(n, name_hint)
-            _set_type_annotation(n, type_annotation)
-            _set_uid(n, uid)
-            _set_mask(n, F_VAR if type_annotation is not None else F_VAR | F_UNTYPED)
-            _set_id(n, key)
-            if key not in _collided:
+        if uid is None:  # a fresh uid: no lookup
+            while True:
+                uid = _next_uid()
+                n: Any = _new(_VarB)
+                n.name_hint = name_hint
+                n.type_annotation = type_annotation
+                n._mask = mask
+                n.id = uid
+                n.__class__ = Var
                 ref = _Ref(n, _drop)
-                ref.key = key  # type: ignore[attr-defined]
-                if _setdefault(key, ref) is ref:
+                ref.key = uid  # type: ignore[attr-defined]
+                if _setdefault(uid, ref) is ref:
                     return n
-            return publish(n, key, _same_var(name_hint, type_annotation, uid))
+                # the slot holds a (forged) node of this id: draw another uid
         if type(uid) is not bytes or len(uid) != 16:
             raise WellFormedError("Var uid must be 16 bytes")
-        return intern(Var, digest(b"V" + uid), _same_var(name_hint, type_annotation, uid),
-                      {"name_hint": name_hint, "type_annotation": type_annotation, "uid": uid},
-                      F_VAR if type_annotation is not None else F_VAR | F_UNTYPED)
+        return _var_of_uid(name_hint, type_annotation, uid, mask)
+
+    @property
+    def uid(self) -> bytes:
+        """The variable's unique 16-byte uid (also its ``id``)."""
+        return self.id
 
 
-def _same_var(name_hint: str, type_annotation: Type | None, uid: bytes) -> Any:
-    """The equality test of interning for the variable ``uid`` (a clash is an error)."""
-
-    def same(n: Node) -> bool:
-        if type(n) is not Var or n.uid != uid:
-            return False
-        if n.name_hint != name_hint or n.type_annotation is not type_annotation:
-            raise WellFormedError(
-                f"variable uid {uid.hex()} is already %{n.name_hint} with another name or type")
-        return True
-
-    return same
+def _var_name(name_hint: Any) -> str:
+    """Check a Var name that is not a plain ASCII str (convert a str subclass to a str)."""
+    if type(name_hint) is not str:
+        if not isinstance(name_hint, str):
+            raise WellFormedError(f"Var name must be a str, got {name_hint!r:.80}")
+        name_hint = str.__getitem__(name_hint, slice(None))  # a plain str
+    return check_text(name_hint, "Var name")
 
 
-_set_name_hint = Var.__dict__["name_hint"].__set__
-_set_type_annotation = Var.__dict__["type_annotation"].__set__
-_set_uid = Var.__dict__["uid"].__set__
+def _var_of_uid(name_hint: str, type_annotation: Type | None, uid: bytes, mask: int) -> Var:
+    """The variable ``uid``: the live one (which must have this name and type), or a new one
+    keyed by its uid.  Lock-free like :func:`pyir.node.publish`."""
+    n: Any = None
+    while True:
+        r = _get(uid)
+        if r is not None:
+            other = r()
+            if other is not None:
+                if type(other) is not Var:
+                    raise WellFormedError(f"variable uid {uid.hex()} is the id of a live "
+                                          f"{type(other).__name__} node")
+                if other.name_hint != name_hint or other.type_annotation is not type_annotation:
+                    raise WellFormedError(f"variable uid {uid.hex()} is already %{other.name_hint} with "
+                                          "another name or type")
+                return other
+            _remove_dead_weakref(_table, uid)  # only if it is still dead (atomic)
+            continue
+        if n is None:
+            n = _new(_VarB)
+            n.name_hint = name_hint
+            n.type_annotation = type_annotation
+            n._mask = mask
+            n.id = uid
+            n.__class__ = Var
+            ref = _Ref(n, _drop)
+            ref.key = uid  # type: ignore[attr-defined]
+        if _setdefault(uid, ref) is ref:
+            return n
+
+
+_VarB = builder_twin(Var)
 
 
 class GlobalVar(Expr, final=True):
@@ -254,6 +313,18 @@ def _dtype_name(dt: Any) -> str:
     return name
 
 
+CONST_CACHE_MAX = 4096
+"""Entries of the scalar-constant cache: ``(type, value, dtype)`` of a Python float, int or
+bool given to ``Constant`` (floats by bit pattern, so 0.0 and -0.0, NaN payloads stay apart;
+dtype None or a str as given) -> the weak reference of its table entry.  Holds no constant
+alive, cleared when full."""
+_const_cache: dict[Any, Any] = {}
+_const_cache_get = _const_cache.get
+_pack_d = struct.Struct("<d").pack
+_CONST_PREFIX = {name: b"K" + name.encode() + b"(" for name in TENSOR_DTYPES}
+_RANK_BYTES = [bytes([k]) for k in range(256)]
+
+
 class Constant(Expr, final=True):
     """A constant tensor, keyed by dtype, shape and bytes.
 
@@ -274,6 +345,18 @@ class Constant(Expr, final=True):
     _shape: tuple[int, ...]
 
     def __new__(cls, data: Any, dtype: Any = None) -> Constant:
+        t = type(data)
+        if (t is float or t is int or t is bool) and (dtype is None or type(dtype) is str):
+            # a Python scalar: the cache maps it (exactly: by type, floats by bit pattern) to
+            # the table entry of its constant
+            ck: Any = (t, _pack_d(data) if t is float else data, dtype)
+            r = _const_cache_get(ck)
+            if r is not None:
+                n = r()
+                if n is not None:
+                    return n
+        else:
+            ck = None
         try:
             arr = _default_array(data, dtype)
             if not arr.flags.c_contiguous:
@@ -298,14 +381,39 @@ class Constant(Expr, final=True):
             arr = arr != 0  # canonical 0/1 bytes (a bool view of other bytes means the same)
         shape = tuple(arr.shape)
         buf = arr.tobytes()
-        body = digest(buf) if buf else b""
-        key = digest(b"K%s(%s)" % (dt.encode(), b",".join(b"%d" % d for d in shape)) + body)
-
-        def same(n: Node) -> bool:
-            return type(n) is Constant and n._dtype is cdt and n._shape == shape and n._buf == buf
-
-        return intern(Constant, key, same,
-                      {"_buf": buf, "_dtype": cdt, "_shape": shape}, F_CONST)
+        # b"K<dtype>(", the rank (one byte), the dims as int64, the digest of the bytes (none if
+        # empty): injective, as the rank gives the dims' length and the dims whether bytes follow
+        key = digest(b"".join((_CONST_PREFIX[dt], _RANK_BYTES[len(shape)], _pack_dims(shape),
+                               digest(buf) if buf else b"")))
+        r = _get(key)
+        if r is not None:
+            n = r()
+            if type(n) is not Constant or n._dtype is not cdt or n._shape != shape or n._buf != buf:
+                n = None
+        elif key not in _collided:
+            n = _new(_ConstantB)
+            n._buf = buf
+            n._dtype = cdt
+            n._shape = shape
+            n._mask = F_CONST
+            n.id = key
+            n.__class__ = Constant
+            r = _Ref(n, _drop)
+            r.key = key  # type: ignore[attr-defined]
+            if _setdefault(key, r) is not r:
+                n = None
+        else:
+            n = None
+        if n is None:
+            n = intern(Constant, key, lambda n: (type(n) is Constant and n._dtype is cdt
+                                                 and n._shape == shape and n._buf == buf),
+                       {"_buf": buf, "_dtype": cdt, "_shape": shape}, F_CONST)
+            r = _get(n.id)
+        if ck is not None and r is not None and r() is n:
+            if len(_const_cache) >= CONST_CACHE_MAX:
+                _const_cache.clear()
+            _const_cache[ck] = r
+        return n
 
     @property
     def data(self) -> np.ndarray:
@@ -327,7 +435,13 @@ class Constant(Expr, final=True):
         return self._shape
 
 
+_ConstantB = builder_twin(Constant)
+
+
 # -- Op -----------------------------------------------------------------------------
+
+_ops: dict[str, Op] = {}  # name -> the Op node (operators are never unregistered)
+_ops_get = _ops.get
 
 
 class Op(Expr, final=True):
@@ -339,6 +453,9 @@ class Op(Expr, final=True):
     _def: Any
 
     def __new__(cls, name: str) -> Op:
+        n = _ops_get(name) if type(name) is str else None
+        if n is not None:
+            return n
         from .op.registry import get_op_def
 
         if type(name) is not str:
@@ -346,9 +463,11 @@ class Op(Expr, final=True):
                 raise UnknownOpError(f"operator names are str, got {name!r:.80}")
             name = str.__getitem__(name, slice(None))  # a plain str
         odef = get_op_def(name)
-        return intern(Op, digest(b"O" + name.encode()),
-                      lambda n: type(n) is Op and n.name == name, {"name": name, "_def": odef},
-                      odef.mask)
+        n = intern(Op, digest(b"O" + name.encode()),
+                   lambda n: type(n) is Op and n.name == name, {"name": name, "_def": odef},
+                   odef.mask)
+        _ops.setdefault(name, n)  # registered operators live as long as the process
+        return n
 
     @staticmethod
     def get(name: str) -> Op:
@@ -422,17 +541,17 @@ def make_call(op: Expr, args: tuple[Expr, ...], attrs: Attrs) -> Call:
     ``op`` is an expression, ``args`` a tuple of expressions and ``attrs`` the canonical
     Attrs (for an operator, its normalized attributes); nothing is checked here.
     """
-    mask = op._mask
     n = len(args)
     if n == 1:
         a0 = args[0]
         key = digest(b"C" + op.id + attrs.id + a0.id)
-        mask |= a0._mask
+        mask = op._mask | a0._mask
     elif n == 2:
         a0, a1 = args
         key = digest(b"".join((b"C", op.id, attrs.id, a0.id, a1.id)))
-        mask |= a0._mask | a1._mask
+        mask = op._mask | a0._mask | a1._mask
     else:
+        mask = op._mask
         parts = [b"C", op.id, attrs.id]
         for a in args:
             parts.append(a.id)
@@ -441,14 +560,21 @@ def make_call(op: Expr, args: tuple[Expr, ...], attrs: Attrs) -> Call:
     r = _get(key)
     if r is not None:
         node = r()
-        if node is not None and node.op is op and node.attrs is attrs and node.args == args:
+        if type(node) is Call and node.op is op and node.attrs is attrs and node.args == args:
             return node
-    node = _new(Call)
-    _set_op(node, op)
-    _set_args(node, args)
-    _set_attrs(node, attrs)
-    _set_mask(node, mask)
-    _set_id(node, key)
+    return new_call(op, args, attrs, key, mask)
+
+
+def new_call(op: Expr, args: tuple[Expr, ...], attrs: Attrs, key: bytes, mask: int) -> Call:
+    """Create and publish the Call of ``key`` (its digest) and ``mask``, or return the live
+    equal one (a race, a collision): the miss path of :func:`make_call` and the builders."""
+    node: Any = _new(_CallB)
+    node.op = op
+    node.args = args
+    node.attrs = attrs
+    node._mask = mask_get(mask) or intern_mask(mask)
+    node.id = key
+    node.__class__ = Call
     if key not in _collided:  # else an equal call may live further along the probe sequence
         ref = _Ref(node, _drop)
         ref.key = key  # type: ignore[attr-defined]
@@ -458,9 +584,7 @@ def make_call(op: Expr, args: tuple[Expr, ...], attrs: Attrs) -> Call:
                    and m.args == args)
 
 
-_set_op = Call.__dict__["op"].__set__
-_set_args = Call.__dict__["args"].__set__
-_set_attrs = Call.__dict__["attrs"].__set__
+_CallB = builder_twin(Call)
 
 
 # -- the rest ---------------------------------------------------------------------------
@@ -480,15 +604,44 @@ class Tuple(Expr, final=True):
     fields: tuple[Expr, ...]
 
     def __new__(cls, fields: Iterable[Any]) -> Tuple:
-        try:
-            fs = tuple(as_expr(f) for f in fields)
-        except TypeError:
-            raise WellFormedError(f"Tuple fields must be a sequence of expressions, got {fields!r}") from None
+        if type(fields) is tuple:
+            fs = fields
+        else:
+            try:
+                fs = tuple(fields)
+            except TypeError:
+                raise WellFormedError(f"Tuple fields must be a sequence of expressions, got {fields!r}"
+                                      ) from None
+        parts = [b"T"]
         mask = F_TUPLE
         for f in fs:
+            if not isinstance(f, Expr):
+                fs = tuple([as_expr(f) for f in fs])
+                parts = [b"T"]
+                mask = F_TUPLE
+                for f in fs:
+                    parts.append(f.id)
+                    mask |= f._mask
+                break
+            parts.append(f.id)
             mask |= f._mask
-        return intern(Tuple, digest(b"T" + b"".join(f.id for f in fs)),
-                      lambda n: type(n) is Tuple and n.fields == fs, {"fields": fs}, mask)
+        key = digest(b"".join(parts))
+        r = _get(key)
+        if r is not None:
+            n: Any = r()
+            if type(n) is Tuple and n.fields == fs:
+                return n
+        elif key not in _collided:
+            n = _new(_TupleB)
+            n.fields = fs
+            n._mask = mask_get(mask) or intern_mask(mask)
+            n.id = key
+            n.__class__ = Tuple
+            ref = _Ref(n, _drop)
+            ref.key = key  # type: ignore[attr-defined]
+            if _setdefault(key, ref) is ref:
+                return n
+        return intern(Tuple, key, lambda n: type(n) is Tuple and n.fields == fs, {"fields": fs}, mask)
 
     def children(self) -> tuple[Node, ...]:
         return self.fields
@@ -498,6 +651,9 @@ class Tuple(Expr, final=True):
 
     def __getitem__(self, i: int) -> Expr:
         return self.fields[i]
+
+
+_TupleB = builder_twin(Tuple)
 
 
 class TupleGetItem(Expr, final=True):
@@ -515,12 +671,33 @@ class TupleGetItem(Expr, final=True):
         i = int(index)
         if not 0 <= i <= MAX_INDEX:
             raise WellFormedError(f"TupleGetItem index must be in [0, 2**63), got {short_int(i)}")
-        return intern(TupleGetItem, digest(b"I%d:" % i + tv.id),
+        key = digest(b"I%d:" % i + tv.id)
+        r = _get(key)
+        if r is not None:
+            n: Any = r()
+            if type(n) is TupleGetItem and n.tuple_value is tv and n.index == i:
+                return n
+        elif key not in _collided:
+            n = _new(_TupleGetItemB)
+            n.tuple_value = tv
+            n.index = i
+            mask = F_GETITEM | tv._mask
+            n._mask = mask_get(mask) or intern_mask(mask)
+            n.id = key
+            n.__class__ = TupleGetItem
+            ref = _Ref(n, _drop)
+            ref.key = key  # type: ignore[attr-defined]
+            if _setdefault(key, ref) is ref:
+                return n
+        return intern(TupleGetItem, key,
                       lambda n: type(n) is TupleGetItem and n.tuple_value is tv and n.index == i,
                       {"tuple_value": tv, "index": i}, F_GETITEM | tv._mask)
 
     def children(self) -> tuple[Node, ...]:
         return (self.tuple_value,)
+
+
+_TupleGetItemB = builder_twin(TupleGetItem)
 
 
 class Function(Expr, final=True):
@@ -535,24 +712,47 @@ class Function(Expr, final=True):
 
     def __new__(cls, params: Iterable[Var], body: Expr, ret_type: Type | None = None,
                 attrs: Mapping[str, Any] | Attrs | None = None) -> Function:
-        try:
-            ps = tuple(params)
-        except TypeError:
-            raise WellFormedError(f"Function parameters must be a sequence of Vars, got {params!r}") from None
+        if type(params) is tuple:
+            ps = params
+        else:
+            try:
+                ps = tuple(params)
+            except TypeError:
+                raise WellFormedError(f"Function parameters must be a sequence of Vars, got {params!r}"
+                                      ) from None
+        b = body if isinstance(body, Expr) else _expr(body, "Function body")
+        if ret_type is not None and not isinstance(ret_type, Type):
+            raise WellFormedError(f"Function ret_type must be a Type, got {ret_type!r}")
+        at = attrs if type(attrs) is Attrs else attrs_of(attrs)
+        parts = [b"F", b.id, b"-" if ret_type is None else ret_type.id, at.id]
+        mask = F_FUNC | b._mask
         for p in ps:
             if type(p) is not Var:
                 raise WellFormedError(f"Function parameters must be Vars, got {p!r}")
-        if len(set(ps)) != len(ps):
-            raise WellFormedError("Function parameters must be distinct variables")
-        b = _expr(body, "Function body")
-        if ret_type is not None and not isinstance(ret_type, Type):
-            raise WellFormedError(f"Function ret_type must be a Type, got {ret_type!r}")
-        at = attrs_of(attrs)
-        rid = ret_type.id if ret_type is not None else b"-"
-        key = digest(b"".join((b"F", b.id, rid, at.id, *[p.id for p in ps])))
-        mask = F_FUNC | b._mask
-        for p in ps:
+            parts.append(p.id)
             mask |= p._mask
+        if len(ps) > 1 and len(set(ps)) != len(ps):
+            raise WellFormedError("Function parameters must be distinct variables")
+        key = digest(b"".join(parts))
+        r = _get(key)
+        if r is not None:
+            n: Any = r()
+            if (type(n) is Function and n.body is b and n.params == ps and n.ret_type is ret_type
+                    and n.attrs is at):
+                return n
+        elif key not in _collided:
+            n = _new(_FunctionB)
+            n.params = ps
+            n.body = b
+            n.ret_type = ret_type
+            n.attrs = at
+            n._mask = mask_get(mask) or intern_mask(mask)
+            n.id = key
+            n.__class__ = Function
+            ref = _Ref(n, _drop)
+            ref.key = key  # type: ignore[attr-defined]
+            if _setdefault(key, ref) is ref:
+                return n
         return intern(Function, key,
                       lambda n: (type(n) is Function and n.body is b and n.params == ps
                                  and n.ret_type is ret_type and n.attrs is at),
@@ -572,6 +772,9 @@ class Function(Expr, final=True):
         return Function(self.params, self.body, self.ret_type, self.attrs.with_(**kw))
 
 
+_FunctionB = builder_twin(Function)
+
+
 class Let(Expr, final=True):
     """``let var = value; body``."""
 
@@ -584,15 +787,37 @@ class Let(Expr, final=True):
     def __new__(cls, var: Var, value: Expr, body: Expr) -> Let:
         if type(var) is not Var:
             raise WellFormedError(f"Let binds a Var, got {var!r}")
-        val = as_expr(value)
-        bd = _expr(body, "Let body")
-        return intern(Let, digest(b"".join((b"L", var.id, val.id, bd.id))),
+        val = value if isinstance(value, Expr) else as_expr(value)
+        bd = body if isinstance(body, Expr) else _expr(body, "Let body")
+        key = digest(b"".join((b"L", var.id, val.id, bd.id)))
+        r = _get(key)
+        if r is not None:
+            n: Any = r()
+            if type(n) is Let and n.var is var and n.value is val and n.body is bd:
+                return n
+        elif key not in _collided:
+            n = _new(_LetB)
+            n.var = var
+            n.value = val
+            n.body = bd
+            mask = F_LET | var._mask | val._mask | bd._mask
+            n._mask = mask_get(mask) or intern_mask(mask)
+            n.id = key
+            n.__class__ = Let
+            ref = _Ref(n, _drop)
+            ref.key = key  # type: ignore[attr-defined]
+            if _setdefault(key, ref) is ref:
+                return n
+        return intern(Let, key,
                       lambda n: type(n) is Let and n.var is var and n.value is val and n.body is bd,
                       {"var": var, "value": val, "body": bd},
                       F_LET | var._mask | val._mask | bd._mask)
 
     def children(self) -> tuple[Node, ...]:
         return (self.var, self.value, self.body)
+
+
+_LetB = builder_twin(Let)
 
 
 class If(Expr, final=True):
@@ -605,10 +830,29 @@ class If(Expr, final=True):
     false_branch: Expr
 
     def __new__(cls, cond: Expr, true_branch: Expr, false_branch: Expr) -> If:
-        c = as_expr(cond)
-        t = as_expr(true_branch)
-        f = as_expr(false_branch)
-        return intern(If, digest(b"".join((b"?", c.id, t.id, f.id))),
+        c = cond if isinstance(cond, Expr) else as_expr(cond)
+        t = true_branch if isinstance(true_branch, Expr) else as_expr(true_branch)
+        f = false_branch if isinstance(false_branch, Expr) else as_expr(false_branch)
+        key = digest(b"".join((b"?", c.id, t.id, f.id)))
+        r = _get(key)
+        if r is not None:
+            n: Any = r()
+            if type(n) is If and n.cond is c and n.true_branch is t and n.false_branch is f:
+                return n
+        elif key not in _collided:
+            n = _new(_IfB)
+            n.cond = c
+            n.true_branch = t
+            n.false_branch = f
+            mask = F_IF | c._mask | t._mask | f._mask
+            n._mask = mask_get(mask) or intern_mask(mask)
+            n.id = key
+            n.__class__ = If
+            ref = _Ref(n, _drop)
+            ref.key = key  # type: ignore[attr-defined]
+            if _setdefault(key, ref) is ref:
+                return n
+        return intern(If, key,
                       lambda n: (type(n) is If and n.cond is c and n.true_branch is t
                                  and n.false_branch is f),
                       {"cond": c, "true_branch": t, "false_branch": f},
@@ -616,6 +860,9 @@ class If(Expr, final=True):
 
     def children(self) -> tuple[Node, ...]:
         return (self.cond, self.true_branch, self.false_branch)
+
+
+_IfB = builder_twin(If)
 
 
 # -- builders ------------------------------------------------------------------------------

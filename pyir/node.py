@@ -90,6 +90,25 @@ F_GETITEM = 1 << 7
 F_UNTYPED = 1 << 8  # a Var without type annotation (types beneath depend on context)
 OP_BIT0 = 12
 
+# Masks with operator bits are ints above 256, so each ``a | b`` is a new 32-byte int object:
+# one per node.  Programs have few distinct masks, so nodes share one int object per value
+# through this table (bounded: cleared when full, which only costs sharing; masks are compared
+# by value, never by identity).
+MASK_TABLE_MAX = 1 << 14
+_masks: dict[int, int] = {}
+mask_get = _masks.get
+
+
+def intern_mask(mask: int) -> int:
+    """The shared int object equal to ``mask`` (hot paths inline ``mask_get(m) or intern_mask(m)``)."""
+    m = _masks.get(mask)
+    if m is None:
+        if len(_masks) >= MASK_TABLE_MAX:
+            _masks.clear()
+        m = _masks.setdefault(mask, mask)
+    return m
+
+
 # -- the intern table -----------------------------------------------------------
 
 digest = xxh3_128_digest
@@ -176,12 +195,13 @@ def publish(node: Node, key: bytes, same: Any) -> Any:
             key = _collision_key(key)
 
 
-def intern(cls: type[Node], key: bytes, same: Any, fields: dict[str, Any], mask: int) -> Any:
+def intern(cls: type[Node], key: bytes, same: Any, fields: dict[str, Any], mask: int | None) -> Any:
     """Return the live node equal to the candidate, or create and publish it.
 
     ``same(n)`` decides exact equality with the candidate; ``fields`` are the
-    slot values of a new node.  Used by every node kind except the hot Call path.
-    Thread-safe without a lock (see :func:`publish`).
+    slot values of a new node; ``mask`` its summary bits (None for the kinds whose mask is a
+    class attribute: types and ``Attrs``).  The general path of the node kinds (their
+    constructors inline the common cases).  Thread-safe without a lock (see :func:`publish`).
     """
     r = _get(key)
     if r is not None:
@@ -195,7 +215,8 @@ def intern(cls: type[Node], key: bytes, same: Any, fields: dict[str, Any], mask:
     setters = cls._setters
     for name, value in fields.items():
         setters[name](n, value)
-    _set_mask(n, mask)
+    if mask is not None:
+        _set_mask(n, mask_get(mask) or intern_mask(mask))
     return publish(n, key, same)
 
 
@@ -286,6 +307,31 @@ class Node:
     def children(self) -> tuple[Node, ...]:
         """Direct child nodes, in evaluation order."""
         return ()
+
+
+def builder_twin(cls: type[Node]) -> Any:
+    """The private *builder twin* of node kind ``cls``: the constructors' fast paths fill a new
+    node in as a twin instance, then make it a ``cls`` before anyone else can see it::
+
+        n = _new(_CallB); n.op = op; ...; n.id = key
+        n.__class__ = Call          # the node is now immutable
+        (then published in the intern table)
+
+    The twin has exactly ``cls``'s layout (same base, same slots), so ``__class__``
+    assignment is allowed, and plain ``object`` attribute setting, so each store is the
+    interpreter's specialized slot store (~10 ns) instead of a call of the slot descriptor's
+    ``__set__`` (~45 ns); the swap itself costs about one such call.  A twin instance never
+    leaves its constructor.
+    """
+    base = cls.__mro__[1]
+    ns = {"__slots__": cls.__dict__["__slots__"], "__module__": cls.__module__,
+          "__qualname__": f"{cls.__qualname__}._Builder",
+          # both, so the type's setattro slot is the generic C one (``__delattr__`` shares it)
+          "__setattr__": object.__setattr__, "__delattr__": object.__delattr__}
+    twin = type(f"_{cls.__name__}Builder", (base,), ns)
+    probe: Any = _new(twin)
+    probe.__class__ = cls  # fails now (TypeError) if the layouts ever differ
+    return twin
 
 
 _set_id = Node.__dict__["id"].__set__
@@ -411,6 +457,7 @@ class Attrs(Node, final=True):
 
     __slots__ = ("_index", "_items")
     _kind = b"A"
+    _mask = 0  # no summary bits: a class attribute shadowing the slot
     _items: tuple[tuple[str, Any], ...]
     _index: Mapping[str, Any]  # a read-only view (MappingProxyType) of a dict
 
@@ -451,7 +498,7 @@ class Attrs(Node, final=True):
             return type(n) is Attrs and _same_items(n._items, tup)
 
         return intern(Attrs, key, same,
-                      {"_items": tup, "_index": MappingProxyType(dict(tup))}, 0)
+                      {"_items": tup, "_index": MappingProxyType(dict(tup))}, None)
 
     def __getitem__(self, name: str) -> Any:
         try:

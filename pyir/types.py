@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import weakref
+import struct
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -18,9 +18,8 @@ from .node import (
     _get,
     _new,
     _Ref,
-    _set_id,
-    _set_mask,
     _setdefault,
+    builder_twin,
     digest,
     intern,
     safe_repr,
@@ -62,20 +61,35 @@ def normalize_dtype(dtype: Any) -> str:
 
 TENSOR_TYPE_CACHE_MAX = 4096
 """Entries of the TensorType cache: ``(shape, dtype)`` as given (a tuple of exact ints and a
-str) -> a weak reference to the interned type, so building a type seen before costs a dict
-lookup.  Holds no type alive, cleared when full; a plain dict (atomic reads and writes)."""
+str) -> the weak reference of the interned type's table entry, so building a type seen before
+costs a dict lookup.  Holds no type alive, cleared when full; a plain dict (atomic reads and
+writes)."""
 _tt_cache: dict[tuple[tuple[int, ...], str], Any] = {}
 _tt_cache_get = _tt_cache.get
 
+# The bytes TensorType ids digest: b"t<dtype>(" then the dimensions as little-endian int64
+# (8 bytes each, so the rank is implied by the length: the encoding is injective).  struct
+# packs in C; ``q`` rejects dimensions of 2**63 or more (struct.error), negative ones are
+# rejected before packing.
+_PACK_MAX_RANK = 32
+_PACKS = [struct.Struct(f"<{k}q").pack for k in range(_PACK_MAX_RANK + 1)]
+_TT_PREFIX = {name: b"t" + name.encode() + b"(" for name in TENSOR_DTYPES}
 
-# the bytes TensorType ids digest, b"t<dtype>(<d0>,<d1>,...)", as one format per rank
-_KEY_FORMATS = [b"t%s(" + b",".join([b"%d"] * k) + b")" for k in range(9)]
+
+def _pack_dims(shp: tuple[int, ...]) -> bytes:
+    """The dimensions' part of a TensorType key (any rank); dims are ints in [0, 2**63)."""
+    if len(shp) <= _PACK_MAX_RANK:
+        return _PACKS[len(shp)](*shp)
+    return struct.pack(f"<{len(shp)}q", *shp)
 
 
 class Type(Node):
     """Base class of types."""
 
     __slots__ = ()
+    # Types carry no summary bits: a class attribute (it shadows the slot, never written) saves
+    # a slot store per new type.
+    _mask = 0
 
 
 class TensorType(Type, final=True):
@@ -103,54 +117,37 @@ class TensorType(Type, final=True):
                     n = r()
                     if n is not None:
                         return n
+                # the fresh-type path: exact ints, a str dtype, an empty slot
+                dt = _DTYPE_MEMO.get(dtype)
+                if dt is not None and len(shape) <= _PACK_MAX_RANK:
+                    for d in shape:
+                        if d < 0:
+                            break
+                    else:
+                        try:
+                            key = digest(_TT_PREFIX[dt] + _PACKS[len(shape)](*shape))
+                        except struct.error:  # a dimension of 2**63 or more: the checks below
+                            key = None
+                        if key is not None and _get(key) is None and key not in _collided:
+                            n = _new(_TensorTypeB)
+                            n.shape = shape
+                            n.dtype = dt
+                            n.id = key
+                            n.__class__ = TensorType
+                            ref = _Ref(n, _drop)
+                            ref.key = key  # type: ignore[attr-defined]
+                            if _setdefault(key, ref) is ref:
+                                if len(_tt_cache) >= TENSOR_TYPE_CACHE_MAX:
+                                    _tt_cache.clear()
+                                _tt_cache[(shape, dtype)] = ref
+                                return n
         elif type(shape) is not tuple:
             try:
                 shape = tuple(shape)
             except TypeError:
                 raise WellFormedError(f"TensorType shape must be a sequence of ints, got {shape!r:.80}"
                                       ) from None
-        shp = shape
-        for d in shape:
-            if type(d) is not int:
-                if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
-                    raise WellFormedError(f"TensorType shape must hold ints, got {safe_repr(shape)}")
-                shp = tuple(int(x) for x in shape)  # numpy ints -> ints
-                break
-        if shp and (min(shp) < 0 or max(shp) > MAX_INDEX):  # shp holds ints only here
-            for d in shp:
-                if not 0 <= d <= MAX_INDEX:
-                    raise WellFormedError(f"TensorType dimensions must be in [0, 2**63), got {short_int(d)}")
-        dt = _DTYPE_MEMO.get(dtype) if type(dtype) is str else None
-        if dt is None:
-            dt = normalize_dtype(dtype)
-        if len(shp) < len(_KEY_FORMATS):
-            key = digest(_KEY_FORMATS[len(shp)] % (dt.encode(), *shp))
-        else:
-            key = digest(b"t%s(%s)" % (dt.encode(), b",".join(map(b"%d".__mod__, shp))))
-        r = _get(key)
-        n = None if r is None else r()
-        if n is None or type(n) is not TensorType or n.shape != shp or n.dtype != dt:
-            if r is None and key not in _collided:  # an empty slot: insert directly
-                n = _new(TensorType)
-                _set_shape(n, shp)
-                _set_dtype(n, dt)
-                _set_mask(n, 0)
-                _set_id(n, key)
-                ref = _Ref(n, _drop)
-                ref.key = key  # type: ignore[attr-defined]
-                if _setdefault(key, ref) is not ref:
-                    n = None
-            else:
-                n = None
-            if n is None:
-                n = intern(TensorType, key,
-                           lambda n: type(n) is TensorType and n.shape == shp and n.dtype == dt,
-                           {"shape": shp, "dtype": dt}, 0)
-        if shp is shape and type(dtype) is str:  # exact ints and a str: cacheable
-            if len(_tt_cache) >= TENSOR_TYPE_CACHE_MAX:
-                _tt_cache.clear()
-            _tt_cache[(shp, dtype)] = weakref.ref(n)
-        return n
+        return _tensor_type(shape, dtype)
 
     @property
     def ndim(self) -> int:
@@ -172,8 +169,37 @@ class TensorType(Type, final=True):
         return hooks.type_str(self)
 
 
-_set_shape = TensorType.__dict__["shape"].__set__
-_set_dtype = TensorType.__dict__["dtype"].__set__
+def _tensor_type(shape: tuple[Any, ...], dtype: Any) -> TensorType:
+    """The general TensorType path: validates and converts ``shape`` and ``dtype``, probes the
+    table (collisions included) and caches exact inputs."""
+    shp = shape
+    for d in shape:
+        if type(d) is not int:
+            if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+                raise WellFormedError(f"TensorType shape must hold ints, got {safe_repr(shape)}")
+            shp = tuple(int(x) for x in shape)  # numpy ints -> ints
+            break
+    for d in shp:
+        if not 0 <= d <= MAX_INDEX:
+            raise WellFormedError(f"TensorType dimensions must be in [0, 2**63), got {short_int(d)}")
+    dt = _DTYPE_MEMO.get(dtype) if type(dtype) is str else None
+    if dt is None:
+        dt = normalize_dtype(dtype)
+    key = digest(_TT_PREFIX[dt] + _pack_dims(shp))
+    r = _get(key)
+    n: Any = None if r is None else r()
+    if n is None or type(n) is not TensorType or n.shape != shp or n.dtype != dt:
+        n = intern(TensorType, key, lambda n: type(n) is TensorType and n.shape == shp and n.dtype == dt,
+                   {"shape": shp, "dtype": dt}, None)
+        r = _get(n.id)
+    if shp is shape and type(dtype) is str and r is not None and r() is n:  # exact: cacheable
+        if len(_tt_cache) >= TENSOR_TYPE_CACHE_MAX:
+            _tt_cache.clear()
+        _tt_cache[(shp, dtype)] = r
+    return n
+
+
+_TensorTypeB = builder_twin(TensorType)
 
 
 class TupleType(Type, final=True):

@@ -253,6 +253,7 @@ def test_forced_collisions_stay_exact_after_the_chain_head_dies(monkeypatch):
     monkeypatch.setattr(node_mod, "digest", lambda b: real(b[:1]))  # collide every node of one kind
     monkeypatch.setattr(pyir.types, "digest", node_mod.digest)
     monkeypatch.setattr(pyir.expr, "digest", node_mod.digest)
+    monkeypatch.setattr(pyir.op.registry, "digest", node_mod.digest)  # the builders' inlined path
     try:
         a = pyir.TensorType((3, 1, 17), "float32")
         b = pyir.TensorType((3, 1, 18), "float32")

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AttrError, TypeCheckError, UnknownOpError
-from ..node import OP_BIT0, Attrs, attrs_of, safe_repr
+from ..node import OP_BIT0, Attrs, _get, attrs_of, digest, safe_repr
 from ..types import Type, normalize_dtype
 
 __all__ = ["OpPattern", "AttrSpec", "OpDef", "register_op", "get_op_def", "list_ops", "REQUIRED"]
@@ -133,6 +133,7 @@ Compute = Callable[..., Any]
 # references), is bounded (cleared when full) and is a plain dict (entries are set and read
 # atomically; racing threads at worst compute the same Attrs twice).
 
+MARSHAL_VERSION = 4
 ATTR_CACHE_MAX = 512
 """Entries per operator in the attribute cache (the cache is cleared when it is full)."""
 
@@ -152,7 +153,7 @@ def _plain(v: Any, depth: int = 0) -> bool:
 def attrs_key(given: dict[str, Any]) -> bytes | None:
     """A type-exact key of raw attribute values (names and values), or None if there is none."""
     try:
-        return _marshal(given, 2)
+        return _marshal(given, MARSHAL_VERSION)
     except Exception:  # unmarshallable, too deeply nested, a buffer that cannot be exported
         return None
 
@@ -183,18 +184,24 @@ class OpDef:
         """This operator's summary bit (see ``Node._mask``)."""
         return 1 << self.bit
 
-    def normalize_attrs(self, attrs: Mapping[str, Any] | Attrs | None) -> Attrs:
-        """Validate ``attrs`` against the schema, fill defaults, return canonical Attrs."""
+    def normalize_attrs(self, attrs: Mapping[str, Any] | Attrs | None, key: Any = None) -> Attrs:
+        """Validate ``attrs`` against the schema, fill defaults, return canonical Attrs.
+
+        ``key``: the builders pass the cache key of a dict they already computed (and missed),
+        so a miss computes it once.
+        """
         cache = self._cache
         t = type(attrs)
         if t is dict or attrs is None:
-            key = attrs_key(attrs) if attrs else ()  # type: ignore[arg-type]
+            if key is None:
+                key = attrs_key(attrs) if attrs else ()  # type: ignore[arg-type]
+                if key is not None:
+                    e = cache.get(key)
+                    if e is not None:
+                        a = e()
+                        if a is not None:
+                            return a
             if key is not None:
-                e = cache.get(key)
-                if e is not None:
-                    a = e()
-                    if a is not None:
-                        return a
                 a = self._normalize(dict(attrs) if attrs else {})
                 if not attrs or cacheable(attrs):  # type: ignore[arg-type]
                     if len(cache) >= ATTR_CACHE_MAX:
@@ -285,7 +292,7 @@ def register_op(
                      OP_BIT0 + len(_registry), doc, canonicalize,
                      {a.name: a for a in attrs})
         _registry[name] = odef
-    from ..expr import Expr, Op, as_expr, make_call
+    from ..expr import Call, Expr, Op, as_expr, new_call
     from ..node import EMPTY_ATTRS
 
     op_node = Op(name)
@@ -293,35 +300,63 @@ def register_op(
     cache = odef._cache
     get = cache.get
     normalize = odef.normalize_attrs
-    no_attrs = not attrs
-
-    def builder(*args: Any, **kw: Any) -> Any:
-        if n_in is not None and len(args) != n_in:
-            odef.check_arity(len(args))
-        for x in args:
-            if not isinstance(x, Expr):
-                args = tuple(as_expr(x) for x in args)
-                break
-        if n_in is None:
-            odef.check_arity(len(args))
-        if kw:
-            a = None
-            try:
-                e = get(_marshal(kw, 2))  # the key of attrs_key, inlined
-            except Exception:  # no key (see attrs_key): the uncached path
-                e = None
-            if e is not None:
-                a = e()
-            if a is None:
-                a = normalize(kw)
-        elif no_attrs:
-            a = EMPTY_ATTRS
-        else:
-            e = get(())
-            a = e() if e is not None else None
-            if a is None:
-                a = normalize(None)
-        return make_call(op_node, args, a)
+    opmask = op_node._mask
+    prefix = b"C" + op_node.id  # the start of this operator's Call keys
+    if not attrs:
+        builder = _builder_no_attrs(odef, op_node, prefix + EMPTY_ATTRS.id)
+    else:
+        def builder(*args: Any, **kw: Any) -> Any:
+            if len(args) != n_in:
+                odef.check_arity(len(args))
+            for x in args:
+                if not isinstance(x, Expr):
+                    args = tuple(as_expr(x) for x in args)
+                    break
+            if kw:
+                k: Any = None
+                try:
+                    k = _marshal(kw, MARSHAL_VERSION)  # the key of attrs_key, inlined
+                    a = get(k)()  # type: ignore[misc]  # no entry: None() is a TypeError
+                except Exception:  # no key (see attrs_key), no entry: the uncached path
+                    a = None
+                if a is None:
+                    a = normalize(kw, k)
+            else:
+                e = get(())
+                a = e() if e is not None else None
+                if a is None:
+                    a = normalize(None)
+            if n_in == 1:  # make_call, inlined
+                a0 = args[0]
+                key = digest(prefix + a.id + a0.id)
+                r = _get(key)
+                if r is not None:
+                    node = r()
+                    if type(node) is Call and node.attrs is a and node.args == args and node.op is op_node:
+                        return node
+                return new_call(op_node, args, a, key, opmask | a0._mask)
+            if n_in == 2:
+                a0, a1 = args
+                key = digest(b"".join((prefix, a.id, a0.id, a1.id)))
+                r = _get(key)
+                if r is not None:
+                    node = r()
+                    if type(node) is Call and node.attrs is a and node.args == args and node.op is op_node:
+                        return node
+                return new_call(op_node, args, a, key, opmask | a0._mask | a1._mask)
+            parts = [prefix, a.id]
+            for x in args:
+                parts.append(x.id)
+            key = digest(b"".join(parts))
+            r = _get(key)
+            if r is not None:
+                node = r()
+                if type(node) is Call and node.attrs is a and node.args == args and node.op is op_node:
+                    return node
+            mask = opmask
+            for x in args:
+                mask |= x._mask
+            return new_call(op_node, args, a, key, mask)
 
     builder.__name__ = name.rsplit(".", 1)[-1]
     builder.__qualname__ = builder.__name__
@@ -329,4 +364,46 @@ def register_op(
     kind = pattern.name.lower()
     builder.__doc__ = f"{doc}\n\nOperator ``{name}`` ({kind}); attributes: {schema or 'none'}."
     builder.op = op_node  # type: ignore[attr-defined]
+    return builder
+
+
+def _builder_no_attrs(odef: OpDef, op_node: Any, prefix: bytes) -> Callable[..., Any]:
+    """The builder of an operator without attributes: ``prefix`` is its Calls' key start
+    (b"C", the operator's id, the empty Attrs' id)."""
+    from ..expr import Call, Expr, as_expr, make_call, new_call
+    from ..node import EMPTY_ATTRS
+
+    n_in = odef.num_inputs
+    opmask = op_node._mask
+    empty = EMPTY_ATTRS
+
+    def builder(*args: Any, **kw: Any) -> Any:
+        if kw:  # no attributes: an AttrError naming them
+            odef.normalize_attrs(kw)
+        for x in args:
+            if not isinstance(x, Expr):
+                args = tuple(as_expr(x) for x in args)
+                break
+        if len(args) == 1 and n_in == 1:
+            a0 = args[0]
+            key = digest(prefix + a0.id)
+            r = _get(key)
+            if r is not None:
+                node = r()
+                if type(node) is Call and node.args == args and node.attrs is empty and node.op is op_node:
+                    return node
+            return new_call(op_node, args, empty, key, opmask | a0._mask)
+        if len(args) == 2 and n_in == 2:
+            a0, a1 = args
+            key = digest(prefix + a0.id + a1.id)
+            r = _get(key)
+            if r is not None:
+                node = r()
+                if type(node) is Call and node.args == args and node.attrs is empty and node.op is op_node:
+                    return node
+            return new_call(op_node, args, empty, key, opmask | a0._mask | a1._mask)
+        if len(args) != n_in:
+            odef.check_arity(len(args))
+        return make_call(op_node, args, empty)
+
     return builder
