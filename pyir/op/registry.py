@@ -120,11 +120,16 @@ Compute = Callable[..., Any]
 # to) the Attrs its schema made of them, so a builder call with attributes seen before costs a
 # key, a dict lookup and a dereference.
 #
-# The key is ``marshal.dumps(attrs, 2)``: bytes that spell every value with its exact type
+# The key is ``marshal.dumps(attrs, v)``: bytes that spell every value with its exact type
 # (``1``, ``1.0`` and ``True`` differ, floats are bit patterns so ``0.0`` and ``-0.0`` differ,
 # tuples and lists nest), computed in C with a depth limit (a deep or unmarshallable value
-# raises ValueError and takes the uncached path, which rejects it).  Marshal format 2 writes
-# no back-references, so the bytes depend on the values only.  Marshal spells any buffer
+# raises ValueError and takes the uncached path, which rejects it).  ``v`` is 2 for a single
+# attribute and 4 for more (format 4 spells ASCII names and small tuples more cheaply but pays
+# a table of back-references per call: faster from two values on); a dict always gets the
+# version of its length.  Format 4's back-references point at an earlier occurrence of the
+# very same object, so its bytes still decode to exactly the given values: equal keys mean
+# equal, type-exact values (the same value may be spelled in two ways -- at worst a second
+# entry).  Marshal spells any buffer
 # (bytes, numpy scalars) alike, so an entry is stored only when every value is None, bool, int,
 # float, str or a tuple/list of them: the format is a prefix code, so a key equal to a stored
 # one spells values of exactly those types.  An entry maps to the live canonical Attrs the
@@ -133,7 +138,6 @@ Compute = Callable[..., Any]
 # references), is bounded (cleared when full) and is a plain dict (entries are set and read
 # atomically; racing threads at worst compute the same Attrs twice).
 
-MARSHAL_VERSION = 4
 ATTR_CACHE_MAX = 512
 """Entries per operator in the attribute cache (the cache is cleared when it is full)."""
 
@@ -153,7 +157,7 @@ def _plain(v: Any, depth: int = 0) -> bool:
 def attrs_key(given: dict[str, Any]) -> bytes | None:
     """A type-exact key of raw attribute values (names and values), or None if there is none."""
     try:
-        return _marshal(given, MARSHAL_VERSION)
+        return _marshal(given, 2 if len(given) == 1 else 4)
     except Exception:  # unmarshallable, too deeply nested, a buffer that cannot be exported
         return None
 
@@ -292,8 +296,8 @@ def register_op(
                      OP_BIT0 + len(_registry), doc, canonicalize,
                      {a.name: a for a in attrs})
         _registry[name] = odef
-    from ..expr import Call, Expr, Op, as_expr, new_call
-    from ..node import EMPTY_ATTRS
+    from ..expr import Call, Expr, Op, _CallB, as_expr, new_call
+    from ..node import EMPTY_ATTRS, _collided, _drop, _new, _Ref, _setdefault, intern_mask, mask_get
 
     op_node = Op(name)
     n_in = num_inputs
@@ -315,7 +319,7 @@ def register_op(
             if kw:
                 k: Any = None
                 try:
-                    k = _marshal(kw, MARSHAL_VERSION)  # the key of attrs_key, inlined
+                    k = _marshal(kw, 2 if len(kw) == 1 else 4)  # the key of attrs_key, inlined
                     a = get(k)()  # type: ignore[misc]  # no entry: None() is a TypeError
                 except Exception:  # no key (see attrs_key), no entry: the uncached path
                     a = None
@@ -326,13 +330,28 @@ def register_op(
                 a = e() if e is not None else None
                 if a is None:
                     a = normalize(None)
-            if n_in == 1:  # make_call, inlined
+            node: Any
+            if n_in == 1:  # make_call and new_call, inlined
                 a0 = args[0]
                 key = digest(prefix + a.id + a0.id)
                 r = _get(key)
                 if r is not None:
                     node = r()
                     if type(node) is Call and node.attrs is a and node.args == args and node.op is op_node:
+                        return node
+                elif not _collided or key not in _collided:  # an empty slot: the node goes here
+                    node = _new(_CallB)
+                    node.op = op_node
+                    node.args = args
+                    node.attrs = a
+                    m = a0._mask
+                    mask = m | opmask
+                    node._mask = m if mask == m else mask_get(mask) or intern_mask(mask)
+                    node.id = key
+                    node.__class__ = Call
+                    ref = _Ref(node, _drop)
+                    ref.key = key  # type: ignore[attr-defined]
+                    if _setdefault(key, ref) is ref:
                         return node
                 return new_call(op_node, args, a, key, opmask | a0._mask)
             if n_in == 2:
@@ -342,6 +361,20 @@ def register_op(
                 if r is not None:
                     node = r()
                     if type(node) is Call and node.attrs is a and node.args == args and node.op is op_node:
+                        return node
+                elif not _collided or key not in _collided:
+                    node = _new(_CallB)
+                    node.op = op_node
+                    node.args = args
+                    node.attrs = a
+                    m = a0._mask
+                    mask = m | a1._mask | opmask
+                    node._mask = m if mask == m else mask_get(mask) or intern_mask(mask)
+                    node.id = key
+                    node.__class__ = Call
+                    ref = _Ref(node, _drop)
+                    ref.key = key  # type: ignore[attr-defined]
+                    if _setdefault(key, ref) is ref:
                         return node
                 return new_call(op_node, args, a, key, opmask | a0._mask | a1._mask)
             parts = [prefix, a.id]
@@ -369,9 +402,10 @@ def register_op(
 
 def _builder_no_attrs(odef: OpDef, op_node: Any, prefix: bytes) -> Callable[..., Any]:
     """The builder of an operator without attributes: ``prefix`` is its Calls' key start
-    (b"C", the operator's id, the empty Attrs' id)."""
-    from ..expr import Call, Expr, as_expr, make_call, new_call
-    from ..node import EMPTY_ATTRS
+    (b"C", the operator's id, the empty Attrs' id).  The one- and two-input paths are
+    :func:`pyir.expr.make_call` and :func:`pyir.expr.new_call` inlined."""
+    from ..expr import Call, Expr, _CallB, as_expr, make_call, new_call
+    from ..node import EMPTY_ATTRS, _collided, _drop, _new, _Ref, _setdefault, intern_mask, mask_get
 
     n_in = odef.num_inputs
     opmask = op_node._mask
@@ -384,6 +418,7 @@ def _builder_no_attrs(odef: OpDef, op_node: Any, prefix: bytes) -> Callable[...,
             if not isinstance(x, Expr):
                 args = tuple(as_expr(x) for x in args)
                 break
+        node: Any
         if len(args) == 1 and n_in == 1:
             a0 = args[0]
             key = digest(prefix + a0.id)
@@ -391,6 +426,20 @@ def _builder_no_attrs(odef: OpDef, op_node: Any, prefix: bytes) -> Callable[...,
             if r is not None:
                 node = r()
                 if type(node) is Call and node.args == args and node.attrs is empty and node.op is op_node:
+                    return node
+            elif not _collided or key not in _collided:  # an empty slot: the node goes here
+                node = _new(_CallB)
+                node.op = op_node
+                node.args = args
+                node.attrs = empty
+                m = a0._mask
+                mask = m | opmask
+                node._mask = m if mask == m else mask_get(mask) or intern_mask(mask)
+                node.id = key
+                node.__class__ = Call
+                ref = _Ref(node, _drop)
+                ref.key = key  # type: ignore[attr-defined]
+                if _setdefault(key, ref) is ref:
                     return node
             return new_call(op_node, args, empty, key, opmask | a0._mask)
         if len(args) == 2 and n_in == 2:
@@ -400,6 +449,20 @@ def _builder_no_attrs(odef: OpDef, op_node: Any, prefix: bytes) -> Callable[...,
             if r is not None:
                 node = r()
                 if type(node) is Call and node.args == args and node.attrs is empty and node.op is op_node:
+                    return node
+            elif not _collided or key not in _collided:
+                node = _new(_CallB)
+                node.op = op_node
+                node.args = args
+                node.attrs = empty
+                m = a0._mask
+                mask = m | a1._mask | opmask
+                node._mask = m if mask == m else mask_get(mask) or intern_mask(mask)
+                node.id = key
+                node.__class__ = Call
+                ref = _Ref(node, _drop)
+                ref.key = key  # type: ignore[attr-defined]
+                if _setdefault(key, ref) is ref:
                     return node
             return new_call(op_node, args, empty, key, opmask | a0._mask | a1._mask)
         if len(args) != n_in:
