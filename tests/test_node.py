@@ -523,3 +523,215 @@ def test_fresh_vars_are_interned_and_found_by_uid():
     before = live_node_count()
     vs = [pyir.Var("v", t) for _ in range(1000)]
     assert live_node_count() >= before + 1000 and len({u.uid for u in vs}) == 1000
+
+
+# -- issue 11 item 5 / issue 10 (lighter nodes): var ids, uids, masks, builder twins, caches --
+
+
+def test_a_vars_id_is_its_uid_and_survives_a_round_trip():
+    """A Var's id is its uid (the same bytes object): a fresh var, a var rebuilt from its uid, a
+    var loaded from both formats."""
+    t = pyir.TensorType((3,))
+    v = pyir.Var("v", t)
+    assert v.id is v.uid and len(v.uid) == 16
+    u = bytes(range(16))
+    w = pyir.Var("w", None, uid=u)
+    assert w.id == u == w.uid and pyir.Var("w", None, uid=bytes(range(16))) is w
+    m = pyir.Module({"main": pyir.Function([v], op.exp(v))})
+    for loaded in (pyir.loads(pyir.dumps(m)), pyir.from_json(pyir.to_json(m))):
+        assert loaded["main"] is m["main"] and loaded["main"].params[0].id == v.uid
+
+
+def test_a_given_uid_that_is_a_live_nodes_id_is_an_error():
+    """A var's key is its uid: a given uid equal to the id of a live node of another kind (only
+    a forged one can be) is a WellFormedError, also through the loaders (SerializationError);
+    such a node is never shadowed or re-keyed."""
+    x = pyir.var("x", shape=(2,))
+    c = op.nn.relu(x)
+    with pytest.raises(pyir.WellFormedError, match="live Call"):
+        pyir.Var("v", None, uid=c.id)
+    assert op.nn.relu(x) is c
+    m = pyir.Module({"main": pyir.Function([x], c)})
+    forged = pyir.to_json(m).replace(x.uid.hex(), c.id.hex())
+    with pytest.raises(pyir.SerializationError):
+        pyir.from_json(forged)
+
+
+def test_a_var_built_where_a_node_lives_is_found_past_it(monkeypatch):
+    """The (impossible) clash of a fresh uid with a live node's id draws another uid, and a Call
+    whose digest is a live var's uid is re-keyed and still found (the collision probe)."""
+    import pyir.expr as expr_mod
+    import pyir.node as node_mod
+
+    x = pyir.var("x", shape=(2,))
+    c = op.exp(x)
+    uids = iter([c.id, bytes(range(1, 17))])
+    monkeypatch.setattr(expr_mod, "_next_uid", lambda: next(uids))
+    v = pyir.Var("v")
+    assert v.uid == bytes(range(1, 17)) and op.exp(x) is c
+    monkeypatch.undo()
+    collided_before = set(node_mod._collided)
+    try:
+        real = node_mod.digest
+        target = pyir.var("t")  # a live var: the forced digest of the next call is its uid
+        monkeypatch.setattr(pyir.op.registry, "digest", lambda b: target.uid if b[:1] == b"C" else real(b))
+        monkeypatch.setattr(expr_mod, "digest", pyir.op.registry.digest)
+        y = pyir.var("y", shape=(2,))
+        ty = op.tanh(y)
+        assert ty.id != target.uid and type(ty) is pyir.Call
+        assert op.tanh(y) is ty and pyir.Call(ty.op, [y]) is ty
+        assert pyir.Var("t", None, uid=target.uid) is target
+    finally:
+        node_mod._collided.difference_update(node_mod._collided - collided_before)
+
+
+def test_fresh_uids_are_unique_across_threads():
+    """Uids come from one C-level counter: threads drawing at once never get the same uid."""
+    n_threads, per = 8, 5000
+    out: list[list] = [[] for _ in range(n_threads)]
+    barrier = threading.Barrier(n_threads)
+
+    def work(slot):
+        barrier.wait()
+        out[slot] = [pyir.Var("v") for _ in range(per)]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    uids = {v.uid for vs in out for v in vs}
+    assert len(uids) == n_threads * per
+    assert all(pyir.Var("v", None, uid=v.uid) is v for vs in out for v in vs[:50])
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_draws_other_uids():
+    """After os.fork the child gets a new random uid prefix (else parent and child would make
+    variables with the same uids, and merging their results would clash)."""
+    import os
+
+    r, w = os.pipe()
+    parent = pyir.Var("p").uid
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.write(w, pyir.Var("c").uid)
+        finally:
+            os._exit(0)
+    os.close(w)
+    child = os.read(r, 16)
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert len(child) == 16 and child[:8] != parent[:8]
+    assert child != pyir.Var("p2").uid
+
+
+def test_masks_are_shared_ints_equal_to_the_or_of_the_children():
+    """Masks are interned (nodes with equal masks share one int object) and still the OR of
+    the children's masks and the node's own bit; the mask table is bounded."""
+    import pyir.node as node_mod
+    from pyir.node import F_CONST, F_FUNC, F_LET, F_TUPLE, F_VAR, MASK_TABLE_MAX
+
+    x, y = pyir.var("x", shape=(4,)), pyir.var("y", shape=(4,))
+    relu_bit, exp_bit = pyir.Op("nn.relu")._mask, pyir.Op("exp")._mask
+    a, b = op.nn.relu(op.exp(x)), op.nn.relu(op.exp(y))
+    assert a._mask == b._mask == relu_bit | exp_bit | F_VAR and a._mask is b._mask
+    t = pyir.Tuple([a, pyir.const(1.0)])
+    assert t._mask == a._mask | F_TUPLE | F_CONST
+    v = pyir.var("v")
+    let = pyir.Let(v, a, v)
+    f = pyir.Function([x], a)
+    assert let._mask == F_LET | v._mask | a._mask and f._mask == F_FUNC | a._mask
+    assert pyir.TensorType((4,))._mask == 0 and pyir.Attrs(a=1)._mask == 0
+    for i in range(MASK_TABLE_MAX + 10):  # distinct values: the table is cleared when full
+        node_mod.intern_mask((1 << 200) + i)
+    assert 0 < len(node_mod._masks) <= MASK_TABLE_MAX
+    assert node_mod.intern_mask(relu_bit | exp_bit | F_VAR) == a._mask
+
+
+def test_builder_twins_never_escape():
+    """The fast paths fill nodes in as private twins and turn them into their kind before
+    publishing: every node has its kind's exact type and is immutable."""
+    from pyir.node import builder_twin
+
+    x = pyir.var("x", shape=(2, 2))
+    nodes = [x, pyir.TensorType((7, 7)), op.nn.relu(x), op.add(x, x), op.nn.softmax(x, axis=0),
+             op.concatenate(pyir.Tuple([x, x]), axis=0), pyir.Tuple([x]),
+             pyir.TupleGetItem(pyir.Tuple([x]), 0),
+             pyir.Function([x], x), pyir.Let(pyir.var("v"), x, x), pyir.If(pyir.const(True), x, x),
+             pyir.const(3.5), pyir.const(np.arange(3))]
+    kinds = {pyir.Var, pyir.TensorType, pyir.Call, pyir.Tuple, pyir.TupleGetItem, pyir.Function, pyir.Let,
+             pyir.If, pyir.Constant}
+    for n in nodes:
+        assert type(n) in kinds and not type(n).__name__.endswith("Builder")
+        with pytest.raises(pyir.ImmutableError):
+            n.id = b"x" * 16
+    twin = builder_twin(pyir.Tuple)
+    assert twin.__mro__[1] is pyir.Expr and twin.__slots__ == pyir.Tuple.__slots__
+
+
+def test_op_nodes_and_builder_errors():
+    """Op(name) is one node per operator (cached); an unknown name is still UnknownOpError; a
+    builder given attributes its operator does not have, or the wrong number of inputs, raises
+    pyir errors (AttrError, TypeCheckError), never a bare TypeError."""
+    assert pyir.Op("nn.relu") is pyir.Op("nn.relu") is op.nn.relu.op
+    with pytest.raises(pyir.UnknownOpError):
+        pyir.Op("no.such.op")
+    x = pyir.var("x", shape=(2,))
+    with pytest.raises(pyir.AttrError):
+        op.nn.relu(x, alpha=1)
+    with pytest.raises(pyir.AttrError):
+        op.add(x, x, axis=0)
+    for bad in [(), (x, x)]:
+        with pytest.raises(pyir.TypeCheckError):
+            op.nn.relu(*bad)
+    with pytest.raises(pyir.TypeCheckError):
+        op.nn.softmax(x, x, axis=0)
+    with pytest.raises(pyir.TypeCheckError):
+        op.add(x)
+
+
+def test_scalar_constant_cache_is_exact_bounded_and_weak():
+    """The Python-scalar constant cache returns what the uncached path builds: type, sign, NaN
+    payload and dtype kept apart; bounded; holds no constant alive."""
+    import struct
+    import weakref
+
+    from pyir.expr import CONST_CACHE_MAX, _const_cache
+
+    nan2 = struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000001))[0]
+    values = [0.0, -0.0, 1.0, 1, True, False, 0, float("nan"), float("inf")]
+    built = [pyir.const(v) for v in values]
+    assert len({id(c) for c in built}) == len(values)
+    for v, c in zip(values, built):
+        assert pyir.const(v) is c is pyir.Constant(np.asarray(v, dtype=c.dtype))
+    n1, n2 = pyir.const(float("nan"), "float64"), pyir.const(nan2, "float64")  # payloads differ
+    assert n1 is not n2 and pyir.const(nan2, "float64") is n2 and pyir.const(float("nan"), "float64") is n1
+    assert pyir.const(nan2) is pyir.Constant(np.float32(nan2))  # whatever float32 makes of it
+    assert pyir.const(1.0, "float64") is not pyir.const(1.0) and pyir.const(1.0, "float64").dtype == "float64"
+    assert pyir.const(2, "float32") is pyir.const(2.0)
+    with pytest.raises(pyir.WellFormedError):
+        pyir.const(1 << 40)  # int32 overflow: an error, not cached
+    with pytest.raises(pyir.WellFormedError):
+        pyir.const(1 << 40)
+    cs = [pyir.const(float(i) + 0.5) for i in range(2 * CONST_CACHE_MAX)]
+    assert 0 < len(_const_cache) <= CONST_CACHE_MAX
+    ref = weakref.ref(cs[-1])
+    del cs
+    gc.collect()
+    assert ref() is None
+
+
+def test_tensor_type_and_constant_keys_are_injective():
+    """Shapes that print alike or pack alike stay different types and constants: the rank is
+    part of the key (dims packed as int64)."""
+    t = [pyir.TensorType(s) for s in [(), (0,), (0, 0), (1, 0), (0, 1), (256,), (1, 256)]]
+    assert len({id(x) for x in t}) == len(t) and len({x.id for x in t}) == len(t)
+    c = [pyir.const(np.zeros(s, "float32")) for s in [(0,), (0, 0), (0, 0, 0), (1, 0), (0, 1)]]
+    assert len({x.id for x in c}) == len(c)
+    assert pyir.TensorType((2**63 - 1,)).shape == (2**63 - 1,)
+    with pytest.raises(pyir.WellFormedError):
+        pyir.TensorType((2**63,))
+    big = tuple(range(1, 41))  # beyond the precompiled ranks
+    assert pyir.TensorType(big) is pyir.TensorType(list(big)) and pyir.TensorType(big).shape == big
