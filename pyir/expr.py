@@ -11,6 +11,7 @@ import itertools
 import os
 import struct
 from collections.abc import Iterable, Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -483,6 +484,7 @@ class Op(Expr, final=True):
 # -- Call: the hot path -----------------------------------------------------------------
 
 _EMPTY_ID = EMPTY_ATTRS.id
+_id_of = attrgetter("id")
 
 
 class Call(Expr, final=True):
@@ -552,11 +554,9 @@ def make_call(op: Expr, args: tuple[Expr, ...], attrs: Attrs) -> Call:
         mask = op._mask | a0._mask | a1._mask
     else:
         mask = op._mask
-        parts = [b"C", op.id, attrs.id]
         for a in args:
-            parts.append(a.id)
             mask |= a._mask
-        key = digest(b"".join(parts))
+        key = digest(b"".join((b"C", op.id, attrs.id, *map(_id_of, args))))
     r = _get(key)
     if r is not None:
         node = r()

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from marshal import dumps as _marshal
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -142,6 +143,7 @@ ATTR_CACHE_MAX = 512
 """Entries per operator in the attribute cache (the cache is cleared when it is full)."""
 
 _PLAIN_SCALARS = (int, float, str, bool, type(None))
+_id_of = attrgetter("id")
 
 
 def _plain(v: Any, depth: int = 0) -> bool:
@@ -377,10 +379,7 @@ def register_op(
                     if _setdefault(key, ref) is ref:
                         return node
                 return new_call(op_node, args, a, key, opmask | a0._mask | a1._mask)
-            parts = [prefix, a.id]
-            for x in args:
-                parts.append(x.id)
-            key = digest(b"".join(parts))
+            key = digest(b"".join((prefix, a.id, *map(_id_of, args))))
             r = _get(key)
             if r is not None:
                 node = r()
