@@ -5,7 +5,9 @@ weak intern table keyed by its 128-bit content ID:
 
 * ``id`` is ``XXH3-128`` over a canonical encoding of the node's kind tag, its
   scalar fields and its children's ids.  It is computed once, at construction,
-  from the children's already computed ids, so there is no recursion.
+  from the children's already computed ids, so there is no recursion.  A variable's
+  id is its 16-byte uid itself (unique by construction: nothing to digest); a
+  variable is never re-keyed (a given uid that is a live node's id is an error).
 * Interning is exact: a table hit is accepted only after comparing the fields
   (children by identity).  Should two different nodes ever share a digest, the
   later one is re-keyed along a deterministic probe sequence, so ids stay unique.
@@ -17,6 +19,12 @@ weak intern table keyed by its 128-bit content ID:
 Equality is identity and ``hash`` is the identity hash (computed by CPython in C,
 O(1), nothing stored).  Setting or deleting any attribute raises
 :class:`~pyir.errors.ImmutableError`.
+
+Construction fast paths (see :func:`builder_twin`): a new node is filled in as an
+instance of its kind's private twin class (same layout, plain attribute stores) and
+becomes its kind by ``__class__`` assignment before it is published, so no other code
+ever sees it mutable.  Summary masks are shared int objects (:func:`intern_mask`);
+types and ``Attrs`` have mask 0 as a class attribute.
 """
 
 from __future__ import annotations
