@@ -502,6 +502,8 @@ class Call(Expr, final=True):
 
     def __new__(cls, op: Expr | str, args: Iterable[Any] = (),
                 attrs: Mapping[str, Any] | Attrs | None = None, *, _checked: bool = False) -> Call:
+        if _checked and type(args) is tuple and type(attrs) is Attrs:  # the passes' and loaders' path
+            return make_call(op, args, attrs)  # type: ignore[arg-type]
         if attrs is not None and type(attrs) is not Attrs and type(attrs) is not dict \
                 and not isinstance(attrs, Mapping):
             raise AttrError(f"Call attributes must be a mapping or Attrs, got {attrs!r:.80}")
