@@ -35,6 +35,7 @@ import struct
 import weakref
 from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]
 from collections.abc import Iterator, Mapping
+from marshal import dumps as _marshal
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -455,6 +456,30 @@ def _same_items(a: tuple[tuple[str, Any], ...], b: tuple[tuple[str, Any], ...]) 
     return True
 
 
+_PLAIN_SCALARS = (int, float, str, bool, type(None))
+
+
+def plain_value(v: Any, depth: int = 0) -> bool:
+    """``v`` holds only None, bool, int, float, str and tuples/lists of them (what a marshal
+    key spells unambiguously: marshal spells any buffer, numpy scalars included, as bytes)."""
+    t = type(v)
+    if t in _PLAIN_SCALARS:
+        return True
+    if (t is tuple or t is list) and depth < 100:
+        return all(plain_value(x, depth + 1) for x in v)
+    return False
+
+
+ATTRS_CACHE_MAX = 1024
+"""Entries of the ``Attrs`` cache: ``marshal.dumps`` of a plain dict given to ``Attrs`` (format 2
+for one item, 4 for more: type-exact, see ``pyir.op.registry``) -> the weak reference of the
+Attrs' table entry, so ``Attrs({"Primitive": 1})`` seen before costs a key and a lookup.  Only
+dicts of str names and plain values (:func:`plain_value`) are entered; holds no Attrs alive;
+cleared when full."""
+_attrs_cache: dict[bytes, Any] = {}
+_attrs_cache_get = _attrs_cache.get
+
+
 class Attrs(Node, final=True):
     """An immutable, interned mapping of attribute names to immutable values.
 
@@ -472,6 +497,19 @@ class Attrs(Node, final=True):
     def __new__(cls, mapping: Mapping[str, Any] | Attrs | None = None, **kw: Any) -> Attrs:
         if type(mapping) is Attrs and not kw:
             return mapping
+        given = mapping if type(mapping) is dict and not kw else kw if mapping is None else None
+        ck: Any = None
+        if given:  # the cache of plain dicts (see ATTRS_CACHE_MAX)
+            try:
+                ck = _marshal(given, 2 if len(given) == 1 else 4)
+            except Exception:  # unmarshallable (nodes, deep tuples): the uncached path
+                ck = None
+            else:
+                e = _attrs_cache_get(ck)
+                if e is not None:
+                    a = e()
+                    if a is not None:
+                        return a
         items: dict[str, Any] = {}
         if mapping is not None:
             if type(mapping) is not dict and not isinstance(mapping, (Mapping, Attrs)):
@@ -497,16 +535,20 @@ class Attrs(Node, final=True):
         key = digest(b"".join(out))
         tup = tuple(pairs)
         r = _get(key)  # the hit path: no closure, no field dict
-        if r is not None:
-            n = r()
-            if n is not None and type(n) is Attrs and _same_items(n._items, tup):
-                return n
+        n: Any = None if r is None else r()
+        if n is None or type(n) is not Attrs or not _same_items(n._items, tup):
 
-        def same(n: Node) -> bool:
-            return type(n) is Attrs and _same_items(n._items, tup)
+            def same(n: Node) -> bool:
+                return type(n) is Attrs and _same_items(n._items, tup)
 
-        return intern(Attrs, key, same,
-                      {"_items": tup, "_index": MappingProxyType(dict(tup))}, None)
+            n = intern(Attrs, key, same, {"_items": tup, "_index": MappingProxyType(dict(tup))}, None)
+            r = _get(n.id)
+        if ck is not None and r is not None and r() is n and all(
+                type(k) is str and plain_value(v) for k, v in given.items()):  # type: ignore[union-attr]
+            if len(_attrs_cache) >= ATTRS_CACHE_MAX:
+                _attrs_cache.clear()
+            _attrs_cache[ck] = r
+        return n
 
     def __getitem__(self, name: str) -> Any:
         try:

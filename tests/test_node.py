@@ -735,3 +735,34 @@ def test_tensor_type_and_constant_keys_are_injective():
         pyir.TensorType((2**63,))
     big = tuple(range(1, 41))  # beyond the precompiled ranks
     assert pyir.TensorType(big) is pyir.TensorType(list(big)) and pyir.TensorType(big).shape == big
+
+
+def test_attrs_cache_is_exact_bounded_and_weak():
+    """The cache of plain dicts given to Attrs returns what the uncached path builds (1, 1.0,
+    True, 0.0 and -0.0, lists and tuples, numpy scalars, nodes as values), is bounded and keeps
+    no Attrs alive."""
+    import weakref
+
+    from pyir.node import ATTRS_CACHE_MAX, _attrs_cache
+
+    variants = [{"a": 1}, {"a": 1.0}, {"a": True}, {"a": 0.0}, {"a": -0.0}, {"a": (1, 2)}, {"a": "1"},
+                {"a": None}, {"a": 1, "b": (2, 3)}, {"b": (2, 3), "a": 1}]
+    built = [pyir.Attrs(d) for d in variants]
+    assert len({id(a) for a in built[:-1]}) == len(variants) - 1 and built[-1] is built[-2]
+    for d, a in zip(variants, built):
+        assert pyir.Attrs(d) is a and pyir.Attrs(**d) is a and pyir.Attrs(dict(d)) is a
+        assert pyir.Attrs(dict(d), z=0) is a.with_(z=0)
+    assert pyir.Attrs({"a": np.int64(1)}) is built[0] and pyir.Attrs({"a": [1, 2]}) is built[5]
+    assert pyir.Attrs({"a": np.float32(1.5)})["a"] == 1.5
+    t = pyir.TensorType((3,))
+    assert pyir.Attrs({"t": t}) is pyir.Attrs({"t": t}) and pyir.Attrs({"t": t})["t"] is t
+    for bad in [{"a": [1, [2, {}]]}, {1: 2}, {"a": "\ud800"}]:
+        with pytest.raises(pyir.AttrError):
+            pyir.Attrs(bad)
+    many = [pyir.Attrs({"k": i}) for i in range(2 * ATTRS_CACHE_MAX)]
+    assert 0 < len(_attrs_cache) <= ATTRS_CACHE_MAX
+    assert pyir.Attrs({"k": 5}) is many[5]
+    ref = weakref.ref(many[-1])
+    del many
+    gc.collect()
+    assert ref() is None

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AttrError, TypeCheckError, UnknownOpError
-from ..node import OP_BIT0, Attrs, _get, attrs_of, digest, safe_repr
+from ..node import OP_BIT0, Attrs, _get, attrs_of, digest, plain_value, safe_repr
 from ..types import Type, normalize_dtype
 
 __all__ = ["OpPattern", "AttrSpec", "OpDef", "register_op", "get_op_def", "list_ops", "REQUIRED"]
@@ -142,18 +142,10 @@ Compute = Callable[..., Any]
 ATTR_CACHE_MAX = 512
 """Entries per operator in the attribute cache (the cache is cleared when it is full)."""
 
-_PLAIN_SCALARS = (int, float, str, bool, type(None))
 _id_of = attrgetter("id")
 
 
-def _plain(v: Any, depth: int = 0) -> bool:
-    """``v`` holds only None, bool, int, float, str and tuples/lists of them."""
-    t = type(v)
-    if t in _PLAIN_SCALARS:
-        return True
-    if (t is tuple or t is list) and depth < 100:
-        return all(_plain(x, depth + 1) for x in v)
-    return False
+_plain = plain_value  # None, bool, int, float, str and tuples/lists of them
 
 
 def attrs_key(given: dict[str, Any]) -> bytes | None:
