@@ -11,7 +11,6 @@ import itertools
 import os
 import struct
 from collections.abc import Iterable, Mapping, Sequence
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -484,7 +483,6 @@ class Op(Expr, final=True):
 # -- Call: the hot path -----------------------------------------------------------------
 
 _EMPTY_ID = EMPTY_ATTRS.id
-_id_of = attrgetter("id")
 
 
 class Call(Expr, final=True):
@@ -554,11 +552,17 @@ def make_call(op: Expr, args: tuple[Expr, ...], attrs: Attrs) -> Call:
         a0, a1 = args
         key = digest(b"".join((b"C", op.id, attrs.id, a0.id, a1.id)))
         mask = op._mask | a0._mask | a1._mask
+    elif n == 3:
+        a0, a1, a2 = args
+        key = digest(b"".join((b"C", op.id, attrs.id, a0.id, a1.id, a2.id)))
+        mask = op._mask | a0._mask | a1._mask | a2._mask
     else:
         mask = op._mask
+        parts = [b"C", op.id, attrs.id]
         for a in args:
+            parts.append(a.id)
             mask |= a._mask
-        key = digest(b"".join((b"C", op.id, attrs.id, *map(_id_of, args))))
+        key = digest(b"".join(parts))
     r = _get(key)
     if r is not None:
         node = r()

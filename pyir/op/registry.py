@@ -19,7 +19,6 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from marshal import dumps as _marshal
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -142,7 +141,6 @@ Compute = Callable[..., Any]
 ATTR_CACHE_MAX = 512
 """Entries per operator in the attribute cache (the cache is cleared when it is full)."""
 
-_id_of = attrgetter("id")
 
 
 _plain = plain_value  # None, bool, int, float, str and tuples/lists of them
@@ -371,7 +369,14 @@ def register_op(
                     if _setdefault(key, ref) is ref:
                         return node
                 return new_call(op_node, args, a, key, opmask | a0._mask | a1._mask)
-            key = digest(b"".join((prefix, a.id, *map(_id_of, args))))
+            if n_in == 3:
+                a0, a1, a2 = args
+                key = digest(b"".join((prefix, a.id, a0.id, a1.id, a2.id)))
+            else:
+                parts = [prefix, a.id]
+                for x in args:
+                    parts.append(x.id)
+                key = digest(b"".join(parts))
             r = _get(key)
             if r is not None:
                 node = r()
