@@ -50,7 +50,7 @@ from .node import (
     publish,
     short_int,
 )
-from .types import TENSOR_DTYPES, TensorType, Type, _pack_dims, normalize_dtype
+from .types import TENSOR_DTYPES, TensorType, Type, _pack_dims, _tt_cache_get, normalize_dtype
 
 __all__ = [
     "Expr",
@@ -908,8 +908,32 @@ def var(name: str, type_annotation: Type | Sequence[int] | None = None, *,
             raise WellFormedError(f"var() takes a Type or a shape, got {type_annotation!r:.80}") from None
         type_annotation = None
     if shape is not None:
-        type_annotation = TensorType(shape, dtype)
-    return Var(name, type_annotation)
+        ta = None
+        if type(shape) is tuple and type(dtype) is str:  # TensorType's cache hit, inlined
+            for d in shape:
+                if type(d) is not int:
+                    break
+            else:
+                r = _tt_cache_get((shape, dtype))
+                if r is not None:
+                    ta = r()
+        type_annotation = ta if ta is not None else TensorType(shape, dtype)
+    if type(name) is not str or not name.isascii() or type_annotation is None \
+            or type(type_annotation) is not TensorType:
+        return Var(name, type_annotation)
+    # Var's fresh-uid path, inlined (no class call): a plain ASCII name, a TensorType
+    uid = _next_uid()
+    n: Any = _new(_VarB)
+    n.name_hint = name
+    n.type_annotation = type_annotation
+    n._mask = F_VAR
+    n.id = uid
+    n.__class__ = Var
+    ref = _Ref(n, _drop)
+    ref.key = uid  # type: ignore[attr-defined]
+    if _setdefault(uid, ref) is ref:
+        return n
+    return Var(name, type_annotation)  # the slot holds a (forged) node of this id: draw again
 
 
 def const(value: Any, dtype: Any = None) -> Constant:

@@ -766,3 +766,25 @@ def test_attrs_cache_is_exact_bounded_and_weak():
     del many
     gc.collect()
     assert ref() is None
+
+
+def test_var_builder_fast_path_checks_like_var():
+    """pyir.var's inlined fresh-variable path (an ASCII str name, a TensorType) builds what Var
+    builds; other names and annotations take Var itself, with its checks."""
+
+    class Name(str):
+        pass
+
+    x = pyir.var("x", shape=(2, 3))
+    assert type(x) is pyir.Var and x.id is x.uid and x.type_annotation is pyir.TensorType((2, 3))
+    assert pyir.Var("x", x.type_annotation, uid=x.uid) is x
+    assert x._mask == pyir.Var("y", x.type_annotation)._mask
+    y = pyir.var(Name("y"), shape=(2,))
+    assert type(y.name_hint) is str and y.name_hint == "y"
+    assert pyir.var("é", shape=(1,)).name_hint == "é"
+    tt = pyir.TupleType([pyir.TensorType((1,))])
+    assert pyir.var("t", tt).type_annotation is tt
+    for name, shape, dtype in [("\ud800", (1,), "float32"), (3, (1,), "float32"), ("b", (True,), "float32"),
+                               ("b", (-1,), "float32"), ("b", (1,), "object")]:
+        with pytest.raises(pyir.WellFormedError):
+            pyir.var(name, shape=shape, dtype=dtype)  # type: ignore[arg-type]
