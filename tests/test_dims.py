@@ -337,7 +337,10 @@ def test_equal_polynomials_are_one_object(tree, data):
     for _ in range(data.draw(st.integers(1, 8))):
         other = _rewrite(other, data)
     a, b = build(tree), build(other)
-    assert a is b, (tree, other, dim_str(a), dim_str(b))
+    if type(a) is int:  # a constant result is a plain int (ints above 256 are not one object)
+        assert type(b) is int and a == b, (tree, other, a, b)
+    else:
+        assert a is b, (tree, other, dim_str(a), dim_str(b))
 
 
 def _paths(tree, path=()):
