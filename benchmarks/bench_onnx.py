@@ -24,7 +24,7 @@ import onnx
 import pyir
 from pyir.frontend.onnx import from_onnx
 from pyir.transform.base import Sequential
-from pyir.transform.dead_code import DeadCodeElimination
+from pyir.transform.dead_code_elimination import DeadCodeElimination
 from pyir.transform.fold_constant import FoldConstant
 from pyir.transform.fuse_ops import FuseOps
 from pyir.transform.simplify_expr import SimplifyExpr

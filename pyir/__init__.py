@@ -62,9 +62,10 @@ from .pattern import (
     is_var,
     wildcard,
 )
-from .pattern_rewrite import PatternRewrite, Rule, rewrite_rules
+from .pattern_rewrite import Rule, rewrite_rules
 from .printer import astext
 from .serialize import dumps, from_json, load, loads, save, to_json
+from .transform.pattern_rewrite import PatternRewrite
 from .traverse import count_nodes, free_vars, post_order, pre_order
 from .typecheck import infer_type
 from .types import FuncType, TensorType, TupleType, Type

@@ -1,12 +1,13 @@
-"""Visitors and mutators over expression DAGs, without recursion.
+"""The rewrite layer: visitors, mutators and the rewriter the passes are built on, without recursion.
 
 Subclass :class:`ExprMutator` and define per-kind hooks (``visit_Call``,
 ``visit_Function``, ...).  A hook receives the node **with its children already
 rewritten** (the very same node when nothing changed below it) and returns
 its replacement; ``self.original`` is the node as it was in the input.  The
 driver walks the DAG with an explicit stack, visits each distinct node once
-(memoized by identity), and rebuilds a parent only when one of its children
-changed, so a mutator that changes nothing returns its input object.
+(memoized by identity), children left to right before their parent, and
+rebuilds a parent only when one of its children changed, so a mutator that
+changes nothing returns its input object.
 
 Inside a pass, every replacement is recorded in the lineage side-table
 (new <- old, also for each node freshly created under the replacement).
@@ -23,23 +24,36 @@ Inside a pass, every replacement is recorded in the lineage side-table
 True
 >>> ExprMutator().visit(y) is y
 True
+
+Passes build on :class:`Rewriter`, an ExprMutator with the few extra controls
+passes need: ``forward(node)`` (a node stands for another expression, e.g. a
+dropped binding for its body, with no lineage edge), ``children(node)`` (the
+order children are rewritten in), ``record_lineage = False`` (the pass records
+its own edges through :class:`Derivations`, :func:`pyir.derive` and
+:func:`pyir.eliminate`).  :class:`BindingRewriter` walks ``let`` bindings in
+scope order for passes that keep or drop bindings depending on what is bound
+around them (lexical scopes, memoized per scope).  :class:`Derivations` is the
+cheap lineage handle for passes that assemble their result by hand, and
+:class:`RoundLineage` composes the lineage of a rewrite run in rounds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from .errors import WellFormedError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .lineage import current_recorder
-from .node import Node
+from .lineage import current_recorder, recording
+from .node import F_LET, Node
 from .traverse import _DONE, post_order
 
-__all__ = ["ExprVisitor", "ExprMutator", "rewrite", "substitute", "rebuild"]
+__all__ = ["ExprVisitor", "ExprMutator", "Rewriter", "BindingRewriter", "Derivations", "RoundLineage",
+           "rewrite", "substitute", "rebuild"]
 
 _KINDS: tuple[type[Expr], ...] = (Var, GlobalVar, Constant, Op, Call, Tuple, TupleGetItem, Function,
                                   Let, If)
+_LEAVES: tuple[type[Expr], ...] = (Var, GlobalVar, Constant, Op)
 
 
 def _hooks_of(cls: type, base: type) -> dict[type, Callable[..., Any]]:
@@ -128,21 +142,145 @@ def rebuild(n: Node, memo: dict[Node, Any]) -> Any:
     return n
 
 
+# -- lineage handles of the rewrite layer -------------------------------------------------------
+
+
+class Derivations:
+    """The derivation edges of one rewrite inside a pass: a cheap handle for passes that
+    assemble their result by hand (one edge costs about a list append).
+
+    Equivalent to :func:`pyir.derive` per edge; false, and every method a no-op,
+    outside a pass or when lineage recording is off.  ``mark()``/``rollback(mark)``
+    drop the edges recorded since the mark (a rewrite that turned out to change
+    nothing records nothing).
+    """
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        rec = current_recorder()
+        self._buf = rec.edges if rec is not None else None
+
+    def __bool__(self) -> bool:
+        return self._buf is not None
+
+    def derive(self, new: Node, old: Node) -> None:
+        """``new`` derives from ``old`` (nothing is recorded when they are the same node)."""
+        if self._buf is not None and new is not old:
+            self._buf.add(new.id, old.id)
+
+    def derive_ids(self, new: Node, olds: bytes | tuple[bytes, ...]) -> None:
+        """``new`` derives from the node(s) of id ``olds`` (one id, or a tuple of ids)."""
+        if self._buf is not None:
+            if type(olds) is bytes:
+                self._buf.add(new.id, olds)
+            else:
+                self._buf.append((new.id, olds))  # type: ignore[arg-type]
+
+    def mark(self) -> Any:
+        """A position to :meth:`rollback` to."""
+        return self._buf.mark() if self._buf is not None else None
+
+    def rollback(self, mark: Any) -> None:
+        """Drop every edge recorded through this recorder since ``mark``."""
+        if self._buf is not None and mark is not None:
+            self._buf.rollback(mark)
+
+
+class RoundLineage:
+    """Lineage of a rewrite run in rounds (each round rewrites the previous round's
+    output), recorded as if the whole run were one step: every new id derives from
+    the ids before the first round.
+
+    ``run(fn, arg)`` runs one round; ``finish()`` hands the composed edges (and the
+    ids the rounds eliminated) to the running pass.  Outside a pass nothing is recorded.
+    """
+
+    def __init__(self) -> None:
+        self.outer = current_recorder()
+        self.rounds = 0
+        self._single: Any = None  # the first round's recorder, while it is the only one
+        self._back: dict[bytes, tuple[bytes, ...]] | None = None
+        self._removed: list[bytes] = []
+
+    def run(self, fn: Callable[[Any], Any], arg: Any) -> Any:
+        """``fn(arg)`` as one round."""
+        self.rounds += 1
+        if self.outer is None:
+            return fn(arg)
+        with recording() as rec:
+            out = fn(arg)
+        self._removed.extend(rec.removed)
+        if self.rounds == 1:
+            self._single = rec
+        else:
+            if self._back is None:
+                self._back = {}
+                _compose(self._back, self._single.edges)
+                self._single = None
+            _compose(self._back, rec.edges)
+        return out
+
+    def finish(self) -> None:
+        """Record the composed lineage in the running pass."""
+        outer = self.outer
+        if outer is None:
+            return
+        if self._single is not None:
+            outer.edges.extend(self._single.edges)
+        elif self._back:
+            outer.edges.extend(self._back.items())
+        if self._removed:
+            outer.removed.extend(self._removed)
+
+
+def _compose(back: dict[bytes, tuple[bytes, ...]], edges: Iterable[tuple[bytes, tuple[bytes, ...]]]) -> None:
+    """Fold one round's edges into ``back`` so that every new id points to original ids."""
+    for new, olds in edges:
+        acc: list[bytes] = []
+        for o in olds:
+            src = back.get(o)
+            for s in (src if src is not None else (o,)):
+                if s not in acc:
+                    acc.append(s)
+        prev = back.get(new)
+        if prev is not None:
+            acc.extend(s for s in prev if s not in acc)
+        back[new] = tuple(acc)
+
+
+# -- the mutator --------------------------------------------------------------------------------
 
 
 class ExprMutator:
     """Rewrite a DAG bottom-up; see the module docstring.
 
     ``should_visit(node)`` may return False to keep a whole subgraph as it is
-    without walking it (e.g. ``not node._mask & interesting_ops``).
+    without walking it (e.g. ``not node._mask & interesting_ops``).  ``memo``
+    maps each node walked to its result; entries put there before ``visit``
+    are taken as given (that is how :func:`substitute` works).
     """
 
     _hooks: ClassVar[dict[type, Callable[..., Any]]] = {}
+    #: leaf kinds without a hook (memoized as themselves without a visit), for the hooks ``_passive_for``
+    _passive: ClassVar[frozenset[type]] = frozenset(_LEAVES)
+    _passive_for: ClassVar[Any] = _hooks
+    #: record new <- old for every replacement (inside a pass)
+    record_lineage: ClassVar[bool] = True
     original: Any
+    _produced: set[Node]  # new nodes already recorded (created on the first replacement)
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         cls._hooks = _hooks_of(cls, ExprMutator)
+
+    def _leaves_without_hooks(self, hooks: dict[type, Any]) -> frozenset[type]:
+        # computed once per hook table (a subclass may assign ``_hooks`` after its creation)
+        cls = type(self)
+        if cls.__dict__.get("_passive_for") is not hooks:
+            cls._passive = frozenset(k for k in _LEAVES if k not in hooks)
+            cls._passive_for = hooks
+        return cls._passive
 
     def __init__(self) -> None:
         self.memo: dict[Node, Any] = {}
@@ -159,8 +297,10 @@ class ExprMutator:
         if r is not None:
             return r
         hooks = self._hooks
+        h_call = hooks.get(Call)
+        passive = self._leaves_without_hooks(hooks)
         skip = None if type(self).should_visit is ExprMutator.should_visit else self.should_visit
-        rec = current_recorder()
+        rec = current_recorder() if self.record_lineage else None
         stack: list[Any] = [expr]
         push = stack.append
         pop = stack.pop
@@ -168,22 +308,36 @@ class ExprMutator:
             n = pop()
             if n is _DONE:  # children done: process the node below the marker
                 n = pop()
-                if n in memo:
-                    continue
-                updated = rebuild(n, memo)
-                h = hooks.get(type(n))
+                k = type(n)
+                if k is Call:
+                    op = n.op
+                    args = n.args
+                    if type(op) is Op:  # the hot path: rebuild inline, only when an argument changed
+                        for a in args:
+                            if memo[a] is not a:
+                                updated = Call(op, tuple([memo[a] for a in args]), n.attrs, _checked=True)
+                                break
+                        else:
+                            updated = n
+                    else:
+                        updated = rebuild(n, memo)
+                    h = h_call
+                else:
+                    updated = rebuild(n, memo)
+                    h = hooks.get(k)
                 if h is not None:
                     self.original = n
                     result = h(self, updated)
-                    if result is None:
-                        result = updated
-                    elif not isinstance(result, Expr):
-                        raise WellFormedError(f"{type(self).__name__}.visit_{type(n).__name__} returned "
-                                              f"{result!r}, not an expression")
+                    if result is not updated:
+                        if result is None:
+                            result = updated
+                        elif not isinstance(result, Expr):
+                            raise WellFormedError(f"{type(self).__name__}.visit_{k.__name__} returned "
+                                                  f"{result!r}, not an expression")
                 else:
                     result = updated
                 memo[n] = result
-                if rec is not None and result is not n:
+                if result is not n and rec is not None:
                     self._record(rec, n, result)
                 continue
             if n in memo:
@@ -191,18 +345,39 @@ class ExprMutator:
             if skip is not None and not skip(n):
                 memo[n] = n
                 continue
-            kids = n.children()
+            k = type(n)
+            if k is Call:
+                op = n.op
+                kids = n.args if type(op) is Op else (op, *n.args)
+            elif k in passive:
+                memo[n] = n
+                continue
+            else:
+                kids = n.children()
             push(n)
             push(_DONE)  # two slots per pending node, no tuple
-            for c in kids:
+            if len(kids) == 1:
+                c = kids[0]
                 if c not in memo:
-                    push(c)
+                    if type(c) in passive:
+                        memo[c] = c
+                    else:
+                        push(c)
+            else:
+                for c in reversed(kids):  # the first child on top: left to right
+                    if c not in memo:
+                        if type(c) in passive:
+                            memo[c] = c
+                        else:
+                            push(c)
         return memo[expr]
 
     def _record(self, rec: Any, old: Node, new: Node) -> None:
         memo = self.memo
         ids = [new.id]  # the new node and every node freshly created under it derive from ``old``
-        produced = self.__dict__.setdefault("_produced", set())
+        produced: set[Node] | None = self.__dict__.get("_produced")
+        if produced is None:
+            produced = self._produced = set()
         produced.add(new)
         stack = list(new.children())
         while stack:
@@ -213,6 +388,296 @@ class ExprMutator:
             ids.append(c.id)
             stack.extend(c.children())
         rec.edges.add_one_old(ids, old.id)  # the compact buffer: one id per edge, no tuples
+
+
+class Rewriter(ExprMutator):
+    """The base of passes' rewrites: an :class:`ExprMutator` with three more controls.
+
+    * ``forward(node)``: return an expression to make ``node`` stand for it — the
+      result of ``node`` is the result of that expression (walked if needed), no
+      hook runs for ``node`` and no lineage edge is recorded for it (the pass says
+      what became of it: :func:`pyir.eliminate`, :func:`pyir.derive`).  A dropped
+      ``let`` forwards to its body; a substituted variable to its value.  A node
+      that forwards into an expression using it is an error (:meth:`cycle_error`).
+    * ``children(node)``: the children of ``node`` to rewrite first, in that order
+      (default ``node.children()``); a child left out is kept as it is in ``node``
+      (e.g. ``()`` for a function whose body a pass does not enter).
+    * ``record_lineage = False`` (class attribute): no automatic edges.
+
+    Only the controls a subclass overrides cost anything.
+
+    >>> import pyir
+    >>> x = pyir.var("x", shape=(2,))
+    >>> v = pyir.var("v")
+    >>> class Inline(Rewriter):          # substitute let variables by their values
+    ...     def forward(self, n):
+    ...         if type(n) is pyir.Let:
+    ...             return n.body
+    ...         if n is v:
+    ...             return e
+    ...         return None
+    >>> e = pyir.op.exp(x)
+    >>> Inline().visit(pyir.Let(v, e, pyir.op.add(v, v))) is pyir.op.add(e, e)
+    True
+    """
+
+    _general: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        cls._general = cls.forward is not Rewriter.forward or cls.children is not Rewriter.children
+
+    def forward(self, node: Node) -> Expr | None:
+        """An expression ``node`` stands for (its result is that expression's), or None."""
+        return None
+
+    def children(self, node: Node) -> tuple[Node, ...]:
+        """The children of ``node``, in the order they are rewritten."""
+        return node.children()
+
+    def cycle_error(self, node: Node) -> Exception:
+        """The error for a node that forwards into an expression using it."""
+        return WellFormedError(f"{type(self).__name__}: {node!r} stands for an expression that uses it")
+
+    def visit(self, expr: Expr) -> Any:
+        if not self._general:
+            return super().visit(expr)
+        return self._visit_general(expr)
+
+    def _visit_general(self, expr: Expr) -> Any:
+        memo = self.memo
+        r = memo.get(expr)
+        if r is not None:
+            return r
+        cls = type(self)
+        hooks = self._hooks
+        passive = self._leaves_without_hooks(hooks)
+        skip = None if cls.should_visit is ExprMutator.should_visit else self.should_visit
+        fwd = self.forward if cls.forward is not Rewriter.forward else None
+        kids_of = self.children if cls.children is not Rewriter.children else None
+        rec = current_recorder() if self.record_lineage else None
+        active: set[Node] = set()  # nodes waiting for the expression they forward to
+        stack: list[Any] = [expr]
+        push = stack.append
+        pop = stack.pop
+        while stack:
+            n = pop()
+            if n is _DONE:
+                n = pop()
+                try:
+                    updated = rebuild(n, memo)
+                except KeyError:  # children() left some out: those are kept as they are
+                    updated = rebuild(n, _Kept(memo))  # type: ignore[arg-type]
+                h = hooks.get(type(n))
+                if h is not None:
+                    self.original = n
+                    result = h(self, updated)
+                    if result is not updated:
+                        if result is None:
+                            result = updated
+                        elif not isinstance(result, Expr):
+                            raise WellFormedError(f"{type(self).__name__}.visit_{type(n).__name__} "
+                                                  f"returned {result!r}, not an expression")
+                else:
+                    result = updated
+                memo[n] = result
+                if result is not n and rec is not None:
+                    self._record(rec, n, result)
+                continue
+            if n is _FORWARDED:
+                t = pop()
+                n = pop()
+                memo[n] = memo[t]
+                active.discard(n)
+                continue
+            if n in memo:
+                continue
+            if skip is not None and not skip(n):
+                memo[n] = n
+                continue
+            if fwd is not None:
+                t = fwd(n)
+                if t is not None:
+                    if n in active:
+                        raise self.cycle_error(n)
+                    r = memo.get(t)
+                    if r is not None:
+                        memo[n] = r
+                        continue
+                    active.add(n)
+                    push(n)
+                    push(t)
+                    push(_FORWARDED)
+                    push(t)
+                    continue
+            if type(n) in passive:
+                memo[n] = n
+                continue
+            kids = kids_of(n) if kids_of is not None else n.children()
+            push(n)
+            push(_DONE)
+            for c in reversed(kids):
+                if c not in memo:
+                    push(c)
+        return memo[expr]
+
+
+_FORWARDED: Any = object()  # stack marker: the node two slots below stands for the one just below
+
+
+class _Kept:
+    """``memo`` where a node without an entry stands for itself."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self, memo: dict[Node, Any]) -> None:
+        self.memo = memo
+
+    def __getitem__(self, n: Node) -> Any:
+        return self.memo.get(n, n)
+
+
+# -- scoped let rewriting -----------------------------------------------------------------------
+
+# work-stack opcodes of BindingRewriter
+_ENTER, _VALUE_DONE, _KEPT_EXIT, _DROPPED_EXIT, _EXIT = range(5)
+
+
+class _Substitution(ExprMutator):
+    """Substitution of dropped variables, memoized: the let-free parts of a BindingRewriter."""
+
+    def __init__(self, mapping: dict[Node, Expr]) -> None:
+        super().__init__()
+        self.memo.update(mapping)
+        self.decided: dict[Node, Any] = {}  # let -> the decision its variable's entry stands for
+
+
+_KEEP: Any = object()  # the decision to keep a binding
+
+
+class BindingRewriter:
+    """Rewrite the ``let`` bindings of an expression in scope order, with lexical scopes.
+
+    Subclasses define ``bind(let, value)``: called for each ``let`` reached, in
+    evaluation order, with its value already rewritten; it returns None to keep the
+    binding (its body is then rewritten in a new scope, after which
+    ``unbind(let, value)`` is called), or the expression that replaces the let's
+    variable in its body (the binding is dropped and the let becomes its body).
+    Let-free subexpressions are rewritten by substituting the dropped variables;
+    nodes containing lets are memoized per scope, so a node reached from two scopes
+    (an ``if`` branch and its context, say) is rewritten for each.  Iterative: a
+    10^6-deep let chain is fine.
+
+    Lineage (inside a pass): a rebuilt node derives from its original; a dropped
+    binding's variable derives into its replacement and its let into the result of
+    its body; substituted let-free nodes record as :class:`ExprMutator` does.
+    """
+
+    def bind(self, let: Let, value: Expr) -> Expr | None:
+        """None to keep ``let`` (with its rewritten ``value``), or the replacement of its variable."""
+        return None
+
+    def unbind(self, let: Let, value: Expr) -> None:
+        """Called after the body of a kept binding was rewritten."""
+
+    def visit(self, root: Expr) -> Expr:
+        """The rewritten ``root`` (the same object when nothing changed)."""
+        d = Derivations()
+        derive = d.derive
+        subs: list[_Substitution] = [_Substitution({})]  # the innermost is the one in use
+        scope_subst: dict[Node, Expr] = {}  # variable -> replacement, for the bindings dropped in scope
+        memo: dict[tuple[Node, int], Expr] = {}  # (node, scope) -> result, for let-containing nodes
+        scope = 0  # id of the current set of bindings in scope
+        next_scope = 1
+        results: list[Any] = []
+        push_res = results.append
+        stack: list[tuple[Any, ...]] = [(_ENTER, root)]
+        push = stack.append
+        pop = stack.pop
+        while stack:
+            frame = pop()
+            code, n = frame[0], frame[1]
+            if code == _ENTER:
+                if not n._mask & F_LET:
+                    sub = subs[-1]
+                    r = sub.memo.get(n)
+                    push_res(r if r is not None else sub.visit(n))
+                    continue
+                r = memo.get((n, scope))
+                if r is not None:
+                    push_res(r)
+                    continue
+                if type(n) is Let:
+                    push((_VALUE_DONE, n))
+                    push((_ENTER, n.value))
+                else:
+                    kids = n.children()
+                    push((_EXIT, n, scope, kids))
+                    for c in reversed(kids):
+                        push((_ENTER, c))
+            elif code == _VALUE_DONE:
+                value = results.pop()
+                v = n.var
+                repl = self.bind(n, value)
+                decision = _KEEP if repl is None or repl is v else repl
+                sub = subs[-1]
+                prev = sub.decided.setdefault(n, decision)
+                fresh = prev is not decision  # the let-free memo holds another decision for v
+                if fresh:
+                    mapping = dict(scope_subst)
+                    if decision is not _KEEP:
+                        mapping[v] = decision
+                    sub = _Substitution(mapping)
+                    sub.decided[n] = decision
+                    subs.append(sub)
+                outer_scope = scope
+                scope = next_scope
+                next_scope += 1
+                if decision is _KEEP:
+                    push((_KEPT_EXIT, n, outer_scope, value, fresh))
+                else:
+                    sub.memo[v] = decision  # later uses of v become uses of its replacement
+                    scope_subst[v] = decision
+                    derive(decision, v)
+                    push((_DROPPED_EXIT, n, outer_scope, value, fresh))
+                push((_ENTER, n.body))
+            elif code == _KEPT_EXIT:
+                _, _, outer_scope, value, fresh = frame
+                body = results.pop()
+                self.unbind(n, value)
+                if fresh:
+                    subs.pop()
+                scope = outer_scope
+                if value is n.value and body is n.body:
+                    out = n
+                else:
+                    out = Let(n.var, value, body)
+                    derive(out, n)
+                memo[(n, scope)] = out
+                push_res(out)
+            elif code == _DROPPED_EXIT:
+                _, _, outer_scope, value, fresh = frame
+                body = results.pop()
+                del scope_subst[n.var]
+                if fresh:
+                    subs.pop()
+                scope = outer_scope
+                derive(body, n)
+                memo[(n, scope)] = body
+                push_res(body)
+            else:  # _EXIT
+                _, _, sc, kids = frame
+                k = len(kids)
+                new_kids = results[len(results) - k:] if k else []
+                del results[len(results) - k:]
+                out = rebuild(n, dict(zip(kids, new_kids)))
+                derive(out, n)
+                memo[(n, sc)] = out
+                push_res(out)
+        return results[0]
+
+
+# -- functional forms ---------------------------------------------------------------------------
 
 
 class _FnMutator(ExprMutator):

@@ -9,20 +9,25 @@ That is sound because a module binds each variable by one binder node across
 all its functions (checked when it is built), and the module remembers which
 let bound each unannotated variable, so no later walk can rebind it with
 another value and read types computed for the first one.
+
+Passes ask types through one :class:`TypeContext` per module
+(``TypeContext.of(mod)``): the types of the module's nodes and of the new nodes
+a rewrite builds from them, cached, with global calls typed through the module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import hooks
 from .errors import InternalError, PyIRError, TypeCheckError, UnknownOpError, WellFormedError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from .node import F_GLOBAL, F_LET, F_UNTYPED, Node, _set_ty, cached_type
+from .traverse import post_order
 from .types import FuncType, TensorType, TupleType, Type
 
-__all__ = ["infer_type", "check_call"]
+__all__ = ["infer_type", "check_call", "TypeContext"]
 
 _CONTEXT = F_GLOBAL | F_UNTYPED
 
@@ -232,6 +237,247 @@ def _compute(n: Node, tyof: Callable[[Node], Type]) -> Type:
             raise TypeCheckError(f"{_where(n)}: branches have different types {_fmt(tt)} and {_fmt(ft2)}")
         return tt
     raise UnknownOpError(f"cannot type a {k.__name__}")
+
+
+# -- the typing context of passes ----------------------------------------------------------------
+
+
+class _TypeFacts:
+    """What a module's typing context has learnt (kept in the module's cache; no reference to it)."""
+
+    __slots__ = ("cache", "env", "harvested", "learnt")
+
+    def __init__(self) -> None:
+        self.cache: dict[Node, Type] = {}  # context-dependent types of nodes outside the module's functions
+        self.env: dict[Var, Type] = {}  # unannotated let variable -> the type of the value bound
+        self.harvested = False  # the let variables of the module's functions are in env
+        self.learnt: set[bytes] = set()  # ids of other functions whose let variables are in env
+
+
+class TypeContext:
+    """The types of one module's expressions, for passes and rewrites: ask node by node.
+
+    A pass gets it once per module, ``TypeContext.of(mod)`` (shared by every pass
+    run on that module, kept with the module's other derived facts), and asks
+    ``type_of(e)`` (raises :class:`~pyir.errors.TypeCheckError` when ``e`` cannot be
+    typed) or ``get(e)`` / ``ctx(e)`` (None instead) for nodes of the module's
+    functions and for new nodes a rewrite builds from them.  ``check(func)`` type-checks
+    a function of the module (errors name the offending node).
+
+    * Types are cached once: structural types on the nodes themselves, types that
+      depend on context (below a global call or an unannotated let variable) in the
+      module's type cache for the module's own nodes and in the context for others.
+    * Global calls are typed through the module (``mod.global_type``).
+    * An unannotated let variable has the type of the value its let binds in the
+      module: a module binds each variable by one binder node, and rewrites keep
+      types.  The context learns these types by typing the module's functions, each
+      once, when a variable first needs one; ``learn(func)`` adds a function outside
+      the module (or the functions of a context without a module).
+
+    >>> import pyir
+    >>> x, v = pyir.var("x", shape=(2,)), pyir.var("v")
+    >>> mod = pyir.Module({"main": pyir.Function([x], pyir.Let(v, pyir.op.exp(x), pyir.op.nn.relu(v)))})
+    >>> ctx = TypeContext.of(mod)
+    >>> ctx.type_of(pyir.op.negative(v))           # a new node over the module's let variable
+    TensorType((2,), 'float32')
+    >>> ctx.get(pyir.op.negative(pyir.var("w"))) is None
+    True
+    """
+
+    __slots__ = ("mod", "_facts", "_mod_cache")
+
+    def __init__(self, mod: Any = None, functions: Iterable[Function] = ()) -> None:
+        self.mod = mod
+        if mod is not None:
+            facts = mod._cache.get("type_facts")
+            if facts is None:
+                facts = mod._cache["type_facts"] = _TypeFacts()
+            self._mod_cache: dict[Node, Type] = mod._type_cache()
+        else:
+            facts = _TypeFacts()
+            self._mod_cache = facts.cache
+        self._facts: _TypeFacts = facts
+        for f in functions:
+            self.learn(f)
+
+    @classmethod
+    def of(cls, mod: Any) -> TypeContext:
+        """The typing context of ``mod`` (a fresh one for ``None``)."""
+        return cls(mod)
+
+    def check(self, func: Function) -> Type:
+        """Type-check ``func``, a function of the module; its FuncType (raises TypeCheckError)."""
+        return infer_type(func, self.mod)
+
+    def learn(self, func: Function) -> None:
+        """Learn the types of the let variables of ``func`` (a function outside the module, or
+        of a context without one); a function that does not type-check teaches nothing."""
+        facts = self._facts
+        if func.id in facts.learnt:
+            return
+        facts.learnt.add(func.id)
+        if self.mod is not None and _in_module(self.mod, func):
+            return  # a function of the module: harvested with the others
+        env: dict[Var, Type] = {}
+        try:
+            infer_type(func, self.mod, cache=facts.cache, env=env)
+        except PyIRError:
+            return
+        for v, t in env.items():
+            facts.env.setdefault(v, t)
+
+    def __call__(self, e: Expr) -> Type | None:
+        return self.get(e)
+
+    def get(self, e: Expr) -> Type | None:
+        """The type of ``e``, or None when it cannot be typed."""
+        t = cached_type(e)
+        if t is not None:
+            return t
+        try:
+            return self.type_of(e)
+        except PyIRError:
+            return None
+
+    def known(self, e: Node) -> Type | None:
+        """The type of ``e`` if it is already cached (nothing is computed)."""
+        t = cached_type(e)
+        if t is None:
+            t = self._mod_cache.get(e)
+            if t is None:
+                t = self._facts.cache.get(e)
+        return t
+
+    def var_type(self, v: Var) -> Type | None:
+        """The type of variable ``v``: its annotation, or the type of the value its let binds."""
+        t = v.type_annotation
+        if t is not None:
+            return t
+        facts = self._facts
+        t = facts.env.get(v)
+        if t is None and not facts.harvested:
+            self._harvest()
+            t = facts.env.get(v)
+        return t
+
+    def type_of(self, e: Expr) -> Type:
+        """The type of ``e`` (raises TypeCheckError when it cannot be typed)."""
+        t = self.known(e)
+        if t is not None:
+            return t
+        k = type(e)
+        if k is Var:
+            t = self.var_type(e)  # type: ignore[arg-type]
+            if t is None:
+                raise TypeCheckError(f"cannot infer the type of %{e.name_hint}: it has no type annotation "  # type: ignore[attr-defined]
+                                     "and no let of the module binds it")
+            return t
+        if k is Op:
+            raise TypeCheckError(f"operator {e.name} used as a value (call it instead)")  # type: ignore[attr-defined]
+        if k is GlobalVar:
+            return self._global_type(e)  # type: ignore[arg-type]
+        if not e._mask & _CONTEXT:
+            return _structural_type(e)
+        return self._infer(e)
+
+    def _global_type(self, g: GlobalVar) -> Type:
+        if self.mod is None:
+            raise TypeCheckError(f"@{g.name_hint} is a global function: it is typed through its module")
+        return self.mod.global_type(g)
+
+    def _harvest(self) -> None:
+        facts = self._facts
+        facts.harvested = True
+        if self.mod is None:
+            return
+        for f in self.mod.functions().values():
+            if not f._mask & F_LET:
+                continue
+            env: dict[Var, Type] = {}
+            try:
+                infer_type(f, self.mod, env=env)
+            except PyIRError:
+                continue  # a function that does not type-check teaches nothing
+            for v, t in env.items():
+                facts.env.setdefault(v, t)
+
+    def _infer(self, e: Expr) -> Type:
+        """Type a node outside the module's functions: bottom-up, iteratively, variables typed by
+        the module (:meth:`var_type`)."""
+        known = self.known
+        cache = self._facts.cache
+
+        def tyof(n: Node) -> Type:
+            k = type(n)
+            if k is Var:
+                t = self.var_type(n)  # type: ignore[arg-type]
+                if t is None:
+                    raise TypeCheckError(f"cannot infer the type of %{n.name_hint}: it has no type "  # type: ignore[attr-defined]
+                                         "annotation and no let of the module binds it")
+                return t
+            if k is GlobalVar:
+                return self._global_type(n)  # type: ignore[arg-type]
+            if k is Op:
+                raise TypeCheckError(f"operator {n.name} used as a value (call it instead)")  # type: ignore[attr-defined]
+            t = known(n)
+            if t is None:  # pragma: no cover - the walk types children first
+                raise InternalError(f"no type yet for {_where(n)}")
+            return t
+
+        def stop(n: Node) -> bool:
+            return type(n) in _LEAVES or known(n) is not None
+
+        for n in post_order(e, stop=stop):
+            if type(n) in _LEAVES or known(n) is not None:
+                continue
+            if type(n) is Function:
+                for p in n.params:
+                    if p.type_annotation is None:
+                        raise TypeCheckError(f"parameter %{p.name_hint} of {_where(n)} has no type "
+                                             "annotation")
+            t = _compute(n, tyof)
+            if n._mask & _CONTEXT:
+                cache[n] = t
+            else:
+                _set_ty(n, t)
+        return tyof(e)
+
+
+_LEAVES = (Var, GlobalVar, Op)
+
+
+def _in_module(mod: Any, func: Function) -> bool:
+    return any(f is func for f in mod.functions().values())
+
+
+def _structural_type(e: Expr) -> Type:
+    """The type of an expression without context (no global call, no unannotated variable),
+    cached on the nodes: calls of operators by a cheap explicit-stack walk down to typed nodes."""
+    if type(e) is not Call or type(e.op) is not Op:
+        return infer_type(e)
+    stack: list[Expr] = [e]
+    while stack:
+        n = stack[-1]
+        if cached_type(n) is not None:
+            stack.pop()
+            continue
+        if type(n) is not Call or type(n.op) is not Op:
+            infer_type(n)
+            stack.pop()
+            continue
+        ats: list[Type] = []
+        for a in n.args:
+            ta = cached_type(a)
+            if ta is None and type(a) is Var:
+                ta = a.type_annotation
+            if ta is None:
+                stack.append(a)
+            elif stack[-1] is n:
+                ats.append(ta)
+        if stack[-1] is n:
+            _set_ty(n, check_call(n, tuple(ats)))
+            stack.pop()
+    return cached_type(e)
 
 
 hooks.register(infer_type=infer_type)

@@ -141,8 +141,9 @@ def all_cases() -> list[Path]:
 
 
 def standard_passes() -> dict[str, type]:
-    """Every pass class exported by :mod:`pyir.transform` (not the framework's own classes)."""
-    framework = {Pass, ModulePass, FunctionPass, Sequential}
+    """Every pass class exported by :mod:`pyir.transform` (not the framework's own classes, nor
+    PatternRewrite: its rules are Python callables, shown by its doctest and tests/test_pattern.py)."""
+    framework = {Pass, ModulePass, FunctionPass, Sequential, pyir.transform.PatternRewrite}
     return {name: obj for name, obj in vars(pyir.transform).items()
             if inspect.isclass(obj) and issubclass(obj, Pass) and obj not in framework}
 

@@ -174,7 +174,7 @@ def test_light_model_random_weights_match_reference(name: str) -> None:
 _PIPELINE = [("simplify_inference", "SimplifyInference"), ("fold_constant", "FoldConstant"),
              ("simplify_expr", "SimplifyExpr"), ("fuse_ops", "FuseOps"),
              ("to_a_normal_form", "ToANormalForm"), ("to_graph_normal_form", "ToGraphNormalForm"),
-             ("dead_code", "DeadCodeElimination")]
+             ("dead_code_elimination", "DeadCodeElimination")]
 
 
 def standard_pipeline() -> list[object]:

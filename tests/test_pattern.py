@@ -15,7 +15,8 @@ from pyir.pattern import (
     is_var,
     wildcard,
 )
-from pyir.pattern_rewrite import PatternRewrite, Rule, rewrite_rules
+from pyir.pattern_rewrite import Rule, rewrite_rules
+from pyir.transform.pattern_rewrite import PatternRewrite
 
 X = pyir.var("x", shape=(1, 4, 8, 8))
 Y = pyir.var("y", shape=(1, 4, 8, 8))

@@ -20,13 +20,14 @@ from .base import (
     function_pass,
     module_pass,
 )
-from .dead_code import DeadCodeElimination
+from .dead_code_elimination import DeadCodeElimination
 from .defuse_ops import DefuseOps
 from .eliminate_common_subexpr import EliminateCommonSubexpr
 from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps
 from .infer_type import InferType
 from .inline import Inline
+from .pattern_rewrite import PatternRewrite
 from .simplify_expr import SimplifyExpr
 from .simplify_inference import SimplifyInference
 from .to_a_normal_form import ToANormalForm
@@ -38,5 +39,5 @@ __all__ = [
     "TimingInstrument", "PrintIRInstrument", "module_pass", "function_pass",
     "InferType", "SimplifyInference", "FoldConstant", "SimplifyExpr", "EliminateCommonSubexpr",
     "DeadCodeElimination", "FuseOps", "DefuseOps", "ToANormalForm", "ToBasicBlockNormalForm",
-    "ToGraphNormalForm", "Inline",
+    "ToGraphNormalForm", "Inline", "PatternRewrite",
 ]

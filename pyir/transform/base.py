@@ -172,7 +172,7 @@ def _derive_functions(rec: Recorder, before: Module, after: Module) -> None:
     for name, f in after.functions().items():
         old = old_funcs.get(name)
         if old is not None and old is not f:  # a duplicate of a pass's own edge is harmless
-            rec.edges.append((f.id, (old.id,)))
+            rec.derive(f, (old,))
 
 
 @dataclasses.dataclass(frozen=True)

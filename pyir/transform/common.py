@@ -5,9 +5,281 @@ No pass imports another pass's module; what two passes share lives here.
 
 from __future__ import annotations
 
+from typing import Any
+
+from xxhash import xxh3_128_digest
+
+from ..errors import WellFormedError
+from ..expr import Call, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
+from ..functor import Derivations, Rewriter
+from ..lineage import derive
+from ..module import Module
+from ..node import F_FUNC, F_IF, F_LET, F_VAR, Node, gc_paused
+from ..traverse import ScopeTree, post_order
+from ..typecheck import TypeContext
+from ..types import Type
+
 # -- inlining and fusion helpers (FuseOps, DefuseOps, Inline) -------------------------
 
 
 
 
 # -- rewriting helpers (the other passes) ----------------------------------------------
+
+_LET_OR_VAR = F_LET | F_VAR
+_COMPOUND = (Call, Tuple, TupleGetItem, If, Function)
+
+
+def is_primitive(n: Node) -> bool:
+    """``n`` is a primitive (fused) function."""
+    return type(n) is Function and bool(n.attrs.get("Primitive"))
+
+
+def _let_children(n: Node) -> tuple[Node, ...]:
+    # A let variable is reached through its uses only, i.e. after its value.
+    if type(n) is Let:
+        return (n.value, n.body)
+    return n.children()
+
+
+class _GraphForm(Rewriter):
+    """Every let stands for its body and every let variable for its value."""
+
+    record_lineage = False  # the passes record what they mean (record_graph_lineage, ANF)
+
+    def __init__(self, letval: dict[Node, Expr], into_primitive: bool) -> None:
+        super().__init__()
+        self.letval = letval
+        self.into_primitive = into_primitive
+
+    def should_visit(self, node: Node) -> bool:
+        return bool(node._mask & _LET_OR_VAR) and (self.into_primitive or not is_primitive(node))
+
+    def forward(self, node: Node) -> Expr | None:
+        k = type(node)
+        if k is Let:
+            return node.body  # type: ignore[attr-defined]
+        if k is Var:
+            return self.letval.get(node)
+        return None
+
+    def cycle_error(self, node: Node) -> Exception:
+        return WellFormedError(f"let variable %{node.name_hint} is used in its own value "  # type: ignore[attr-defined]
+                               "(recursive lets have no graph form)")
+
+
+def graph_form(expr: Expr, *, into_primitive: bool = True) -> tuple[Expr, dict[Node, Expr]]:
+    """``expr`` without lets, and the map from each walked node to its let-free image.
+
+    Each let variable is replaced by (the image of) its value.  With
+    ``into_primitive=False``, primitive functions are kept as they are.  Nodes
+    that cannot contain a let or a variable are not walked (they map to
+    themselves).  Iterative; raises :class:`~pyir.errors.WellFormedError` for a
+    let whose value uses its own variable, or a variable bound by two lets to
+    different values.
+    """
+    if not expr._mask & F_LET:
+        return expr, {}
+
+    def stop(n: Node) -> bool:
+        return not n._mask & F_LET or (not into_primitive and is_primitive(n))
+
+    lets = [n for n in post_order(expr, _let_children, stop=stop) if type(n) is Let]
+    letval: dict[Node, Expr] = {}
+    for n in lets:
+        prev = letval.setdefault(n.var, n.value)
+        if prev is not n.value:
+            raise WellFormedError(f"variable %{n.var.name_hint} is bound by two lets "
+                                  "with different values")
+    rw = _GraphForm(letval, into_primitive)
+    out = rw.visit(expr)
+    for n in lets:  # values of unused lets too: their images (and errors) as for used ones
+        rw.visit(n.value)
+    return out, rw.memo
+
+
+def record_graph_lineage(g: dict[Node, Expr]) -> None:
+    """Record lineage for a :func:`graph_form` map: rebuilt nodes derive from
+    their originals, substituted values from their let bindings."""
+    d = Derivations()
+    if not d:
+        return
+    for n, img in g.items():
+        k = type(n)
+        if k is Let:
+            value: Expr = n.value  # type: ignore[attr-defined]
+            d.derive(g.get(value, value), n)
+        elif k is not Var and img is not n:
+            d.derive(img, n)
+
+
+def let_var(value: Expr, ty: Type | None) -> Var:
+    """The let variable binding graph node ``value`` of type ``ty`` (A-normal and basic-block
+    normal forms).  Deterministic: the same node and type always give the same ``Var``."""
+    salt = ty.id if ty is not None else b"-"
+    return Var("x", ty, uid=xxh3_128_digest(value.id + salt + b"anf"))
+
+
+def _eval_children(n: Node) -> tuple[Node, ...]:
+    # Arguments before the callee: a called function is bound just before its call.
+    if type(n) is Call and type(n.op) is not Op:
+        return (*n.args, n.op)
+    return n.children()
+
+
+class _Plan:
+    """Where each compound node of a let-free body is bound (scope numbers, 0 = the body)."""
+
+    def __init__(self, body: Expr) -> None:
+        self.tree = ScopeTree()
+        self.scope: dict[Node, int] = {body: 0}
+        self.inner: dict[Node, tuple[int, ...]] = {}  # If -> (then, else); Function -> (body,)
+        self.mixed: set[Node] = set()  # nodes used from a scope other than their own
+        self.flat = not body._mask & (F_IF | F_FUNC)  # one scope: no need to compute anything
+        if self.flat:
+            return
+        scope = self.scope
+        mixed = self.mixed
+        for n in reversed(post_order(body, _eval_children, stop=is_primitive)):  # parents first
+            k = type(n)
+            if k not in _COMPOUND:
+                continue
+            s = scope[n]
+            if k is If:
+                t, f = self.tree.new(s), self.tree.new(s)
+                self.inner[n] = (t, f)
+                uses: Any = ((n.cond, s), (n.true_branch, t), (n.false_branch, f))
+            elif k is Function:
+                if is_primitive(n):
+                    continue
+                b = self.tree.new(s)
+                self.inner[n] = (b,)
+                uses = ((n.body, b),)
+            else:
+                uses = [(c, s) for c in n.children()]
+            for c, u in uses:
+                if type(c) in _COMPOUND:
+                    old = scope.get(c)
+                    if old is None:
+                        scope[c] = u
+                    elif old != u:
+                        scope[c] = self.tree.lca(old, u)
+                        mixed.add(c)
+
+
+class _Bind(Rewriter):
+    """The normal form of a let-free body: each compound node rebuilt over the atoms of its
+    children, let-bound in its scope (all of them, or only those used from other scopes)."""
+
+    record_lineage = False  # edges go to the input nodes the graph nodes stand for (``pre``)
+
+    def __init__(self, plan: _Plan, ty: Any, bind_all: bool, d: Derivations,
+                 pre: dict[Node, Any]) -> None:
+        super().__init__()
+        self.scope, self.inner, self.mixed, self.flat = plan.scope, plan.inner, plan.mixed, plan.flat
+        self.ty = ty
+        self.bind_all = bind_all
+        self.d = d
+        self.pre = pre
+        self.bindings: dict[int, list[Any]] = {}  # scope -> (variable, value, graph node) triples, flat
+
+    def children(self, node: Node) -> tuple[Node, ...]:
+        if type(node) is Function and is_primitive(node):
+            return ()  # bound as a value, its body kept as it is
+        return _eval_children(node)
+
+    def record(self, new: Node, n: Node) -> None:
+        """``new`` stands for graph node ``n``: it derives from the input node(s) ``n`` stands for."""
+        if self.d:
+            olds = self.pre.get(n)
+            self.d.derive_ids(new, n.id if olds is None else olds)
+
+    def close(self, s: int, result: Node) -> Expr:
+        """The lets of scope ``s`` around the atom of ``result``."""
+        e = self.memo[result]
+        lst = self.bindings.pop(s, None)
+        if lst:
+            record = self.record
+            for i in range(len(lst) - 3, -1, -3):
+                e = Let(lst[i], lst[i + 1], e)
+                record(e, lst[i + 2])  # the let node stands for the graph node it binds
+                del lst[i:]  # free the triple at once
+        return e
+
+    def bind(self, new: Expr, n: Node) -> Expr:
+        if self.bind_all or n in self.mixed:
+            v = let_var(n, self.ty(n))  # type: ignore[arg-type]
+            s = 0 if self.flat else self.scope[n]
+            lst = self.bindings.get(s)
+            if lst is None:
+                lst = self.bindings[s] = []
+            lst += (v, new, n)
+            self.record(v, n)
+            out: Expr = v
+        else:
+            out = new
+        if new is not n:
+            self.record(new, n)
+        return out
+
+    def visit_Call(self, new: Expr) -> Expr:
+        return self.bind(new, self.original)
+
+    visit_Tuple = visit_TupleGetItem = visit_Call
+
+    def visit_If(self, new: If) -> Expr:
+        n = self.original
+        t, f = self.inner[n]
+        return self.bind(If(new.cond, self.close(t, n.true_branch), self.close(f, n.false_branch)), n)
+
+    def visit_Function(self, new: Function) -> Expr:
+        n = self.original
+        sub = self.inner.get(n)
+        out = n if sub is None else Function(n.params, self.close(sub[0], n.body), n.ret_type, n.attrs)
+        return self.bind(out, n)
+
+
+def normalize_function(func: Function, mod: Module, *, bind_all: bool) -> Function:
+    """``func`` in A-normal form (``bind_all``) or basic-block normal form.
+
+    Existing lets are first inlined (:func:`graph_form`); each compound node is then
+    let-bound (A-normal form) or only those used from a scope (``if`` branch, function
+    body) other than the one they are placed in (basic-block normal form), in the
+    innermost scope enclosing all their uses.  Let variables are annotated with the
+    value's type when the body type-checks (the module's typing context).  Returns
+    ``func`` itself when nothing changes; records lineage only then.
+    """
+    with gc_paused():
+        return _normalize(func, mod, bind_all)
+
+
+def _normalize(func: Function, mod: Module, bind_all: bool) -> Function:
+    body, g = graph_form(func.body, into_primitive=False)
+    d = Derivations()
+    mark = d.mark()
+    # graph node -> the id(s) of the input node(s) it stands for; only for graph nodes that
+    # stand for other than themselves (one id as bytes, several as a tuple)
+    pre: dict[Node, Any] = {}
+    if d and g:
+        for n, img in g.items():
+            if img is not n:  # nodes rebuilt by inlining the input's lets derive from their originals
+                d.derive(img, n)
+            if type(n) in _COMPOUND:
+                cur = pre.get(img)
+                pre[img] = n.id if cur is None else (*((cur,) if type(cur) is bytes else cur), n.id)
+        for same in [i for i, c in pre.items() if type(c) is bytes and c == i.id]:  # itself only
+            del pre[same]
+    del g
+    ctx = TypeContext.of(mod)
+    ty: Any = ctx.get if ctx.get(body) is not None else _untyped  # annotate only a body that types
+    b = _Bind(_Plan(body), ty, bind_all, d, pre)
+    b.visit(body)
+    out = b.close(0, body)
+    if out is func.body:
+        d.rollback(mark)  # nothing changed: no lineage
+        return func
+    return derive(Function(func.params, out, func.ret_type, func.attrs), func)  # type: ignore[return-value]
+
+
+def _untyped(n: Node) -> None:
+    return None

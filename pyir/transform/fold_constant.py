@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import EvaluationError
 from ..expr import Expr, Function, Tuple, const
-from ..functor import ExprMutator
+from ..functor import Rewriter
 from ..interp import evaluate
 from ..lineage import derive
 from ..module import Module
@@ -111,7 +111,7 @@ def _evaluate_all(roots: list[Expr]) -> list[Any]:
         return out
 
 
-class _Replace(ExprMutator):
+class _Replace(Rewriter):
     """Substitutes folded roots (pre-seeded in ``memo``), walking only non-closed nodes."""
 
     def __init__(self, replacements: dict[Node, Expr], expanded: set[Node]) -> None:

@@ -32,10 +32,11 @@ from __future__ import annotations
 import dataclasses
 
 from ..expr import Expr, Function
-from ..functor import ExprMutator
+from ..functor import Rewriter
 from ..module import Module
 from ..node import F_FUNC, Node
 from ..traverse import post_order
+from ..typecheck import TypeContext
 from ..types import FuncType
 from .base import ModulePass
 
@@ -49,12 +50,12 @@ def _missing_ret_type(f: Function) -> bool:
     return False
 
 
-class _FillRetTypes(ExprMutator):
-    """Gives each function without a return type the one inferred in ``mod``."""
+class _FillRetTypes(Rewriter):
+    """Gives each function without a return type the one inferred in the module."""
 
-    def __init__(self, mod: Module) -> None:
+    def __init__(self, types: TypeContext) -> None:
         super().__init__()
-        self.mod = mod
+        self.types = types
 
     def should_visit(self, node: Node) -> bool:
         return bool(node._mask & F_FUNC)
@@ -64,7 +65,7 @@ class _FillRetTypes(ExprMutator):
             return f
         # The original was typed in its context (the module's cache holds the
         # types of nodes below untyped let variables).
-        ft: FuncType = self.mod.type_of(self.original)  # type: ignore[assignment]
+        ft: FuncType = self.types.type_of(self.original)  # type: ignore[assignment]
         return Function(f.params, f.body, ft.ret_type, f.attrs)
 
 
@@ -74,9 +75,10 @@ class InferType(ModulePass):
 
     def run(self, mod: Module) -> Module:
         """The module with all return types filled in (``mod`` itself if none was missing)."""
+        types = TypeContext.of(mod)
         updates = {}
         for name, f in mod.items():
-            mod.type_of(f)
+            types.check(f)
             if _missing_ret_type(f):
-                updates[name] = _FillRetTypes(mod).visit(f)
+                updates[name] = _FillRetTypes(types).visit(f)
         return mod.with_functions(updates) if updates else mod

@@ -23,11 +23,11 @@ import numpy as np
 
 from ..errors import TypeCheckError
 from ..expr import Call, Expr, Function, Op, Tuple, TupleGetItem, const
-from ..functor import ExprMutator
+from ..functor import Rewriter
 from ..module import Module
 from ..node import Node
 from ..op import add, divide, expand_dims, multiply, negative, sqrt, subtract
-from ..typecheck import infer_type
+from ..typecheck import TypeContext
 from ..types import TensorType, TupleType
 from .base import FunctionPass
 
@@ -57,11 +57,11 @@ def _lower_batch_norm(call: Call, data_type: TensorType) -> Expr:
     return Tuple([add(multiply(x, scale), shift), mean, var])
 
 
-class _Lower(ExprMutator):
-    def __init__(self, func: Function, mod: Module) -> None:
+class _Lower(Rewriter):
+    def __init__(self, func: Function, types: TypeContext) -> None:
         super().__init__()
         self.func = func
-        self.mod = mod
+        self.types = types
         self.lowered: set[Node] = set()  # tuples made from batch_norm calls
         self.typed = False
 
@@ -70,9 +70,9 @@ class _Lower(ExprMutator):
 
     def _data_type(self, original: Call) -> TensorType:
         if not self.typed:  # type the whole function once: context-dependent types land in mod's cache
-            infer_type(self.func, self.mod)
+            self.types.check(self.func)
             self.typed = True
-        t = self.mod.type_of(original)
+        t = self.types.type_of(original)
         if not isinstance(t, TupleType) or not isinstance(t.fields[0], TensorType):
             raise TypeCheckError(f"nn.batch_norm: expected a tuple type with a tensor first, got {t!r}")
         return t.fields[0]
@@ -130,4 +130,4 @@ class SimplifyInference(FunctionPass):
         """Lower batch_norm and dropout in ``func`` (``func`` itself if it has none)."""
         if not func._mask & _MASK:
             return func
-        return _Lower(func, mod).visit(func)
+        return _Lower(func, TypeContext.of(mod)).visit(func)

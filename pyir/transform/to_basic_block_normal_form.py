@@ -47,7 +47,7 @@ from ..expr import Function
 from ..module import Module
 from ..node import F_IF
 from .base import FunctionPass
-from .to_a_normal_form import normalize_function
+from .common import normalize_function
 
 __all__ = ["ToBasicBlockNormalForm"]
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 import pyir
 from pyir import op
 from pyir.testing import check_pass
-from pyir.transform.dead_code import DeadCodeElimination
+from pyir.transform.dead_code_elimination import DeadCodeElimination
 from pyir.traverse import post_order
 
 DCE = DeadCodeElimination

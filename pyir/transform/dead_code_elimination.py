@@ -42,9 +42,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..expr import Function, Let, Var
-from ..functor import rebuild
-from ..lineage import derive, eliminate
+from ..expr import Expr, Function, Let, Var
+from ..functor import Rewriter
+from ..lineage import eliminate
 from ..module import Module
 from ..node import F_LET, Node
 from ..traverse import global_vars, post_order
@@ -111,30 +111,30 @@ def _dead_lets(func: Function) -> tuple[set[Let], list[Node]]:
     return dropped, dead
 
 
+class _DropLets(Rewriter):
+    """Each dropped let stands for its body (no lineage edge: it is eliminated); the lets
+    and let-containing nodes above them are rebuilt (and derive from their originals)."""
+
+    def __init__(self, dropped: set[Let]) -> None:
+        super().__init__()
+        self.dropped = dropped
+
+    def should_visit(self, node: Node) -> bool:
+        return bool(node._mask & F_LET)
+
+    def forward(self, node: Node) -> Expr | None:
+        if node in self.dropped:
+            return node.body  # type: ignore[attr-defined]
+        return None
+
+
 def _remove_lets(func: Function) -> tuple[Function, list[Node]]:
     dropped, dead = _dead_lets(func)
     if not dropped:
         return func, []
-
-    def kids(n: Node) -> tuple[Node, ...]:
-        if n in dropped:
-            return (n.body,)  # type: ignore[attr-defined]
-        return n.children()
-
-    memo: dict[Node, Node] = {}
-    for n in post_order(func.body, kids, stop=lambda n: not n._mask & F_LET):
-        if not n._mask & F_LET:
-            memo[n] = n
-        elif n in dropped:
-            memo[n] = memo[n.body]
-        else:
-            out = rebuild(n, memo)
-            if out is not n:
-                derive(out, n)
-            memo[n] = out
-    body = memo[func.body]
+    out = _DropLets(dropped).visit(func)  # the new function derives from ``func``
     gone: list[Node] = [*dropped, *(let.var for let in dropped), *dead]
-    return Function(func.params, body, func.ret_type, func.attrs), gone  # type: ignore[arg-type]
+    return out, gone
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,7 +165,6 @@ class DeadCodeElimination(ModulePass):
                 continue
             nf, removed = _remove_lets(f)
             if nf is not f:
-                derive(nf, f)
                 updates[name] = nf
                 gone.append((name, removed))
         if not updates:
