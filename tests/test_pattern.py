@@ -209,3 +209,22 @@ def test_pattern_rewrite_pass_records_lineage():
     assert out["main"].body is op.exp(op.tanh(X))
     assert out.find(relu) == [op.tanh(X)]
     assert p(out) is out
+
+
+def test_pattern_rewrite_pass_lives_in_transform_and_types_come_from_the_module():
+    """PatternRewrite is the same class from pyir, pyir.transform and its module; rule callbacks
+    type new expressions over let variables through the module's typing context."""
+    from pyir.transform import PatternRewrite as P1
+
+    assert pyir.PatternRewrite is P1 is PatternRewrite
+    x = wildcard()
+    a, v = pyir.var("a", shape=(2, 3)), pyir.var("v")
+    mod = pyir.Module({"main": pyir.Function([a], pyir.Let(v, op.exp(a), op.nn.relu(v)))})
+    shapes = []
+
+    def cb(m):
+        shapes.append(m.type_of(op.transpose(m[x])))
+        return None
+
+    assert PatternRewrite([(is_op("nn.relu")(x), cb)])(mod) is mod
+    assert shapes == [pyir.TensorType((3, 2))]

@@ -10,6 +10,7 @@ import pyir
 from pyir import op
 from pyir.node import cached_type
 from pyir.testing import programs
+from pyir.typecheck import TypeContext
 
 
 def test_types_of_every_construct():
@@ -148,3 +149,89 @@ def test_two_functions_with_their_own_let_variables_type_independently():
                        "g": pyir.Function([b], pyir.Let(w, op.exp(b), op.nn.relu(w)))})
     assert mod.global_type("main").ret_type is pyir.TensorType((2,))
     assert mod.global_type("g").ret_type is pyir.TensorType((3, 3))
+
+
+# -- the typing context of passes (issue 11 item 3) -----------------------------------------------
+
+
+def _let_module():
+    x, v = pyir.var("x", shape=(2, 3)), pyir.var("v")
+    return pyir.Module({"main": pyir.Function([x], pyir.Let(v, op.exp(x), op.nn.relu(v)))}), x, v
+
+
+def test_type_context_types_new_nodes_over_the_modules_let_variables():
+    """A new node over an unannotated let variable of the module gets the type of the value its
+    let binds; a variable no let of the module binds cannot be typed (get: None, type_of: raises)."""
+    mod, x, v = _let_module()
+    ctx = TypeContext.of(mod)
+    new = op.transpose(op.negative(v))
+    assert ctx.type_of(new) is pyir.TensorType((3, 2))
+    assert ctx(new) is ctx.get(new) is pyir.TensorType((3, 2))
+    assert cached_type(new) is None  # context-dependent: not cached on the node
+    assert ctx.var_type(v) is pyir.TensorType((2, 3)) and ctx.var_type(x) is x.type_annotation
+    w = pyir.var("w")
+    assert ctx.get(op.negative(w)) is None
+    with pytest.raises(pyir.TypeCheckError, match="%w"):
+        ctx.type_of(op.negative(w))
+
+
+def test_type_context_is_shared_per_module_and_caches():
+    """Two contexts of one module share what they learnt (cached with the module's derived facts);
+    structural types are cached on the nodes; another module has its own facts."""
+    mod, x, v = _let_module()
+    new = op.negative(v)
+    assert TypeContext.of(mod).known(new) is None
+    TypeContext.of(mod).type_of(new)
+    assert TypeContext.of(mod).known(new) is pyir.TensorType((2, 3))
+    s = op.sigmoid(op.tanh(x))
+    assert TypeContext.of(mod).type_of(s) is pyir.TensorType((2, 3)) and cached_type(s) is not None
+    other, _, _ = _let_module()
+    assert TypeContext.of(other).known(new) is None
+
+
+def test_type_context_global_calls_and_check():
+    """Global calls are typed through the module; check() type-checks a function and names the
+    offending node; without a module a global call cannot be typed."""
+    x = pyir.var("x", shape=(3,))
+    y = pyir.var("y", shape=(3,))
+    mod = pyir.Module({"main": pyir.Function([y], pyir.Call(pyir.GlobalVar("helper"), [y])),
+                       "helper": pyir.Function([x], op.tanh(x))})
+    ctx = TypeContext.of(mod)
+    call = op.exp(mod["main"].body)
+    assert ctx.type_of(call) is pyir.TensorType((3,))
+    assert ctx.check(mod["main"]) is pyir.FuncType([y.type_annotation], pyir.TensorType((3,)))
+    assert TypeContext.of(None).get(call) is None
+    z = pyir.var("z", shape=(2,))
+    w = pyir.var("w", shape=(4,))
+    badmod = pyir.Module({"main": pyir.Function([z, w], op.add(z, w))})
+    with pytest.raises(pyir.TypeCheckError, match="add"):
+        TypeContext.of(badmod).check(badmod["main"])
+
+
+def test_type_context_learns_functions_outside_the_module():
+    """learn(func) teaches the let variables of a function outside the module (or of a context
+    without one); a function that does not type-check teaches nothing."""
+    x, v = pyir.var("x", shape=(4,)), pyir.var("v")
+    f = pyir.Function([x], pyir.Let(v, op.exp(x), v))
+    ctx = TypeContext.of(None)
+    assert ctx.get(op.negative(v)) is None
+    ctx.learn(f)
+    assert ctx.get(op.negative(v)) is pyir.TensorType((4,))
+    y, u = pyir.var("y", shape=(4,)), pyir.var("u")
+    g = pyir.Function([y], pyir.Let(u, op.add(y, pyir.var("k", shape=(5,))), u))
+    ctx.learn(g)
+    assert ctx.get(u) is None
+
+
+def test_type_context_long_unannotated_let_chain():
+    """A 3x10^4-deep chain of unannotated lets, each value using the previous variable: the context
+    learns every variable's type in one iterative walk."""
+    x = pyir.var("x", shape=(4,))
+    vs = [pyir.var(f"t{i}") for i in range(3 * 10**4)]
+    body: pyir.Expr = op.negative(vs[-1])
+    for i in range(len(vs) - 1, -1, -1):
+        body = pyir.Let(vs[i], op.exp(vs[i - 1] if i else x), body)
+    mod = pyir.Module({"main": pyir.Function([x], body)})
+    ctx = TypeContext.of(mod)
+    assert ctx.type_of(op.tanh(vs[-1])) is pyir.TensorType((4,))
+    assert ctx.var_type(vs[len(vs) // 2]) is pyir.TensorType((4,))

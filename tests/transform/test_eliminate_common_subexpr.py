@@ -76,3 +76,21 @@ def test_deep_let_chain(deep_anf):
     top = new["main"].body
     assert top.var is a and top.body is op.add(main.body, op.subtract(a, a))
     assert CSE()(deep_anf) is deep_anf
+
+
+def test_a_let_shared_by_two_scopes_is_decided_in_each():
+    """One let node (hash-consing shares it) kept in one scope and dropped in another: each use
+    gets its own result and no variable is left free (the earlier driver substituted %b once for
+    the whole function, leaving %b free where its binding was kept)."""
+    x = pyir.var("x", shape=(2,))
+    a, b = pyir.var("a"), pyir.var("b")
+    v = op.exp(x)
+    shared = pyir.Let(b, v, op.nn.relu(b))
+    kept_first = pyir.Tuple([shared, pyir.Let(a, v, op.add(shared, a))])
+    out = _check_pass(pyir.Module({"main": pyir.Function([x], kept_first)}))["main"].body
+    assert out.fields[0] is shared
+    assert out.fields[1] is pyir.Let(a, v, op.add(op.nn.relu(a), a))
+    dropped_first = pyir.Tuple([pyir.Let(a, v, pyir.Tuple([shared, a])), shared])
+    out = _check_pass(pyir.Module({"main": pyir.Function([x], dropped_first)}))["main"].body
+    assert out.fields[0] is pyir.Let(a, v, pyir.Tuple([op.nn.relu(a), a]))
+    assert out.fields[1] is shared

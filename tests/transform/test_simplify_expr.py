@@ -92,6 +92,19 @@ def test_let_bound_values():
     assert new["main"].body is pyir.Let(t, op.exp(x), t)
 
 
+def test_let_variable_bound_to_a_variable():
+    """A let variable whose value is another let variable is typed by the module's typing context
+    (the value's type), so ``u * 1`` simplifies there too."""
+    x = pyir.var("x", shape=(2,))
+    t, u = pyir.var("t"), pyir.var("u")
+    body = pyir.Let(t, op.exp(x), pyir.Let(u, t, op.add(op.multiply(u, pyir.const(1.0)), t)))
+    mod = pyir.Module({"main": pyir.Function([x], body)})
+    new = SimplifyExpr()(mod)
+    assert new["main"].body is pyir.Let(t, op.exp(x), pyir.Let(u, t, op.add(u, t)))
+    mul = body.body.body.args[0]
+    assert new.find(mul) == [u]
+
+
 def test_deep_chain(deep_chain):
     """A 10**6-deep elementwise chain goes through without recursion; x*1 steps disappear."""
     mod = deep_chain
