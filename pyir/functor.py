@@ -169,6 +169,11 @@ class Derivations:
         if self._buf is not None and new is not old:
             self._buf.add(new.id, old.id)
 
+    def id_adder(self) -> Callable[[bytes, bytes], None] | None:
+        """For hot loops: a function ``add(new_id, old_id)`` recording one edge between the
+        ids of two live nodes (unchecked), or None when nothing is recorded."""
+        return self._buf.add if self._buf is not None else None
+
     def derive_ids(self, new: Node, olds: bytes | tuple[bytes, ...]) -> None:
         """``new`` derives from the node(s) of id ``olds`` (one id, or a tuple of ids)."""
         if self._buf is not None:
@@ -301,6 +306,8 @@ class ExprMutator:
         passive = self._leaves_without_hooks(hooks)
         skip = None if type(self).should_visit is ExprMutator.should_visit else self.should_visit
         rec = current_recorder() if self.record_lineage else None
+        olds: list[Node] = []  # replacements, recorded once the walk is done (see _record)
+        news: list[Node] = []
         stack: list[Any] = [expr]
         push = stack.append
         pop = stack.pop
@@ -338,7 +345,8 @@ class ExprMutator:
                     result = updated
                 memo[n] = result
                 if result is not n and rec is not None:
-                    self._record(rec, n, result)
+                    olds.append(n)
+                    news.append(result)
                 continue
             if n in memo:
                 continue
@@ -370,24 +378,35 @@ class ExprMutator:
                             memo[c] = c
                         else:
                             push(c)
+        if olds:
+            self._record(rec, olds, news)
         return memo[expr]
 
-    def _record(self, rec: Any, old: Node, new: Node) -> None:
+    def _record(self, rec: Any, olds: list[Node], news: list[Node]) -> None:
+        """Each replacement ``new`` and every node freshly created under it derive from ``old``.
+
+        Recorded once the walk is done, so "fresh" does not depend on the visit order: a node
+        under a replacement is fresh when the walk never met it (it is not in ``memo``) and no
+        earlier replacement made it.
+        """
         memo = self.memo
-        ids = [new.id]  # the new node and every node freshly created under it derive from ``old``
         produced: set[Node] | None = self.__dict__.get("_produced")
         if produced is None:
             produced = self._produced = set()
-        produced.add(new)
-        stack = list(new.children())
-        while stack:
-            c = stack.pop()
-            if c in memo or c in produced:
-                continue
-            produced.add(c)
-            ids.append(c.id)
-            stack.extend(c.children())
-        rec.edges.add_one_old(ids, old.id)  # the compact buffer: one id per edge, no tuples
+        add_one_old = rec.edges.add_one_old
+        for i in range(len(olds)):
+            new = news[i]
+            ids = [new.id]
+            produced.add(new)
+            stack = list(new.children())
+            while stack:
+                c = stack.pop()
+                if c in memo or c in produced:
+                    continue
+                produced.add(c)
+                ids.append(c.id)
+                stack.extend(c.children())
+            add_one_old(ids, olds[i].id)  # the compact buffer: one id per edge, no tuples
 
 
 class Rewriter(ExprMutator):
@@ -457,6 +476,8 @@ class Rewriter(ExprMutator):
         kids_of = self.children if cls.children is not Rewriter.children else None
         rec = current_recorder() if self.record_lineage else None
         active: set[Node] = set()  # nodes waiting for the expression they forward to
+        olds: list[Node] = []
+        news: list[Node] = []
         stack: list[Any] = [expr]
         push = stack.append
         pop = stack.pop
@@ -482,7 +503,8 @@ class Rewriter(ExprMutator):
                     result = updated
                 memo[n] = result
                 if result is not n and rec is not None:
-                    self._record(rec, n, result)
+                    olds.append(n)
+                    news.append(result)
                 continue
             if n is _FORWARDED:
                 t = pop()
@@ -516,9 +538,19 @@ class Rewriter(ExprMutator):
             kids = kids_of(n) if kids_of is not None else n.children()
             push(n)
             push(_DONE)
-            for c in reversed(kids):
-                if c not in memo:
-                    push(c)
+            if fwd is None:  # a leaf without a hook cannot forward: memoize it at once
+                for c in reversed(kids):
+                    if c not in memo:
+                        if type(c) in passive:
+                            memo[c] = c
+                        else:
+                            push(c)
+            else:
+                for c in reversed(kids):
+                    if c not in memo:
+                        push(c)
+        if olds:
+            self._record(rec, olds, news)
         return memo[expr]
 
 
@@ -549,10 +581,26 @@ class _Substitution(ExprMutator):
     def __init__(self, mapping: dict[Node, Expr]) -> None:
         super().__init__()
         self.memo.update(mapping)
-        self.decided: dict[Node, Any] = {}  # let -> the decision its variable's entry stands for
 
-
-_KEEP: Any = object()  # the decision to keep a binding
+    def of(self, n: Expr) -> Expr:
+        """The substituted ``n`` (cheap for a call whose arguments are unchanged)."""
+        memo = self.memo
+        r = memo.get(n)
+        if r is not None:
+            return r  # type: ignore[no-any-return]
+        if type(n) is Call and type(n.op) is Op:
+            for a in n.args:
+                ra = memo.get(a)
+                if ra is None:
+                    if type(a) not in _LEAVES:
+                        break
+                    memo[a] = a  # a leaf used unchanged (what visit would note)
+                elif ra is not a:
+                    break
+            else:
+                memo[n] = n
+                return n
+        return self.visit(n)  # type: ignore[no-any-return]
 
 
 class BindingRewriter:
@@ -584,7 +632,11 @@ class BindingRewriter:
         """The rewritten ``root`` (the same object when nothing changed)."""
         d = Derivations()
         derive = d.derive
-        subs: list[_Substitution] = [_Substitution({})]  # the innermost is the one in use
+        # The innermost substitution is the one in use.  Its memo maps a variable to itself once
+        # a let-free node using it unchanged was memoized, and a dropped variable to its
+        # replacement: a let decided otherwise than that memo says gets a fresh substitution for
+        # its body (a let node reached from two scopes may be kept in one, dropped in the other).
+        subs: list[_Substitution] = [_Substitution({})]
         scope_subst: dict[Node, Expr] = {}  # variable -> replacement, for the bindings dropped in scope
         memo: dict[tuple[Node, int], Expr] = {}  # (node, scope) -> result, for let-containing nodes
         scope = 0  # id of the current set of bindings in scope
@@ -599,9 +651,7 @@ class BindingRewriter:
             code, n = frame[0], frame[1]
             if code == _ENTER:
                 if not n._mask & F_LET:
-                    sub = subs[-1]
-                    r = sub.memo.get(n)
-                    push_res(r if r is not None else sub.visit(n))
+                    push_res(subs[-1].of(n))
                     continue
                 r = memo.get((n, scope))
                 if r is not None:
@@ -619,26 +669,26 @@ class BindingRewriter:
                 value = results.pop()
                 v = n.var
                 repl = self.bind(n, value)
-                decision = _KEEP if repl is None or repl is v else repl
+                if repl is None:
+                    repl = v
                 sub = subs[-1]
-                prev = sub.decided.setdefault(n, decision)
-                fresh = prev is not decision  # the let-free memo holds another decision for v
+                seen = sub.memo.get(v)
+                fresh = seen is not None and seen is not repl  # memoized nodes say otherwise
                 if fresh:
                     mapping = dict(scope_subst)
-                    if decision is not _KEEP:
-                        mapping[v] = decision
+                    if repl is not v:
+                        mapping[v] = repl
                     sub = _Substitution(mapping)
-                    sub.decided[n] = decision
                     subs.append(sub)
                 outer_scope = scope
                 scope = next_scope
                 next_scope += 1
-                if decision is _KEEP:
+                if repl is v:
                     push((_KEPT_EXIT, n, outer_scope, value, fresh))
                 else:
-                    sub.memo[v] = decision  # later uses of v become uses of its replacement
-                    scope_subst[v] = decision
-                    derive(decision, v)
+                    sub.memo[v] = repl  # later uses of v become uses of its replacement
+                    scope_subst[v] = repl
+                    derive(repl, v)
                     push((_DROPPED_EXIT, n, outer_scope, value, fresh))
                 push((_ENTER, n.body))
             elif code == _KEPT_EXIT:
@@ -674,7 +724,7 @@ class BindingRewriter:
                 derive(out, n)
                 memo[(n, sc)] = out
                 push_res(out)
-        return results[0]
+        return results[0]  # type: ignore[no-any-return]
 
 
 # -- functional forms ---------------------------------------------------------------------------

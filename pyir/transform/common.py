@@ -182,17 +182,36 @@ class _Bind(Rewriter):
         self.d = d
         self.pre = pre
         self.bindings: dict[int, list[Any]] = {}  # scope -> (variable, value, graph node) triples, flat
+        self.record = self._recorder()
 
     def children(self, node: Node) -> tuple[Node, ...]:
-        if type(node) is Function and is_primitive(node):
+        k = type(node)
+        if k is Call:  # arguments before the callee: a called function is bound just before its call
+            op = node.op  # type: ignore[attr-defined]
+            return node.args if type(op) is Op else (*node.args, op)  # type: ignore[attr-defined]
+        if k is Function and node.attrs.get("Primitive"):  # type: ignore[attr-defined]
             return ()  # bound as a value, its body kept as it is
-        return _eval_children(node)
+        return node.children()
 
-    def record(self, new: Node, n: Node) -> None:
-        """``new`` stands for graph node ``n``: it derives from the input node(s) ``n`` stands for."""
-        if self.d:
-            olds = self.pre.get(n)
-            self.d.derive_ids(new, n.id if olds is None else olds)
+    def _recorder(self) -> Any:
+        """``record(new, n)``: ``new`` stands for graph node ``n``, so it derives from the input
+        node(s) ``n`` stands for."""
+        add = self.d.id_adder()
+        if add is None:
+            return _no_record
+        pre_get = self.pre.get
+        derive_ids = self.d.derive_ids
+
+        def record(new: Node, n: Node) -> None:
+            olds = pre_get(n)
+            if olds is None:
+                add(new.id, n.id)
+            elif type(olds) is bytes:
+                add(new.id, olds)
+            else:
+                derive_ids(new, olds)
+
+        return record
 
     def close(self, s: int, result: Node) -> Expr:
         """The lets of scope ``s`` around the atom of ``result``."""
@@ -282,4 +301,8 @@ def _normalize(func: Function, mod: Module, bind_all: bool) -> Function:
 
 
 def _untyped(n: Node) -> None:
+    return None
+
+
+def _no_record(new: Node, n: Node) -> None:
     return None
