@@ -587,7 +587,7 @@ class _Substitution(ExprMutator):
         memo = self.memo
         r = memo.get(n)
         if r is not None:
-            return r  # type: ignore[no-any-return]
+            return r
         if type(n) is Call and type(n.op) is Op:
             for a in n.args:
                 ra = memo.get(a)
@@ -600,7 +600,7 @@ class _Substitution(ExprMutator):
             else:
                 memo[n] = n
                 return n
-        return self.visit(n)  # type: ignore[no-any-return]
+        return self.visit(n)
 
 
 class BindingRewriter:
@@ -724,7 +724,7 @@ class BindingRewriter:
                 derive(out, n)
                 memo[(n, sc)] = out
                 push_res(out)
-        return results[0]  # type: ignore[no-any-return]
+        return results[0]
 
 
 # -- functional forms ---------------------------------------------------------------------------
