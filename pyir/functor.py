@@ -313,25 +313,36 @@ class ExprMutator:
         pop = stack.pop
         while stack:
             n = pop()
+            if n is _OP_CALL:  # the hot path: an operator call whose arguments are done
+                n = pop()
+                args = n.args
+                for a in args:  # rebuilt only when an argument changed
+                    if memo[a] is not a:
+                        updated = Call(n.op, tuple([memo[a] for a in args]), n.attrs, _checked=True)
+                        break
+                else:
+                    updated = n
+                if h_call is not None:
+                    self.original = n
+                    result = h_call(self, updated)
+                    if result is not updated:
+                        if result is None:
+                            result = updated
+                        elif not isinstance(result, Expr):
+                            raise WellFormedError(f"{type(self).__name__}.visit_Call returned "
+                                                  f"{result!r}, not an expression")
+                else:
+                    result = updated
+                memo[n] = result
+                if result is not n and rec is not None:
+                    olds.append(n)
+                    news.append(result)
+                continue
             if n is _DONE:  # children done: process the node below the marker
                 n = pop()
                 k = type(n)
-                if k is Call:
-                    op = n.op
-                    args = n.args
-                    if type(op) is Op:  # the hot path: rebuild inline, only when an argument changed
-                        for a in args:
-                            if memo[a] is not a:
-                                updated = Call(op, tuple([memo[a] for a in args]), n.attrs, _checked=True)
-                                break
-                        else:
-                            updated = n
-                    else:
-                        updated = rebuild(n, memo)
-                    h = h_call
-                else:
-                    updated = rebuild(n, memo)
-                    h = hooks.get(k)
+                updated = rebuild(n, memo)
+                h = hooks.get(k)
                 if h is not None:
                     self.original = n
                     result = h(self, updated)
@@ -356,15 +367,36 @@ class ExprMutator:
             k = type(n)
             if k is Call:
                 op = n.op
-                kids = n.args if type(op) is Op else (op, *n.args)
+                push(n)
+                if type(op) is Op:
+                    kids = n.args
+                    push(_OP_CALL)
+                else:
+                    kids = (op, *n.args)
+                    push(_DONE)
             elif k in passive:
                 memo[n] = n
                 continue
             else:
                 kids = n.children()
-            push(n)
-            push(_DONE)  # two slots per pending node, no tuple
-            if len(kids) == 1:
+                push(n)
+                push(_DONE)  # two slots per pending node, no tuple
+            # children pushed last first (left to right); leaves without hooks memoized at once
+            nk = len(kids)
+            if nk == 1:
+                c = kids[0]
+                if c not in memo:
+                    if type(c) in passive:
+                        memo[c] = c
+                    else:
+                        push(c)
+            elif nk == 2:
+                c = kids[1]
+                if c not in memo:
+                    if type(c) in passive:
+                        memo[c] = c
+                    else:
+                        push(c)
                 c = kids[0]
                 if c not in memo:
                     if type(c) in passive:
@@ -372,7 +404,7 @@ class ExprMutator:
                     else:
                         push(c)
             else:
-                for c in reversed(kids):  # the first child on top: left to right
+                for c in reversed(kids):
                     if c not in memo:
                         if type(c) in passive:
                             memo[c] = c
@@ -555,6 +587,7 @@ class Rewriter(ExprMutator):
 
 
 _FORWARDED: Any = object()  # stack marker: the node two slots below stands for the one just below
+_OP_CALL: Any = object()  # stack marker: the node below is a call of an operator, its arguments done
 
 
 class _Kept:
