@@ -10,7 +10,8 @@ rebuilds a parent only when one of its children changed, so a mutator that
 changes nothing returns its input object.
 
 Inside a pass, every replacement is recorded in the lineage side-table
-(new <- old, also for each node freshly created under the replacement).
+(new <- old, also for each node freshly created under the replacement: a node
+the walk never met and no earlier replacement made; recorded when the walk ends).
 
 >>> import pyir
 >>> x = pyir.var("x", shape=(2,))
@@ -187,7 +188,7 @@ class Derivations:
         return self._buf.mark() if self._buf is not None else None
 
     def rollback(self, mark: Any) -> None:
-        """Drop every edge recorded through this recorder since ``mark``."""
+        """Drop every edge the running pass recorded since ``mark`` (by any means)."""
         if self._buf is not None and mark is not None:
             self._buf.rollback(mark)
 
