@@ -93,9 +93,11 @@ def graph_form(expr: Expr, *, into_primitive: bool = True) -> tuple[Expr, dict[N
                                   "with different values")
     rw = _GraphForm(letval, into_primitive)
     out = rw.visit(expr)
+    memo = rw.memo
     for n in lets:  # values of unused lets too: their images (and errors) as for used ones
-        rw.visit(n.value)
-    return out, rw.memo
+        if n.value not in memo:
+            rw.visit(n.value)
+    return out, memo
 
 
 def record_graph_lineage(g: dict[Node, Expr]) -> None:
