@@ -298,10 +298,23 @@ class ExprMutator:
 
     def visit(self, expr: Expr) -> Any:
         """The rewritten ``expr`` (the same object when nothing changed)."""
-        memo = self.memo
-        r = memo.get(expr)
+        r = self.memo.get(expr)
         if r is not None:
             return r
+        self._walk([expr])
+        return self.memo[expr]
+
+    def visit_many(self, exprs: Iterable[Expr]) -> None:
+        """Rewrite ``exprs`` in order, in one walk (cheaper than a visit each for many small
+        roots); ``visit(e)`` then returns each result at once."""
+        memo = self.memo
+        todo = [e for e in exprs if e not in memo]
+        if todo:
+            self._walk(todo)
+
+    def _walk(self, roots: list[Expr]) -> None:
+        """Rewrite ``roots`` (not yet in ``memo``; the list becomes the walk's stack)."""
+        memo = self.memo
         hooks = self._hooks
         h_call = hooks.get(Call)
         passive = self._leaves_without_hooks(hooks)
@@ -309,7 +322,8 @@ class ExprMutator:
         rec = current_recorder() if self.record_lineage else None
         olds: list[Node] = []  # replacements, recorded once the walk is done (see _record)
         news: list[Node] = []
-        stack: list[Any] = [expr]
+        stack: list[Any] = roots
+        stack.reverse()  # the first root on top
         push = stack.append
         pop = stack.pop
         while stack:
@@ -413,7 +427,6 @@ class ExprMutator:
                             push(c)
         if olds:
             self._record(rec, olds, news)
-        return memo[expr]
 
     def _record(self, rec: Any, olds: list[Node], news: list[Node]) -> None:
         """Each replacement ``new`` and every node freshly created under it derive from ``old``.
@@ -491,16 +504,11 @@ class Rewriter(ExprMutator):
         """The error for a node that forwards into an expression using it."""
         return WellFormedError(f"{type(self).__name__}: {node!r} stands for an expression that uses it")
 
-    def visit(self, expr: Expr) -> Any:
+    def _walk(self, roots: list[Expr]) -> None:
         if not self._general:
-            return super().visit(expr)
-        return self._visit_general(expr)
-
-    def _visit_general(self, expr: Expr) -> Any:
+            super()._walk(roots)
+            return
         memo = self.memo
-        r = memo.get(expr)
-        if r is not None:
-            return r
         cls = type(self)
         hooks = self._hooks
         passive = self._leaves_without_hooks(hooks)
@@ -511,7 +519,8 @@ class Rewriter(ExprMutator):
         active: set[Node] = set()  # nodes waiting for the expression they forward to
         olds: list[Node] = []
         news: list[Node] = []
-        stack: list[Any] = [expr]
+        stack: list[Any] = roots
+        stack.reverse()
         push = stack.append
         pop = stack.pop
         while stack:
@@ -584,7 +593,6 @@ class Rewriter(ExprMutator):
                         push(c)
         if olds:
             self._record(rec, olds, news)
-        return memo[expr]
 
 
 _FORWARDED: Any = object()  # stack marker: the node two slots below stands for the one just below
@@ -626,9 +634,8 @@ class _Substitution(ExprMutator):
             for a in n.args:
                 ra = memo.get(a)
                 if ra is None:
-                    if type(a) not in _LEAVES:
+                    if type(a) not in _LEAVES:  # a leaf without an entry stands for itself
                         break
-                    memo[a] = a  # a leaf used unchanged (what visit would note)
                 elif ra is not a:
                     break
             else:
@@ -666,13 +673,14 @@ class BindingRewriter:
         """The rewritten ``root`` (the same object when nothing changed)."""
         d = Derivations()
         derive = d.derive
-        # The innermost substitution is the one in use.  Its memo maps a variable to itself once
-        # a let-free node using it unchanged was memoized, and a dropped variable to its
-        # replacement: a let decided otherwise than that memo says gets a fresh substitution for
-        # its body (a let node reached from two scopes may be kept in one, dropped in the other).
+        # The innermost substitution is the one in use.  ``memo`` keeps, per let-containing node,
+        # the scope it was last rewritten in, the result and, for a dropped let, the replacement
+        # of its variable.  A let reached again in another scope and decided
+        # otherwise gets a fresh substitution for its body: the memoized let-free nodes under it
+        # were substituted for the other decision.
         subs: list[_Substitution] = [_Substitution({})]
         scope_subst: dict[Node, Expr] = {}  # variable -> replacement, for the bindings dropped in scope
-        memo: dict[tuple[Node, int], Expr] = {}  # (node, scope) -> result, for let-containing nodes
+        memo: dict[Node, tuple[Any, ...]] = {}
         scope = 0  # id of the current set of bindings in scope
         next_scope = 1
         results: list[Any] = []
@@ -687,9 +695,9 @@ class BindingRewriter:
                 if not n._mask & F_LET:
                     push_res(subs[-1].of(n))
                     continue
-                r = memo.get((n, scope))
-                if r is not None:
-                    push_res(r)
+                e = memo.get(n)
+                if e is not None and e[0] == scope:
+                    push_res(e[1])
                     continue
                 if type(n) is Let:
                     push((_VALUE_DONE, n))
@@ -705,9 +713,9 @@ class BindingRewriter:
                 repl = self.bind(n, value)
                 if repl is None:
                     repl = v
+                e = memo.get(n)  # (scope, result) if kept, (scope, result, replacement) if dropped
+                fresh = e is not None and (e[2] if len(e) == 3 else v) is not repl  # decided otherwise
                 sub = subs[-1]
-                seen = sub.memo.get(v)
-                fresh = seen is not None and seen is not repl  # memoized nodes say otherwise
                 if fresh:
                     mapping = dict(scope_subst)
                     if repl is not v:
@@ -737,17 +745,18 @@ class BindingRewriter:
                 else:
                     out = Let(n.var, value, body)
                     derive(out, n)
-                memo[(n, scope)] = out
+                memo[n] = (scope, out)
                 push_res(out)
             elif code == _DROPPED_EXIT:
                 _, _, outer_scope, value, fresh = frame
                 body = results.pop()
-                del scope_subst[n.var]
+                v = n.var
+                repl = scope_subst.pop(v)
                 if fresh:
                     subs.pop()
                 scope = outer_scope
                 derive(body, n)
-                memo[(n, scope)] = body
+                memo[n] = (scope, body, repl)
                 push_res(body)
             else:  # _EXIT
                 _, _, sc, kids = frame
@@ -756,7 +765,7 @@ class BindingRewriter:
                 del results[len(results) - k:]
                 out = rebuild(n, dict(zip(kids, new_kids)))
                 derive(out, n)
-                memo[(n, sc)] = out
+                memo[n] = (sc, out)
                 push_res(out)
         return results[0]
 

@@ -168,6 +168,23 @@ def test_mutator_visits_children_left_to_right_before_parents():
     assert seen == [n for n in post_order(e) if isinstance(n, (pyir.Call, pyir.Tuple))]
 
 
+def test_visit_many_rewrites_roots_in_order_in_one_walk():
+    """visit_many rewrites several roots in order (each done before the next), sharing the memo."""
+    x = pyir.var("x", shape=(2,))
+    a, b = op.exp(x), op.tanh(op.exp(x))
+    order = []
+
+    class Log(pyir.ExprMutator):
+        def visit_Call(self, call):
+            order.append(self.original)
+            return op.negative(call) if call.op is pyir.Op("exp") else call
+
+    m = Log()
+    m.visit_many([b, a, b])
+    assert order == [a, b]
+    assert m.visit(b) is op.tanh(op.negative(a)) and m.visit(a) is op.negative(a)
+
+
 def test_mutator_hooks_on_leaves_and_preseeded_memo():
     """A hook on a leaf kind runs for every leaf of that kind; entries put in ``memo`` are taken as
     given (the leaf shortcut never overwrites them)."""

@@ -92,12 +92,18 @@ def graph_form(expr: Expr, *, into_primitive: bool = True) -> tuple[Expr, dict[N
             raise WellFormedError(f"variable %{n.var.name_hint} is bound by two lets "
                                   "with different values")
     rw = _GraphForm(letval, into_primitive)
-    out = rw.visit(expr)
     memo = rw.memo
-    for n in lets:  # values of unused lets too: their images (and errors) as for used ones
-        if n.value not in memo:
-            rw.visit(n.value)
-    return out, memo
+    # Values first, outer lets first: the variables a value uses are bound by enclosing lets,
+    # whose values are done, so a variable forwards to a done image (no chain of pending
+    # forwards down a let chain).  Then each let stands for its body, inner lets first.  Values
+    # of unused lets get their images (and errors) as used ones do.
+    rw.visit_many(n.value for n in reversed(lets))
+    for n in lets:
+        if n not in memo:
+            b = n.body
+            r = memo.get(b)
+            memo[n] = r if r is not None else rw.visit(b)
+    return rw.visit(expr), memo
 
 
 def record_graph_lineage(g: dict[Node, Expr]) -> None:
