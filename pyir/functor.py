@@ -728,7 +728,8 @@ class BindingRewriter:
                 if repl is v:
                     push((_KEPT_EXIT, n, outer_scope, value, fresh))
                 else:
-                    sub.memo[v] = repl  # later uses of v become uses of its replacement
+                    sub.memo[v] = repl  # later uses of v become uses of its replacement,
+                    sub.memo.setdefault(repl, repl)  # which is no new node (for the lineage)
                     scope_subst[v] = repl
                     derive(repl, v)
                     push((_DROPPED_EXIT, n, outer_scope, value, fresh))
