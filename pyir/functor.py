@@ -568,7 +568,8 @@ class Rewriter(ExprMutator):
                     if r is not None:
                         memo[n] = r
                         continue
-                    active.add(n)
+                    if t not in n.children():  # a child cannot lead back to n: no need to watch
+                        active.add(n)
                     push(n)
                     push(t)
                     push(_FORWARDED)
