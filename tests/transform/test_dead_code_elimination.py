@@ -78,3 +78,20 @@ def test_deep_let_chain(deep_anf):
     new = DCE()(pyir.Module({"main": dead}))
     assert new["main"].body is op.nn.relu(x)
     assert DCE()(deep_anf) is deep_anf
+
+
+def test_long_chain_of_consecutive_dead_lets():
+    """3x10^4 nested dead lets (each one's body the next): each stands for its body, iteratively;
+    every dropped let and variable is recorded as eliminated."""
+    x = pyir.var("x", shape=(2,))
+    body = op.nn.relu(x)
+    lets = []
+    for i in range(3 * 10**4):
+        body = pyir.Let(pyir.var(f"d{i}"), op.exp(x), body)
+        lets.append(body)
+    mod = pyir.Module({"main": pyir.Function([x], body)})
+    new = DCE()(mod)
+    assert new["main"].body is op.nn.relu(x)
+    removed = new.pass_records[-1].removed
+    assert all(let.id in removed and let.var.id in removed for let in lets[::997])
+    assert new.find(lets[-1]) == []
