@@ -50,8 +50,7 @@ from .types import TensorType, Type, normalize_dtype
 
 # The last line of names is loaded lazily from pyir.pattern_rewrite (which imports this module).
 __all__ = ["Pattern", "PatternError", "Match", "wildcard", "is_op", "is_expr", "is_constant", "is_var",
-           "is_tuple", "is_tuple_get_item",
-           "TypeOracle", "Rule", "rewrite_rules", "rewrite_function", "PatternRewrite"]  # noqa: F822
+           "is_tuple", "is_tuple_get_item"]
 
 _MAX_TERMS = 16
 _OP_BITS = ~((1 << OP_BIT0) - 1)
