@@ -25,44 +25,42 @@ call cycle cannot be inlined and are left alone.  Afterwards, inline functions
 no longer referenced from the other functions are removed (``main`` is never
 removed).
 
-Lineage: each copied node derives from the callee body node it copies, so
-``find`` on a node of the callee returns every copy; the inlined expression
-also derives from the call it replaces.
+Lineage: each copied node is the callee body node it copies instantiated at
+the call (an instance edge, :func:`~pyir.lineage.derive_at`): ``find`` on a node
+of an ordinary callee returns every copy, ``origins`` of a copy is the node it
+copies (for a callee whose body FuseOps shared between groups, the node of the
+call's own group).  Rebuilt nodes of the calling functions derive from their old
+versions.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from ..expr import Call, Expr, Function, GlobalVar
-from ..functor import ExprMutator
 from ..lineage import current_recorder
 from ..module import Module
-from ..node import F_GLOBAL, Node
+from ..node import F_GLOBAL, Node, gc_paused
 from ..traverse import global_vars
 from .base import ModulePass
-from .defuse_ops import inline_call, replace_body
+from .common import expand_calls, replace_body
 
 __all__ = ["Inline"]
 
 
-class _Inliner(ExprMutator):
-    """Replaces calls of the given global functions by copies of their (inlined) bodies."""
+def _no_global(n: Node) -> bool:
+    return not n._mask & F_GLOBAL
 
-    def __init__(self, bodies: dict[str, Function]) -> None:
-        super().__init__()
-        self.bodies = bodies
 
-    def should_visit(self, node: Node) -> bool:
-        return bool(node._mask & F_GLOBAL)
+def _inline_calls(expr: Expr, bodies: dict[str, Function]) -> Expr:
+    """``expr`` with every call of a function of ``bodies`` (by name) expanded."""
 
-    def visit_Call(self, call: Call) -> Expr:
+    def callee(call: Call, memo: dict[Node, Any]) -> Function | None:
         op = call.op
-        if type(op) is GlobalVar:
-            f = self.bodies.get(op.name_hint)
-            if f is not None:
-                return inline_call(f, call.args, call)
-        return call
+        return bodies.get(op.name_hint) if type(op) is GlobalVar else None
+
+    return expand_calls(expr, callee, _no_global)
 
 
 def _walk_into(seen: set[Node], roots: list[Function], ids: list[bytes] | None) -> None:
@@ -92,17 +90,18 @@ class Inline(ModulePass):
         inline = {n for n, f in mod.items() if f.attrs.get("Inline")}
         if not inline:
             return mod
-        ready = self._inlined_callees(mod, inline)
-        updates: dict[str, Function | None] = {}
-        for name, f in mod.items():
-            if name in ready:
-                nf = ready[name]
-            elif f.body._mask & F_GLOBAL:
-                nf = replace_body(f, _Inliner(ready).visit(f.body))
-            else:
-                nf = f
-            if nf is not f:
-                updates[name] = nf
+        with gc_paused():
+            ready = self._inlined_callees(mod, inline)
+            updates: dict[str, Function | None] = {}
+            for name, f in mod.items():
+                if name in ready:
+                    nf = ready[name]
+                elif f.body._mask & F_GLOBAL:
+                    nf = replace_body(f, _inline_calls(f.body, ready))
+                else:
+                    nf = f
+                if nf is not f:
+                    updates[name] = nf
         funcs = {n: updates.get(n) or f for n, f in mod.items()}
         removed = self._unreferenced(funcs, inline)
         if removed:
@@ -160,7 +159,7 @@ class Inline(ModulePass):
                 continue
             f = mod[n]
             if calls[n]:
-                f = replace_body(f, _Inliner(ready).visit(f.body))
+                f = replace_body(f, _inline_calls(f.body, ready))
             ready[n] = f
         return ready
 
