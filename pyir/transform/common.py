@@ -9,11 +9,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import WellFormedError
-from ..expr import Call, Expr, Function, Var
+from ..expr import Call, Expr, Function, Let, Var
 from ..functor import rebuild
 from ..lineage import current_recorder, derive
-from ..node import F_FUNC, F_LET, F_VAR, Node, digest
-from ..traverse import _DONE, bound_vars
+from ..node import F_VAR, Node, digest
+from ..traverse import _DONE
 
 # -- inlining and fusion helpers (FuseOps, DefuseOps, Inline) -------------------------
 
@@ -46,15 +46,11 @@ def inline_call(func: Function, args: Sequence[Expr], site: Node) -> Expr:
     rec = current_recorder()
     add_at = rec.edges.add_at if rec is not None else None
     sid = site.id
-    binders = bound_vars(func.body) if func.body._mask & (F_LET | F_FUNC) else ()
-    for v in binders:
-        if v not in memo:
-            nv = memo[v] = Var(v.name_hint, v.type_annotation, uid=digest(b"pyir.inline" + sid + v.uid))
-            if add_at is not None:
-                add_at(nv.id, v.id, sid)
-    del binders
+    salt = b"pyir.inline" + sid
     # One streaming walk, children first, with memo as the set of nodes done (no post-order
     # list, no separate seen set): its memory is the memo and a stack as deep as the body.
+    # A binder (let or nested function) is met before anything in its scope, so its
+    # variables are renamed there.
     stack: list[Any] = [func.body]
     push = stack.append
     pop = stack.pop
@@ -69,13 +65,21 @@ def inline_call(func: Function, args: Sequence[Expr], site: Node) -> Expr:
             continue
         if n in memo:
             continue
-        if not n._mask & F_VAR:
+        m = n._mask
+        if not m & F_VAR:
             memo[n] = n  # nothing to substitute below
             continue
         kids = n.children()
         if not kids:
-            memo[n] = n
+            memo[n] = n  # a free variable (none in a module function)
             continue
+        k = type(n)
+        if k is Let or k is Function:
+            for v in ((n.var,) if k is Let else n.params):
+                if v not in memo:
+                    nv = memo[v] = Var(v.name_hint, v.type_annotation, uid=digest(salt + v.uid))
+                    if add_at is not None:
+                        add_at(nv.id, v.id, sid)
         push(n)
         push(_DONE)
         for c in reversed(kids):
