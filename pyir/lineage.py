@@ -112,14 +112,18 @@ class EdgeBuffer:
     with :data:`INSTANCE_EDGE` / :data:`SHARED_EDGE`).
     """
 
-    __slots__ = ("news", "olds", "counts", "n", "typed")
+    __slots__ = ("news", "olds", "counts", "n", "typed", "_done")
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
         self.news = bytearray()
         self.olds = bytearray()
         self.counts: array[int] | None = None  # None while every edge has exactly one old id
         self.n = 0
         self.typed = False  # some edge is an instance or shared edge
+        self._done = False  # a finished pass's buffer: the PassRecord made from it takes its storage
 
     def append(self, edge: tuple[bytes, Iterable[bytes]]) -> None:
         """Add one ``(new id, old ids)`` edge (a typed one when the first old id is a mark)."""
@@ -330,13 +334,15 @@ class Edges(Sequence[tuple[bytes, tuple[bytes, ...]]]):
         self._init(news, olds, counts, _check_compact_marks(news, olds, counts))
 
     @classmethod
-    def _trusted(cls, news: bytes, olds: bytes, counts: bytes | None, typed: bool) -> Edges:
+    def _trusted(cls, news: bytes | bytearray, olds: bytes | bytearray, counts: bytes | None,
+                 typed: bool) -> Edges:
         """Edges from a buffer whose methods kept them well formed (no second validation)."""
         e = cls.__new__(cls)
         e._init(news, olds, counts, typed)
         return e
 
-    def _init(self, news: bytes, olds: bytes, counts: bytes | None, typed: bool) -> None:
+    def _init(self, news: bytes | bytearray, olds: bytes | bytearray, counts: bytes | None,
+              typed: bool) -> None:
         _set = object.__setattr__
         _set(self, "_news", news)
         _set(self, "_olds", olds)
@@ -353,19 +359,32 @@ class Edges(Sequence[tuple[bytes, tuple[bytes, ...]]]):
     def __delattr__(self, name: str) -> None:
         raise ImmutableError(f"pass record edges are immutable (cannot delete {name!r})")
 
+    def _bytes(self) -> None:
+        """Make the storage bytes: a record built from a finished pass's buffer takes the
+        buffer's byte arrays as they are (no copy while the pass's memory is at its peak) and
+        turns them into bytes on first use."""
+        if type(self._news) is not bytes or type(self._olds) is not bytes:
+            _set = object.__setattr__
+            _set(self, "_news", bytes(self._news))
+            _set(self, "_olds", bytes(self._olds))
+
     def __reduce__(self) -> Any:
+        self._bytes()
         return (Edges, (self._news, self._olds, self._counts))
 
     def __len__(self) -> int:
         return len(self._news) // _ID_LEN
 
     def __iter__(self) -> Iterator[tuple[bytes, tuple[bytes, ...]]]:
+        self._bytes()
         return _iter_edges(self._news, self._olds, self._counts)
 
     def _parts(self) -> tuple[bytes, bytes, Any, int]:
+        self._bytes()
         return self._news, self._olds, self._counts, len(self)
 
     def _one(self, i: int) -> tuple[bytes, tuple[bytes, ...]]:
+        self._bytes()
         L = _ID_LEN
         new = self._news[i * L:i * L + L]
         if self._counts is None:
@@ -473,6 +492,7 @@ class recording:
 
     def __exit__(self, *exc: Any) -> None:
         _current.reset(self._token)
+        self.recorder.edges._done = True  # the record made from it may take its storage
 
 
 def derive(new: Node, *olds: Node) -> Node:
@@ -646,6 +666,10 @@ def _compact_edges(edges: Any, name: str) -> Edges:
         except LineageError as e:
             raise LineageError(f"pass record {name!r}: {e}") from None
     news, olds, counts, _ = buf._parts()
+    if buf._done:  # the pass is over: take the byte arrays (turned into bytes on first use)
+        edges = Edges._trusted(news, olds, None if counts is None else counts.tobytes(), buf.typed)
+        buf._reset()
+        return edges
     return Edges._trusted(bytes(news), bytes(olds), None if counts is None else counts.tobytes(), buf.typed)
 
 

@@ -30,7 +30,10 @@ the call (an instance edge, :func:`~pyir.lineage.derive_at`): ``find`` on a node
 of an ordinary callee returns every copy, ``origins`` of a copy is the node it
 copies (for a callee whose body FuseOps shared between groups, the node of the
 call's own group).  Rebuilt nodes of the calling functions derive from their old
-versions.
+versions.  A removed function that was inlined lives on in its copies, so only
+the function node and its parameters (replaced by the arguments) are eliminated;
+a removed function inlined nowhere is eliminated node by node (the nodes no kept
+function reaches).
 """
 
 from __future__ import annotations
@@ -53,12 +56,18 @@ def _no_global(n: Node) -> bool:
     return not n._mask & F_GLOBAL
 
 
-def _inline_calls(expr: Expr, bodies: dict[str, Function]) -> Expr:
-    """``expr`` with every call of a function of ``bodies`` (by name) expanded."""
+def _inline_calls(expr: Expr, bodies: dict[str, Function], expanded: set[str]) -> Expr:
+    """``expr`` with every call of a function of ``bodies`` (by name) expanded; the names of
+    the functions expanded are added to ``expanded``."""
 
     def callee(call: Call, memo: dict[Node, Any]) -> Function | None:
         op = call.op
-        return bodies.get(op.name_hint) if type(op) is GlobalVar else None
+        if type(op) is not GlobalVar:
+            return None
+        f = bodies.get(op.name_hint)
+        if f is not None:
+            expanded.add(op.name_hint)
+        return f
 
     return expand_calls(expr, callee, _no_global)
 
@@ -91,13 +100,17 @@ class Inline(ModulePass):
         if not inline:
             return mod
         with gc_paused():
-            ready = self._inlined_callees(mod, inline)
+            into: dict[str, set[str]] = {}  # inline function -> the functions it was expanded in
+            ready = self._inlined_callees(mod, inline, into)
             updates: dict[str, Function | None] = {}
             for name, f in mod.items():
                 if name in ready:
                     nf = ready[name]
                 elif f.body._mask & F_GLOBAL:
-                    nf = replace_body(f, _inline_calls(f.body, ready))
+                    expanded: set[str] = set()
+                    nf = replace_body(f, _inline_calls(f.body, ready, expanded))
+                    for e in expanded:
+                        into.setdefault(e, set()).add(name)
                 else:
                     nf = f
                 if nf is not f:
@@ -109,16 +122,42 @@ class Inline(ModulePass):
                 updates[name] = None
             rec = current_recorder()
             if rec is not None:
-                # one set: every node of the kept functions, then the removed functions' nodes
-                # not among them (their ids go straight to the record; no post-order lists)
-                seen: set[Node] = set()
-                _walk_into(seen, [f for n, f in funcs.items() if n not in removed], None)
-                _walk_into(seen, [mod[name] for name in removed], rec.removed)
-                del seen
+                self._eliminate(mod, funcs, set(removed), into, rec.removed)
         return mod.with_functions(updates) if updates else mod
 
     @staticmethod
-    def _inlined_callees(mod: Module, inline: set[str]) -> dict[str, Function]:
+    def _eliminate(mod: Module, funcs: dict[str, Function], removed: set[str],
+                   into: dict[str, set[str]], out: list[bytes]) -> None:
+        """Append to ``out`` the ids the removal of the ``removed`` functions eliminates.
+
+        A removed function expanded (directly or through other inline functions) into a kept
+        function lives on in its copies: every node with a variable below is an instance
+        there, every other node is shared by the copies, so only the function and its
+        parameters (replaced by the arguments) are eliminated -- no walk.  A removed function
+        that no kept function received is eliminated node by node: its nodes that no kept
+        function reaches."""
+        live: set[str] = set()
+        changed = True
+        while changed:  # live: expanded into a kept function or into a live one
+            changed = False
+            for name in removed:
+                if name not in live and any(g not in removed or g in live for g in into.get(name, ())):
+                    live.add(name)
+                    changed = True
+        for name in sorted(live):
+            f = mod[name]
+            out.append(f.id)
+            out.extend([p.id for p in f.params])
+        dead = [mod[name] for name in sorted(removed - live)]
+        if dead:
+            # one set: every node of the kept functions, then the dead functions' nodes not among
+            # them (their ids go straight to the record; no post-order lists)
+            seen: set[Node] = set()
+            _walk_into(seen, [f for n, f in funcs.items() if n not in removed], None)
+            _walk_into(seen, dead, out)
+
+    @staticmethod
+    def _inlined_callees(mod: Module, inline: set[str], into: dict[str, set[str]]) -> dict[str, Function]:
         """Inline functions (not on a call cycle) with their own inline calls inlined, callees first."""
         calls = {n: {g.name_hint for g in global_vars(mod[n].body)} & inline for n in inline}
         # Functions on a cycle of inline calls (or calling one) cannot be inlined.
@@ -159,7 +198,10 @@ class Inline(ModulePass):
                 continue
             f = mod[n]
             if calls[n]:
-                f = replace_body(f, _inline_calls(f.body, ready))
+                expanded: set[str] = set()
+                f = replace_body(f, _inline_calls(f.body, ready, expanded))
+                for e in expanded:
+                    into.setdefault(e, set()).add(n)
             ready[n] = f
         return ready
 
