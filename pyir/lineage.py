@@ -180,15 +180,26 @@ class EdgeBuffer:
     def add_shared(self, new: bytes, olds: Sequence[bytes]) -> None:
         """Add a shared edge: ``new`` stands for several sites and is each of ``olds`` at one of
         them (ids of live nodes, unchecked; at least one)."""
+        self.add_joined(new, olds[0] if len(olds) == 1 else b"".join(olds), shared=True)
+
+    def add_joined(self, new: bytes, olds: bytes | bytearray, shared: bool = False) -> None:
+        """Add one edge ``new <- olds`` given as the concatenation of the old ids (at least one;
+        a shared edge if ``shared``; ids of live nodes, unchecked)."""
+        k = len(olds) // _ID_LEN
         self.news += new
-        self.olds += SHARED_EDGE
-        self.olds += olds[0] if len(olds) == 1 else b"".join(olds)
+        if shared:
+            self.olds += SHARED_EDGE
+            k += 1
+            self.typed = True
+        self.olds += olds
         counts = self.counts
         if counts is None:
+            if k == 1:
+                self.n += 1
+                return
             counts = self.counts = array("I", [1]) * self.n
-        counts.append(1 + len(olds))
+        counts.append(k)
         self.n += 1
-        self.typed = True
 
     def mark(self) -> tuple[int, int, int]:
         """A position to :meth:`rollback` to (drop the edges added since)."""

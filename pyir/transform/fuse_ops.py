@@ -148,6 +148,31 @@ def _join_kind(pattern: int, kind: int) -> int | None:
     return None
 
 
+class _Shared:
+    """A fused function shared by the groups of one structure: the function, its body copies in
+    member order, and the lineage of the groups after the first (recorded once, at the end, as
+    one edge per node: the members / inputs of every such group)."""
+
+    __slots__ = ("fn", "copies", "members", "by_copy", "by_param")
+
+    def __init__(self, fn: Function, copies: tuple[Call, ...]) -> None:
+        self.fn = fn
+        self.copies = copies
+        self.members: bytearray | None = None  # ids of the members of the later groups
+        self.by_copy: list[bytearray] = []  # per body copy: the ids of the members it copies there
+        self.by_param: list[bytearray] = []  # per parameter: the ids of the inputs it receives there
+
+    def flush(self, edges: Any) -> None:
+        if self.members is None:
+            return
+        edges.add_joined(self.fn.id, self.members)
+        for c, ids in zip(self.copies, self.by_copy):
+            if ids:
+                edges.add_joined(c.id, ids, shared=True)
+        for p, ids in zip(self.fn.params, self.by_param):
+            edges.add_joined(p.id, ids)
+
+
 class _Group:
     __slots__ = ("root", "kind", "members")
 
@@ -206,7 +231,7 @@ class FuseOps(ModulePass):
             if g is not None and len(g.members) > 1:
                 pos[n] = i
         types = _Types(func, mod)
-        cache: dict[bytes, tuple[Function, tuple[Call, ...]]] | None = {} if self.share_functions else None
+        cache: dict[bytes, _Shared] | None = {} if self.share_functions else None
         memo: dict[Node, Any] = {}
         for n in order:
             g = groups.get(n)
@@ -221,6 +246,11 @@ class FuseOps(ModulePass):
             elif g.root is n:
                 memo[n] = self._fuse_group(g, memo, types, pos, cache)
         new_body = memo[func.body]
+        rec = current_recorder()
+        if cache and rec is not None:
+            for sh in cache.values():
+                sh.flush(rec.edges)
+        del cache
         if new_body is func.body:
             return func
         return derive(Function(func.params, new_body, func.ret_type, func.attrs), func)  # type: ignore[return-value]
@@ -311,7 +341,7 @@ class FuseOps(ModulePass):
 
     @staticmethod
     def _fuse_group(g: _Group, memo: dict[Node, Any], types: _Types, pos: dict[Node, int],
-                    cache: dict[bytes, tuple[Function, tuple[Call, ...]]] | None) -> Call:
+                    cache: dict[bytes, _Shared] | None) -> Call:
         """Build the primitive function of ``g`` and its call (args taken from ``memo``).
 
         The function is keyed by the group's structure (operators, attributes, constants,
@@ -357,7 +387,7 @@ class FuseOps(ModulePass):
         del parts, slot
         hit = cache.get(gkey) if cache is not None else None
         if hit is not None:
-            fn, copies = hit
+            fn, copies = hit.fn, hit.copies
         else:
             # Pass 2: the parameters, the body copy and the function.
             params = [Var(f"p{i}", t, uid=digest(gkey + b"param%d:" % i)) for i, t in enumerate(ptypes)]
@@ -373,26 +403,45 @@ class FuseOps(ModulePass):
             copies = tuple([body[m] for m in members])
             fn = Function(tuple(params), body[root], types.of(root), {"Primitive": 1})
             if cache is not None:
-                cache[gkey] = (fn, copies)
+                cache[gkey] = _Shared(fn, copies)
         call = Call(fn, tuple([memo[a] for a in inputs]))
         rec = current_recorder()
-        if rec is not None:
-            edges = rec.edges
-            # the call derives from exactly its group, the function from every group it stands
-            # for, a parameter from the inputs it receives
-            mids = (root.id,) if len(members) == 1 else tuple([m.id for m in members])
-            edges.append((call.id, mids))
-            edges.append((fn.id, mids))
-            ps = fn.params
-            for inp, i in inputs.items():
-                edges.add(ps[i].id, inp.id)
-            # each body node is its member in this group: for a shared function, at this call only
-            for m, c in zip(members, copies):
+        if rec is None:
+            return call
+        edges = rec.edges
+        # the call derives from exactly its group
+        if len(members) == 1:
+            edges.add(call.id, root.id)
+        else:
+            edges.add_joined(call.id, b"".join([m.id for m in members]))
+        if hit is not None:  # a later group of a shared function: its lineage goes in one edge per node
+            if hit.members is None:
+                hit.members = bytearray()
+                hit.by_copy = [bytearray() for _ in copies]
+                hit.by_param = [bytearray() for _ in fn.params]
+            for m, c, ids in zip(members, copies, hit.by_copy):
+                hit.members += m.id
                 if c is not m:
-                    if cache is None:
-                        edges.add(c.id, m.id)
-                    else:
-                        edges.add_shared(c.id, (m.id,))
+                    ids += m.id
+            for inp, i in inputs.items():
+                hit.by_param[i] += inp.id
+            return call
+        # the function derives from every group it stands for, a parameter from the inputs it
+        # receives, each body node from the member it copies (for a shared function, through a
+        # shared edge: at this call only)
+        if len(members) == 1:
+            edges.add(fn.id, root.id)
+        else:
+            edges.add_joined(fn.id, b"".join([m.id for m in members]))
+        ps = fn.params
+        for inp, i in inputs.items():
+            edges.add(ps[i].id, inp.id)
+        for m, c in zip(members, copies):
+            if c is not m:
+                if cache is None:
+                    edges.add(c.id, m.id)
+                else:
+                    edges.add_joined(c.id, m.id, shared=True)
         return call
 
 
