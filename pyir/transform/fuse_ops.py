@@ -245,6 +245,8 @@ class FuseOps(ModulePass):
                         derive(new, n)
             elif g.root is n:
                 memo[n] = self._fuse_group(g, memo, types, pos, cache)
+                for m in g.members:  # done with this group (its members came before its root)
+                    del groups[m]
         new_body = memo[func.body]
         rec = current_recorder()
         if cache and rec is not None:
