@@ -90,7 +90,7 @@ from ..expr import Call, Constant, Expr, Function, Op, Var
 from ..functor import rebuild
 from ..lineage import current_recorder, derive
 from ..module import Module
-from ..node import OP_BIT0, Node, digest
+from ..node import OP_BIT0, Node, cached_type, digest
 from ..node import gc_paused as no_gc
 from ..op.registry import OpPattern
 from ..traverse import post_order
@@ -455,6 +455,7 @@ class _Types:
         self.let_types: dict[Var, Type] = {}
         infer_type(func, mod, env=self.let_types)
         self.func = func
+        self.context = mod._type_cache()  # where inference keeps context-dependent types
 
     def of(self, n: Node) -> Type:
         if type(n) is Var:
@@ -465,4 +466,9 @@ class _Types:
             if t is None:
                 raise TypeCheckError(f"FuseOps: cannot find the type of %{n.name_hint}")
             return t
-        return infer_type(n, self.mod)  # type: ignore[arg-type]
+        t = cached_type(n)  # inferred above: on the node, or in the module's cache
+        if t is None:
+            t = self.context.get(n)
+            if t is None:
+                return infer_type(n, self.mod)  # type: ignore[arg-type]
+        return t
