@@ -894,8 +894,9 @@ class PassRecord:
                         if cur is None:
                             acc[o] = (new,)
                         elif type(cur) is list:
-                            cur.append(new)
-                        else:
+                            if cur[-1] != new:  # an id repeated within one edge
+                                cur.append(new)
+                        elif cur[-1] != new:
                             acc[o] = [*cur, new]
             q = (fwd, shr, by_body, by_site)
             object.__setattr__(self, "_qf", q)
@@ -953,7 +954,8 @@ def module_index(mod: Any) -> dict[bytes, Node]:
 
 def _forward(rec: PassRecord, cur: dict[bytes, bool],
              steps: list[tuple[bytes, bytes]] | None = None) -> tuple[dict[bytes, bool], dict[bytes, bool]]:
-    """One record, forward: the state after it and the ids reached through its edges.
+    """One record, forward: ``cur`` updated in place to the state after it, and the ids
+    reached through its edges.
 
     ``cur`` maps the ids reached so far to True when reached through no shared edge
     ("fully"), False when only through shared edges (for some of a shared node's
@@ -961,19 +963,58 @@ def _forward(rec: PassRecord, cur: dict[bytes, bool],
     instance edge fires (fully) when its body is reached fully or both its body and
     its site are reached.  Chains within the record are followed (a pass may rewrite a
     node it created), and each node is processed once per flag.  The state after the
-    record is ``cur`` less the ids the record eliminated, plus the ids reached.
-    ``steps`` receives the ``(before, after)`` edges crossed (for an instance edge,
-    its body).
+    record is ``cur`` less the ids the record eliminated (unless reached again through
+    its edges), plus the ids reached.  ``steps`` receives the ``(before, after)`` edges
+    crossed (for an instance edge, its body).
     """
     fwd, shr, by_body, by_site = rec._qfwd()
     reached: dict[bytes, bool] = {}
-    state = dict(cur)
-    done: dict[bytes, bool] = {}
-    sites: list[bytes] = []  # reached ids that are instance sites (processed)
     if shr is None:
         stack = [i for i in cur if i in fwd]
     else:
         stack = [i for i in cur if i in fwd or i in shr or i in by_body or i in by_site]
+    if stack and shr is None:  # ordinary edges only: flags carried over
+        work = [(i, cur[i]) for i in stack]
+        while work:
+            y, full = work.pop()
+            for x in fwd[y]:
+                if steps is not None:
+                    steps.append((y, x))
+                r = reached.get(x)
+                if r is None or (full and not r):
+                    reached[x] = full
+                    if x in fwd:
+                        work.append((x, full))
+        _drop_removed(rec.removed, cur, reached)
+        for x, f in reached.items():
+            if f or x not in cur:
+                cur[x] = f
+        return cur, reached
+    if stack:
+        _closure_typed(rec._qfwd(), cur, reached, stack, steps)
+    _drop_removed(rec.removed, cur, reached)
+    return cur, reached
+
+
+def _drop_removed(removed: frozenset[bytes], cur: dict[bytes, bool], reached: dict[bytes, bool]) -> None:
+    if not removed:
+        return
+    if len(removed) < len(cur):
+        for i in removed:
+            if i in cur and i not in reached:
+                del cur[i]
+    else:
+        for i in [i for i in cur if i in removed and i not in reached]:
+            del cur[i]
+
+
+def _closure_typed(q: tuple[Any, Any, Any, Any], state: dict[bytes, bool], reached: dict[bytes, bool],
+                   stack: list[bytes], steps: list[tuple[bytes, bytes]] | None) -> None:
+    """The closure of :func:`_forward` within a record with typed edges (``state`` is updated
+    as ids are reached)."""
+    fwd, shr, by_body, by_site = q
+    done: dict[bytes, bool] = {}
+    sites: list[bytes] = []  # reached ids that are instance sites (processed)
 
     def mark(x: bytes, full: bool, before: bytes) -> None:
         if steps is not None:
@@ -995,8 +1036,6 @@ def _forward(rec: PassRecord, cur: dict[bytes, bool],
         if nxt is not None:
             for x in nxt:
                 mark(x, full, y)
-        if shr is None:
-            continue
         nxt = shr.get(y)
         if nxt is not None:
             for x in nxt:
@@ -1022,11 +1061,6 @@ def _forward(rec: PassRecord, cur: dict[bytes, bool],
                     for k in range(0, len(sp), 2):
                         if sp[k] == y:
                             mark(sp[k + 1], True, y)
-    removed = rec.removed
-    out = {i: f for i, f in cur.items() if i not in removed} if removed else dict(cur)
-    for x, f in reached.items():
-        out[x] = f or out.get(x, False)
-    return out, reached
 
 
 def find(mod: Any, x: Any) -> list[Node]:
@@ -1040,80 +1074,106 @@ def find(mod: Any, x: Any) -> list[Node]:
     return out
 
 
-def _producer(backs: Sequence[Mapping[bytes, Any]], i: bytes, k: int) -> int:
-    """The last record, at most ``k``, with edges into ``i`` (-1: none)."""
-    while k >= 0 and i not in backs[k]:
-        k -= 1
-    return k
-
-
 def _edges_of(v: Any) -> Any:
     return v if type(v) is list else (v,)
 
 
-def _candidates(backs: Sequence[Mapping[bytes, Any]], target: bytes) -> tuple[set[bytes], set[bytes], int]:
-    """Backward from ``target``: (ids surely among its origins, ids to check, the record that
-    last produced it).
+class _Back:
+    """Backward evaluation of origins over typed records, for one query (memoized)."""
 
-    Ordinary edges are unions; a shared edge is followed for the full origins and left out
-    of the origins "through no shared edge"; an instance edge ``(new, body, site)`` gives
-    the latter origins of ``body`` (surely) and the origins of ``site`` (to check: only those
-    that also reach ``body`` are origins).  Chains within a record are followed; a chain that
-    comes back to a node on it ends at that node, as with ordinary edges.
-    """
-    sure: set[bytes] = set()
-    check: set[bytes] = set()
-    top = _producer(backs, target, len(backs) - 1)
-    if top < 0:
-        return {target}, check, top
-    # items: (id, record to look from, full origins?, to check?); leaving markers are None + key
-    stack: list[Any] = [(target, top, True, False)]
-    on_path: set[Any] = set()
-    done: set[Any] = set()
-    while stack:
-        item = stack.pop()
-        if item is None:
-            key = stack.pop()
-            on_path.discard(key)
-            done.add(key)
-            continue
-        i, k, full, chk = item
-        k = _producer(backs, i, k)
-        if k < 0:
-            (check if chk else sure).add(i)
-            continue
-        key = (i, k, full, chk)
-        if key in done:
-            continue
-        if key in on_path:  # a cycle within the record: ends at this node
-            (check if chk else sure).add(i)
-            continue
-        on_path.add(key)
-        stack.append(key)
-        stack.append(None)
-        for e in _edges_of(backs[k][i]):
-            if e and e[0] in _MARKS:
-                if e[0] == INSTANCE_EDGE:
-                    stack.append((e[1], k, False, chk))
-                    stack.append((e[2], k, True, True))
-                elif full:
-                    for o in e[1:]:
-                        stack.append((o, k, True, chk))
-            else:
-                for o in e:
-                    stack.append((o, k, full, chk))
-    return sure, check, top
+    def __init__(self, recs: Sequence[PassRecord]) -> None:
+        self.recs = recs
+        self.backs = [r._qback() for r in recs]
+        self.memo: dict[tuple[bytes, int], frozenset[bytes]] = {}
 
+    def producer(self, i: bytes, k: int) -> int:
+        """The last record, at most ``k``, with edges into ``i`` (-1: none)."""
+        backs = self.backs
+        while k >= 0 and i not in backs[k]:
+            k -= 1
+        return k
 
-def _reaches(records: Sequence[PassRecord], start: bytes, target: bytes, last: int) -> bool:
-    """Whether ``target`` is reached from ``start`` by the edges of record ``last`` (forward
-    from the records before it)."""
-    cur = {start: True}
-    for rec in records[:last]:
-        cur = _forward(rec, cur)[0]
-        if not cur:
-            return False
-    return target in _forward(records[last], cur)[1]
+    def origins(self, target: bytes, k: int) -> frozenset[bytes]:
+        """The origins of ``target`` as an id after record ``k``.
+
+        Ordinary edges are unions; a shared edge is followed for the full origins and left
+        out of the origins "through no shared edge"; an instance edge ``(new, body, site)``
+        gives the latter origins of ``body`` and, of the origins of ``site`` (computed apart),
+        those from which ``body`` is reached.  Chains within a record are followed; a chain
+        that comes back to a node on it ends at that node.
+        """
+        top = self.producer(target, k)
+        if top < 0:
+            return frozenset((target,))
+        got = self.memo.get((target, top))
+        if got is not None:
+            return got
+        backs = self.backs
+        out: set[bytes] = set()
+        # items: (id, record to look from, full origins?); a None marks leaving the key below it
+        stack: list[Any] = [(target, top, True)]
+        on_path: set[Any] = set()
+        done: set[Any] = set()
+        while stack:
+            item = stack.pop()
+            if item is None:
+                key = stack.pop()
+                on_path.discard(key)
+                done.add(key)
+                continue
+            i, j, full = item
+            j = self.producer(i, j)
+            if j < 0:
+                out.add(i)
+                continue
+            key = (i, j, full)
+            if key in done:
+                continue
+            if key in on_path:  # a cycle within the record: ends at this node
+                out.add(i)
+                continue
+            on_path.add(key)
+            stack.append(key)
+            stack.append(None)
+            for e in _edges_of(backs[j][i]):
+                if e and e[0] in _MARKS:
+                    if e[0] == INSTANCE_EDGE:
+                        body, site = e[1], e[2]
+                        stack.append((body, j, False))
+                        cs = self.origins(site, j)
+                        if self._small(body, j):  # intersect with the body's origins
+                            out.update(cs & self.origins(body, j))
+                        else:  # a body shared by many sites: check the site's few origins
+                            for c in cs:
+                                if c not in out and self.reaches(c, body, j):
+                                    out.add(c)
+                    elif full:
+                        for o in e[1:]:
+                            stack.append((o, j, True))
+                else:
+                    for o in e:
+                        stack.append((o, j, full))
+        got = frozenset(out)
+        self.memo[(target, top)] = got
+        return got
+
+    def _small(self, i: bytes, k: int) -> bool:
+        """Whether ``i`` (after record ``k``) has few old ids in its producing record (its
+        origins are then cheaper to compute than to check candidates forward)."""
+        j = self.producer(i, k)
+        return j < 0 or sum(len(e) for e in _edges_of(self.backs[j][i])) <= 16
+
+    def reaches(self, start: bytes, target: bytes, k: int) -> bool:
+        """Whether ``target``, as an id after record ``k``, derives from ``start``."""
+        last = self.producer(target, k)
+        if last < 0:
+            return start == target
+        cur = {start: True}
+        for rec in self.recs[:last]:
+            cur = _forward(rec, cur)[0]
+            if not cur:
+                return False
+        return target in _forward(self.recs[last], cur)[1]
 
 
 def origins(mod: Any, x: Any, since: int = 0) -> set[bytes]:
@@ -1134,11 +1194,7 @@ def _origins(recs: list[PassRecord], target: bytes) -> set[bytes]:
             if back:
                 cur = _roots_within(back, cur)
         return cur
-    sure, check, last = _candidates([r._qback() for r in recs], target)
-    for c in check - sure:
-        if _reaches(recs, c, target, last):
-            sure.add(c)
-    return sure
+    return set(_Back(recs).origins(target, len(recs) - 1))
 
 
 def _roots_within(back: Mapping[bytes, tuple[bytes, ...]], ids: set[bytes]) -> set[bytes]:
@@ -1224,14 +1280,12 @@ def history(mod: Any, x: Any) -> list[Step]:
     cur = {target: True}
     for rec in recs:
         crossed = []
-        nxt, _ = _forward(rec, cur, crossed)
+        gone = sorted(i for i in cur if i in rec.removed) if rec.removed else []
+        _forward(rec, cur, crossed)
         emitted = set()
         for st in crossed:
             if st not in emitted:
                 emitted.add(st)
                 steps.append(Step(rec.name, st[0], st[1]))
-        for i in sorted(cur):
-            if i in rec.removed:
-                steps.append(Step(rec.name, i, None))
-        cur = nxt
+        steps.extend(Step(rec.name, i, None) for i in gone)
     return steps

@@ -426,7 +426,9 @@ class FuseOps(ModulePass):
                 if c is not m:
                     ids += m.id
             for inp, i in inputs.items():
-                hit.by_param[i] += inp.id
+                ids = hit.by_param[i]
+                if ids[-16:] != inp.id:  # the same input at consecutive sites (a weight, %x) once
+                    ids += inp.id
             return call
         # the function derives from every group it stands for, a parameter from the inputs it
         # receives, each body node from the member it copies (for a shared function, through a
