@@ -16,6 +16,30 @@ Semantics
 * Queries on a module (``mod.find``, ``mod.origins``, ``mod.history``) walk the
   records; they cost O(answer + number of passes) after a one-time id index of
   the module.
+* Three kinds of edges.  An ordinary edge ``new <- olds`` is a union (OR):
+  ``origins(new)`` includes the origins of every old.  A *shared* edge
+  (:func:`derive_shared`) says that ``new`` stands for several sites and is each
+  old at one of them (the body of a primitive function FuseOps shares between
+  structurally identical groups derives from the members it copies at every
+  site).  An *instance* edge (:func:`derive_at`, an AND edge) says that ``new``
+  is the node ``body`` instantiated at the call ``site`` (DefuseOps and Inline
+  expanding a function): ``origins(new) = origins(body) & origins(site)``
+  for the part of ``body``'s origins that came through shared edges (it stood
+  for several sites, the site picks its own), plus the rest of ``body``'s
+  origins (an ordinary function's body node stands for itself at every site).
+  ``find(old)`` reaches ``new`` when it reaches ``body`` through no shared edge,
+  or reaches both ``body`` and ``site``.  So after FuseOps + DefuseOps,
+  ``find`` gives back exactly one node per old node and ``origins`` of a
+  defused node is exactly its old node, although every group of the same
+  structure shares one function.
+* Typed edges are stored as ordinary edges whose first old id is a reserved
+  mark (:data:`INSTANCE_EDGE`: ``(new, (INSTANCE_EDGE, body, site))``;
+  :data:`SHARED_EDGE`: ``(new, (SHARED_EDGE, old, ...))``), so the binary and
+  JSON formats carry them unchanged.  The marks are XXH3-128 digests of strings
+  no node hashes, so they never collide with a node id; a mark anywhere else
+  (a new id, a later old id, a removed id, an instance edge without exactly a
+  body and a site) is a :class:`~pyir.errors.LineageError`.  ``PassRecord.back``
+  and ``fwd`` show the union view (marks left out).
 * Hash-consing means structurally equal expressions are one expression: two
   ``const(0.0)`` are the same node, have the same id and share their lineage.
 """
@@ -26,16 +50,19 @@ import contextvars
 import numbers
 import operator
 from array import array
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from types import MappingProxyType
 from typing import Any, overload
 
 from .errors import ImmutableError, LineageError
 from .node import Node, gc_paused
 
-__all__ = ["PassRecord", "Recorder", "EdgeBuffer", "Edges", "derive", "eliminate", "current_recorder",
-           "recording", "Step", "set_recording_enabled"]
+__all__ = ["PassRecord", "Recorder", "EdgeBuffer", "Edges", "derive", "derive_at", "derive_shared",
+           "eliminate", "current_recorder", "recording", "Step", "set_recording_enabled", "INSTANCE_EDGE",
+           "SHARED_EDGE"]
 
 _current: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("pyir_recorder", default=None)
 _enabled = [True]
@@ -48,6 +75,32 @@ def set_recording_enabled(flag: bool) -> bool:
     return old
 
 
+#: First old id of an instance (AND) edge ``(new, (INSTANCE_EDGE, body, site))``: ``new`` is
+#: ``body`` instantiated at the call ``site`` (see the module docstring).  A reserved id: the
+#: XXH3-128 digest of b"pyir.lineage: instance (AND) edge", never a node's id.
+INSTANCE_EDGE = bytes.fromhex("88cbaff1cc74bb4ce5511d8f9a9274d5")
+#: First old id of a shared edge ``(new, (SHARED_EDGE, old, ...))``: ``new`` stands for several
+#: sites and is each ``old`` at one of them.  The digest of b"pyir.lineage: shared edge".
+SHARED_EDGE = bytes.fromhex("5c97d61ad90ffa89717d6102dab27e59")
+_MARKS = frozenset((INSTANCE_EDGE, SHARED_EDGE))
+
+
+def _check_marks(new: bytes, olds: tuple[bytes, ...]) -> bool:
+    """Check where the reserved marks of ``new <- olds`` are (ids already checked); True for a typed edge."""
+    if new in _MARKS:
+        raise LineageError("a reserved edge mark cannot be an edge's new id")
+    typed = bool(olds) and olds[0] in _MARKS
+    for o in olds[1:] if typed else olds:
+        if o in _MARKS:
+            raise LineageError("a reserved edge mark can only be an edge's first old id")
+    if typed:
+        if olds[0] == INSTANCE_EDGE and len(olds) != 3:
+            raise LineageError(f"an instance edge has a body and a site, got {len(olds) - 1} id(s)")
+        if len(olds) < 2:
+            raise LineageError("a shared edge needs at least one old id")
+    return typed
+
+
 class EdgeBuffer:
     """The edges a :class:`Recorder` accumulates, stored compactly.
 
@@ -55,18 +108,25 @@ class EdgeBuffer:
     would; the ids go into two byte arrays (16 bytes per id) and a count per edge
     (kept only once some edge has other than one old id), about 32 bytes per edge
     instead of a tuple per edge.  Iterating yields ``(new, olds)`` pairs.
+    :meth:`add_at` and :meth:`add_shared` add the typed edges (their olds start
+    with :data:`INSTANCE_EDGE` / :data:`SHARED_EDGE`).
     """
 
-    __slots__ = ("news", "olds", "counts", "n")
+    __slots__ = ("news", "olds", "counts", "n", "typed", "_done")
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
         self.news = bytearray()
         self.olds = bytearray()
         self.counts: array[int] | None = None  # None while every edge has exactly one old id
         self.n = 0
+        self.typed = False  # some edge is an instance or shared edge
+        self._done = False  # a finished pass's buffer: the PassRecord made from it takes its storage
 
     def append(self, edge: tuple[bytes, Iterable[bytes]]) -> None:
-        """Add one ``(new id, old ids)`` edge."""
+        """Add one ``(new id, old ids)`` edge (a typed one when the first old id is a mark)."""
         try:
             new, olds = edge
         except (TypeError, ValueError):
@@ -81,6 +141,8 @@ class EdgeBuffer:
         for o in olds:
             if type(o) is not bytes or len(o) != _ID_LEN:
                 _check_id(o, "edge")
+        if (new in _MARKS or not _MARKS.isdisjoint(olds)) and _check_marks(new, olds):
+            self.typed = True
         self.news += new
         k = len(olds)
         self.olds += olds[0] if k == 1 else b"".join(olds)
@@ -99,6 +161,44 @@ class EdgeBuffer:
         self.olds += old
         if self.counts is not None:
             self.counts.append(1)
+        self.n += 1
+
+    def add_at(self, new: bytes, body: bytes, site: bytes) -> None:
+        """Add an instance (AND) edge: ``new`` is ``body`` instantiated at the call ``site``
+        (ids of live nodes, unchecked)."""
+        self.news += new
+        self.olds += INSTANCE_EDGE
+        self.olds += body
+        self.olds += site
+        counts = self.counts
+        if counts is None:
+            counts = self.counts = array("I", [1]) * self.n
+        counts.append(3)
+        self.n += 1
+        self.typed = True
+
+    def add_shared(self, new: bytes, olds: Sequence[bytes]) -> None:
+        """Add a shared edge: ``new`` stands for several sites and is each of ``olds`` at one of
+        them (ids of live nodes, unchecked; at least one)."""
+        self.add_joined(new, olds[0] if len(olds) == 1 else b"".join(olds), shared=True)
+
+    def add_joined(self, new: bytes, olds: bytes | bytearray, shared: bool = False) -> None:
+        """Add one edge ``new <- olds`` given as the concatenation of the old ids (at least one;
+        a shared edge if ``shared``; ids of live nodes, unchecked)."""
+        k = len(olds) // _ID_LEN
+        self.news += new
+        if shared:
+            self.olds += SHARED_EDGE
+            k += 1
+            self.typed = True
+        self.olds += olds
+        counts = self.counts
+        if counts is None:
+            if k == 1:
+                self.n += 1
+                return
+            counts = self.counts = array("I", [1]) * self.n
+        counts.append(k)
         self.n += 1
 
     def mark(self) -> tuple[int, int, int]:
@@ -127,6 +227,8 @@ class EdgeBuffer:
         """Add every edge of ``edges`` (pairs, or another EdgeBuffer / a record's ``edges``)."""
         if type(edges) is EdgeBuffer or type(edges) is Edges:
             self._extend_compact(edges._parts())
+            if edges._is_typed():
+                self.typed = True
             return
         try:
             it = iter(edges)
@@ -135,6 +237,9 @@ class EdgeBuffer:
         append = self.append
         for e in it:
             append(e)
+
+    def _is_typed(self) -> bool:
+        return self.typed
 
     def _extend_compact(self, parts: tuple[bytes | bytearray, bytes | bytearray, Any, int]) -> None:
         news, olds, counts, n = parts
@@ -182,17 +287,54 @@ def _iter_edges(news: bytes, olds: bytes, counts: Any) -> Iterator[tuple[bytes, 
         p = q
 
 
+def _aligned_hits(data: bytes, mark: bytes) -> list[int]:
+    """Indices (in ids) of the 16-byte-aligned occurrences of ``mark`` in ``data``."""
+    out = []
+    q = data.find(mark)
+    while q >= 0:
+        if not q % _ID_LEN:
+            out.append(q // _ID_LEN)
+        q = data.find(mark, q + 1)
+    return out
+
+
+def _check_compact_marks(news: bytes, olds: bytes, counts: bytes | None) -> bool:
+    """Check the reserved marks of compact edges (see :func:`_check_marks`); True if any edge is typed."""
+    if _aligned_hits(news, INSTANCE_EDGE) or _aligned_hits(news, SHARED_EDGE):
+        raise LineageError("a reserved edge mark cannot be an edge's new id")
+    hits = sorted(_aligned_hits(olds, INSTANCE_EDGE) + _aligned_hits(olds, SHARED_EDGE))
+    if not hits:
+        return False
+    if counts is None:
+        raise LineageError("a typed edge has several old ids (compact edges without counts)")
+    ends = array("Q", accumulate(_as_counts(counts)))  # id index one past each edge's last old id
+    L = _ID_LEN
+    for h in hits:
+        i = bisect_right(ends, h)  # the edge holding old id number h
+        start = ends[i - 1] if i else 0
+        if h != start:
+            raise LineageError("a reserved edge mark can only be an edge's first old id")
+        k = ends[i] - start
+        if olds[h * L:h * L + L] == INSTANCE_EDGE and k != 3:
+            raise LineageError(f"an instance edge has a body and a site, got {k - 1} id(s)")
+        if k < 2:
+            raise LineageError("a shared edge needs at least one old id")
+    return True
+
+
 class Edges(Sequence[tuple[bytes, tuple[bytes, ...]]]):
     """A pass record's edges: an immutable sequence of ``(new id, old ids)`` pairs
     decoded on access from the record's compact storage.  Equal to any sequence
-    holding the same pairs (e.g. a tuple of tuples)."""
+    holding the same pairs (e.g. a tuple of tuples).  Typed edges show their mark
+    as the first old id."""
 
-    __slots__ = ("_news", "_olds", "_counts", "_offsets")
+    __slots__ = ("_news", "_olds", "_counts", "_offsets", "_typed")
 
     _news: bytes
     _olds: bytes
     _counts: bytes | None  # native uint32 counts; None when every edge has one old id
     _offsets: array[int] | None
+    _typed: bool  # some edge is an instance or shared edge
 
     def __init__(self, news: bytes, olds: bytes, counts: bytes | None) -> None:
         if type(news) is not bytes or type(olds) is not bytes or len(news) % _ID_LEN or (
@@ -200,11 +342,27 @@ class Edges(Sequence[tuple[bytes, tuple[bytes, ...]]]):
                 type(counts) is not bytes or len(counts) != 4 * (len(news) // _ID_LEN)
                 or len(olds) != _ID_LEN * sum(memoryview(counts).cast("I")))):
             raise LineageError("inconsistent compact edges")
+        self._init(news, olds, counts, _check_compact_marks(news, olds, counts))
+
+    @classmethod
+    def _trusted(cls, news: bytes | bytearray, olds: bytes | bytearray, counts: bytes | None,
+                 typed: bool) -> Edges:
+        """Edges from a buffer whose methods kept them well formed (no second validation)."""
+        e = cls.__new__(cls)
+        e._init(news, olds, counts, typed)
+        return e
+
+    def _init(self, news: bytes | bytearray, olds: bytes | bytearray, counts: bytes | None,
+              typed: bool) -> None:
         _set = object.__setattr__
         _set(self, "_news", news)
         _set(self, "_olds", olds)
         _set(self, "_counts", counts)
         _set(self, "_offsets", None)
+        _set(self, "_typed", typed)
+
+    def _is_typed(self) -> bool:
+        return self._typed
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise ImmutableError(f"pass record edges are immutable (cannot set {name!r})")
@@ -212,19 +370,32 @@ class Edges(Sequence[tuple[bytes, tuple[bytes, ...]]]):
     def __delattr__(self, name: str) -> None:
         raise ImmutableError(f"pass record edges are immutable (cannot delete {name!r})")
 
+    def _bytes(self) -> None:
+        """Make the storage bytes: a record built from a finished pass's buffer takes the
+        buffer's byte arrays as they are (no copy while the pass's memory is at its peak) and
+        turns them into bytes on first use."""
+        if type(self._news) is not bytes or type(self._olds) is not bytes:
+            _set = object.__setattr__
+            _set(self, "_news", bytes(self._news))
+            _set(self, "_olds", bytes(self._olds))
+
     def __reduce__(self) -> Any:
+        self._bytes()
         return (Edges, (self._news, self._olds, self._counts))
 
     def __len__(self) -> int:
         return len(self._news) // _ID_LEN
 
     def __iter__(self) -> Iterator[tuple[bytes, tuple[bytes, ...]]]:
+        self._bytes()
         return _iter_edges(self._news, self._olds, self._counts)
 
     def _parts(self) -> tuple[bytes, bytes, Any, int]:
+        self._bytes()
         return self._news, self._olds, self._counts, len(self)
 
     def _one(self, i: int) -> tuple[bytes, tuple[bytes, ...]]:
+        self._bytes()
         L = _ID_LEN
         new = self._news[i * L:i * L + L]
         if self._counts is None:
@@ -294,6 +465,18 @@ class Recorder:
         if ids:
             self.edges.append((new.id, ids))
 
+    def derive_at(self, new: Node, body: Node, site: Node) -> None:
+        """Record that ``new`` is ``body`` instantiated at the call ``site`` (an instance edge)."""
+        if new is not body:
+            self.edges.add_at(new.id, body.id, site.id)
+
+    def derive_shared(self, new: Node, olds: Iterable[Node]) -> None:
+        """Record that ``new`` stands for several sites and is each of ``olds`` at one of them
+        (a shared edge)."""
+        ids = [o.id for o in olds if o is not new]
+        if ids:
+            self.edges.add_shared(new.id, ids)
+
     def eliminate(self, olds: Iterable[Node]) -> None:
         """Record that ``olds`` were removed by this pass."""
         self.removed.extend(o.id for o in olds)
@@ -320,6 +503,7 @@ class recording:
 
     def __exit__(self, *exc: Any) -> None:
         _current.reset(self._token)
+        self.recorder.edges._done = True  # the record made from it may take its storage
 
 
 def derive(new: Node, *olds: Node) -> Node:
@@ -331,6 +515,36 @@ def derive(new: Node, *olds: Node) -> Node:
     rec = current_recorder()
     if rec is not None:
         rec.derive(new, olds)
+    return new
+
+
+def derive_at(new: Node, body: Node, site: Node) -> Node:
+    """Inside a pass: record that ``new`` is ``body`` (a node of a function's body)
+    instantiated at the call ``site`` (an instance, AND, edge); returns ``new``.
+
+    Use it when expanding a function at a call (DefuseOps, Inline): ``new`` keeps
+    ``body``'s own origins and, of the origins ``body`` has for several sites (a
+    function FuseOps shares between groups, see :func:`derive_shared`), those of
+    ``site``.  Outside a pass it does nothing.
+    """
+    rec = current_recorder()
+    if rec is not None:
+        rec.derive_at(new, body, site)
+    return new
+
+
+def derive_shared(new: Node, *olds: Node) -> Node:
+    """Inside a pass: record that ``new`` stands for several sites and is each of ``olds``
+    at one of them (a shared edge); returns ``new``.
+
+    FuseOps uses it for the body of a function shared by structurally identical groups:
+    the body node derives from the member it copies in every group, and an expansion at
+    one call (:func:`derive_at`) picks that group's.  Otherwise it counts as :func:`derive`.
+    Outside a pass it does nothing.
+    """
+    rec = current_recorder()
+    if rec is not None:
+        rec.derive_shared(new, olds)
     return new
 
 
@@ -463,7 +677,11 @@ def _compact_edges(edges: Any, name: str) -> Edges:
         except LineageError as e:
             raise LineageError(f"pass record {name!r}: {e}") from None
     news, olds, counts, _ = buf._parts()
-    return Edges(bytes(news), bytes(olds), None if counts is None else counts.tobytes())
+    if buf._done:  # the pass is over: take the byte arrays (turned into bytes on first use)
+        edges = Edges._trusted(news, olds, None if counts is None else counts.tobytes(), buf.typed)
+        buf._reset()
+        return edges
+    return Edges._trusted(bytes(news), bytes(olds), None if counts is None else counts.tobytes(), buf.typed)
 
 
 class PassRecord:
@@ -477,7 +695,7 @@ class PassRecord:
     Equality is identity.
     """
 
-    __slots__ = ("name", "options", "edges", "removed", "sources", "seconds", "_back", "_fwd")
+    __slots__ = ("name", "options", "edges", "removed", "sources", "seconds", "_back", "_fwd", "_qb", "_qf")
     name: str
     options: str
     edges: Edges
@@ -486,6 +704,8 @@ class PassRecord:
     seconds: float
     _back: Mapping[bytes, tuple[bytes, ...]]
     _fwd: Mapping[bytes, tuple[bytes, ...]]
+    _qb: dict[bytes, Any]
+    _qf: tuple[Mapping[bytes, Any], Any, Any, Any]
 
     def __init__(self, name: str, options: str, edges: Iterable[tuple[bytes, Iterable[bytes]]],
                  removed: Iterable[bytes], sources: Mapping[bytes, Any] | None = None,
@@ -500,6 +720,8 @@ class PassRecord:
         for r in rs:
             if type(r) is not bytes or len(r) != _ID_LEN:
                 _check_id(r, "removed id")
+        if INSTANCE_EDGE in rs or SHARED_EDGE in rs:
+            raise LineageError(f"pass record {name!r}: a reserved edge mark cannot be a removed id")
         src: Mapping[bytes, Any] | None = None
         if sources is not None:
             try:
@@ -509,7 +731,9 @@ class PassRecord:
                                    f"{type(sources).__name__}") from None
             table: dict[bytes, Any] = {}
             for k, v in items:
-                table[_check_id(k, "sources key")] = freeze_source_value(v, f"pass {name!r}: lineage source")
+                if _check_id(k, "sources key") in _MARKS:
+                    raise LineageError(f"pass record {name!r}: a reserved edge mark cannot be a sources key")
+                table[k] = freeze_source_value(v, f"pass {name!r}: lineage source")
             src = MappingProxyType(table)
         if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
             raise LineageError(f"pass record {name!r}: seconds must be a number, got {seconds!r:.80}")
@@ -542,7 +766,8 @@ class PassRecord:
 
     @property
     def back(self) -> Mapping[bytes, tuple[bytes, ...]]:
-        """new id -> old ids (a read-only mapping, built on first use)."""
+        """new id -> old ids (a read-only mapping, built on first use; the union view: the
+        marks of typed edges are left out)."""
         try:
             return self._back
         except AttributeError:
@@ -550,13 +775,21 @@ class PassRecord:
             object.__setattr__(self, "_back", b)
             return b
 
+    def _edges_untyped(self) -> Iterator[tuple[bytes, tuple[bytes, ...]]]:
+        """The edges with the marks of typed edges left out."""
+        if not self.edges._typed:
+            yield from self.edges
+            return
+        for new, olds in self.edges:
+            yield new, (olds[1:] if olds and olds[0] in _MARKS else olds)
+
     def _build_back(self) -> dict[bytes, tuple[bytes, ...]]:
         # An id with one edge maps to that edge's own tuple (no copy); ids with several
         # edges collect them in a list, deduplicated into a tuple at the end.
         with gc_paused():
             acc: dict[bytes, Any] = {}
             multi: list[bytes] = []
-            for new, olds in self.edges:
+            for new, olds in self._edges_untyped():
                 cur = acc.get(new)
                 if cur is None:
                     acc[new] = olds
@@ -573,7 +806,7 @@ class PassRecord:
 
     @property
     def fwd(self) -> Mapping[bytes, tuple[bytes, ...]]:
-        """old id -> new ids (a read-only mapping, built on first use)."""
+        """old id -> new ids (a read-only mapping, built on first use; the union view)."""
         try:
             return self._fwd
         except AttributeError:
@@ -586,7 +819,7 @@ class PassRecord:
         with gc_paused():
             acc: dict[bytes, Any] = {}
             multi: list[bytes] = []
-            for new, olds in self.edges:
+            for new, olds in self._edges_untyped():
                 for o in olds:
                     cur = acc.get(o)
                     if cur is None:
@@ -599,6 +832,75 @@ class PassRecord:
             for k in multi:
                 acc[k] = tuple(dict.fromkeys(acc[k]))
             return acc
+
+    # -- the query indexes (typed edges kept apart) -----------------------------------------
+
+    def _qback(self) -> Mapping[bytes, Any]:
+        """new id -> its edges' old ids, for the queries: for a record without typed edges,
+        :attr:`back`; otherwise an id maps to one edge's olds tuple (a typed one starts with
+        its mark) or to a list of such tuples (several edges)."""
+        if not self.edges._typed:
+            return self.back
+        try:
+            return self._qb
+        except AttributeError:
+            with gc_paused():
+                acc: dict[bytes, Any] = {}
+                for new, olds in self.edges:
+                    cur = acc.get(new)
+                    if cur is None:
+                        acc[new] = olds
+                    elif type(cur) is list:
+                        cur.append(olds)
+                    else:
+                        acc[new] = [cur, olds]
+            object.__setattr__(self, "_qb", acc)
+            return acc
+
+    def _qfwd(self) -> tuple[Mapping[bytes, Any], Any, Any, Any]:
+        """For the queries: (ordinary edges: old -> news, shared edges: old -> news, instance
+        edges by body: body -> [site, new, site, new, ...], by site: site -> [body, new, ...]);
+        the last three are None for a record without typed edges."""
+        if not self.edges._typed:
+            return self.fwd, None, None, None
+        try:
+            return self._qf
+        except AttributeError:
+            with gc_paused():
+                fwd: dict[bytes, Any] = {}
+                shr: dict[bytes, Any] = {}
+                by_body: dict[bytes, list[bytes]] = {}
+                by_site: dict[bytes, list[bytes]] = {}
+                for new, olds in self.edges:
+                    if olds and olds[0] in _MARKS:
+                        if olds[0] == INSTANCE_EDGE:
+                            body, site = olds[1], olds[2]
+                            cur = by_body.get(body)
+                            if cur is None:
+                                by_body[body] = [site, new]
+                            else:
+                                cur += (site, new)
+                            cur = by_site.get(site)
+                            if cur is None:
+                                by_site[site] = [body, new]
+                            else:
+                                cur += (body, new)
+                            continue
+                        acc, olds = shr, olds[1:]
+                    else:
+                        acc = fwd
+                    for o in olds:
+                        cur = acc.get(o)
+                        if cur is None:
+                            acc[o] = (new,)
+                        elif type(cur) is list:
+                            if cur[-1] != new:  # an id repeated within one edge
+                                cur.append(new)
+                        elif cur[-1] != new:
+                            acc[o] = [*cur, new]
+            q = (fwd, shr, by_body, by_site)
+            object.__setattr__(self, "_qf", q)
+            return q
 
     def __len__(self) -> int:
         return len(self.edges)
@@ -650,35 +952,254 @@ def module_index(mod: Any) -> dict[bytes, Node]:
     return idx
 
 
+def _forward(rec: PassRecord, cur: dict[bytes, bool],
+             steps: list[tuple[bytes, bytes]] | None = None) -> tuple[dict[bytes, bool], dict[bytes, bool]]:
+    """One record, forward: ``cur`` updated in place to the state after it, and the ids
+    reached through its edges.
+
+    ``cur`` maps the ids reached so far to True when reached through no shared edge
+    ("fully"), False when only through shared edges (for some of a shared node's
+    sites).  Ordinary edges carry the flag over, shared edges give False, an
+    instance edge fires (fully) when its body is reached fully or both its body and
+    its site are reached.  Chains within the record are followed (a pass may rewrite a
+    node it created), and each node is processed once per flag.  The state after the
+    record is ``cur`` less the ids the record eliminated (unless reached again through
+    its edges), plus the ids reached.  ``steps`` receives the ``(before, after)`` edges
+    crossed (for an instance edge, its body).
+    """
+    fwd, shr, by_body, by_site = rec._qfwd()
+    reached: dict[bytes, bool] = {}
+    if shr is None:
+        stack = [i for i in cur if i in fwd]
+    else:
+        stack = [i for i in cur if i in fwd or i in shr or i in by_body or i in by_site]
+    if stack and shr is None:  # ordinary edges only: flags carried over
+        work = [(i, cur[i]) for i in stack]
+        while work:
+            y, full = work.pop()
+            for x in fwd[y]:
+                if steps is not None:
+                    steps.append((y, x))
+                r = reached.get(x)
+                if r is None or (full and not r):
+                    reached[x] = full
+                    if x in fwd:
+                        work.append((x, full))
+        _drop_removed(rec.removed, cur, reached)
+        for x, f in reached.items():
+            if f or x not in cur:
+                cur[x] = f
+        return cur, reached
+    if stack:
+        _closure_typed(rec._qfwd(), cur, reached, stack, steps)
+    _drop_removed(rec.removed, cur, reached)
+    return cur, reached
+
+
+def _drop_removed(removed: frozenset[bytes], cur: dict[bytes, bool], reached: dict[bytes, bool]) -> None:
+    if not removed:
+        return
+    if len(removed) < len(cur):
+        for i in removed:
+            if i in cur and i not in reached:
+                del cur[i]
+    else:
+        for i in [i for i in cur if i in removed and i not in reached]:
+            del cur[i]
+
+
+def _closure_typed(q: tuple[Any, Any, Any, Any], state: dict[bytes, bool], reached: dict[bytes, bool],
+                   stack: list[bytes], steps: list[tuple[bytes, bytes]] | None) -> None:
+    """The closure of :func:`_forward` within a record with typed edges (``state`` is updated
+    as ids are reached)."""
+    fwd, shr, by_body, by_site = q
+    done: dict[bytes, bool] = {}
+    sites: list[bytes] = []  # reached ids that are instance sites (processed)
+
+    def mark(x: bytes, full: bool, before: bytes) -> None:
+        if steps is not None:
+            steps.append((before, x))
+        reached[x] = full or reached.get(x, False)
+        old = state.get(x)
+        if old is None or (full and not old):
+            state[x] = full
+            stack.append(x)
+
+    while stack:
+        y = stack.pop()
+        full = state[y]
+        d = done.get(y)
+        if d is not None and (d or not full):
+            continue
+        done[y] = full
+        nxt = fwd.get(y)
+        if nxt is not None:
+            for x in nxt:
+                mark(x, full, y)
+        nxt = shr.get(y)
+        if nxt is not None:
+            for x in nxt:
+                mark(x, False, y)
+        pairs = by_site.get(y)
+        if pairs is not None and d is None:  # a site: its instances whose body is reached
+            sites.append(y)
+            for k in range(0, len(pairs), 2):
+                if pairs[k] in state:
+                    mark(pairs[k + 1], True, pairs[k])
+        pairs = by_body.get(y)
+        if pairs is not None:
+            if full:  # every instance of a fully reached body
+                for k in range(1, len(pairs), 2):
+                    mark(pairs[k], True, y)
+            elif len(pairs) // 2 <= len(sites):
+                for k in range(0, len(pairs), 2):
+                    if pairs[k] in state:
+                        mark(pairs[k + 1], True, y)
+            else:  # fewer sites reached than instances of this body: look from the sites
+                for site in sites:
+                    sp = by_site[site]
+                    for k in range(0, len(sp), 2):
+                        if sp[k] == y:
+                            mark(sp[k + 1], True, y)
+
+
 def find(mod: Any, x: Any) -> list[Node]:
     """Nodes of ``mod`` that are, or were derived from, ``x`` (expression or id)."""
-    start = _id_of(x)
-    cur = {start}
+    cur = {_id_of(x): True}
     for rec in mod.pass_records:
-        fwd = rec.fwd
-        removed = rec.removed
-        # forward closure within the record (a pass may rewrite a node it created)
-        new: set[bytes] = set()
-        stack = [i for i in cur if i in fwd]
-        while stack:
-            for j in fwd[stack.pop()]:
-                if j not in new:
-                    new.add(j)
-                    if j in fwd:
-                        stack.append(j)
-        if removed:
-            cur = {i for i in cur if i not in removed}
-        cur |= new
+        cur = _forward(rec, cur)[0]
     idx = module_index(mod)
     out = [idx[i] for i in cur if i in idx]
     out.sort(key=lambda n: n.id)
     return out
 
 
-def _roots_within(back: dict[bytes, tuple[bytes, ...]], ids: set[bytes],
-                  steps: list[Step] | None = None, name: str = "") -> set[bytes]:
-    """The ids that ``ids`` derive from within one record, following chains of edges
-    (a pass may rewrite a node it created); each edge crossed is appended to ``steps``.
+def _edges_of(v: Any) -> Any:
+    return v if type(v) is list else (v,)
+
+
+class _Back:
+    """Backward evaluation of origins over typed records, for one query (memoized)."""
+
+    def __init__(self, recs: Sequence[PassRecord]) -> None:
+        self.recs = recs
+        self.backs = [r._qback() for r in recs]
+        self.memo: dict[tuple[bytes, int], frozenset[bytes]] = {}
+
+    def producer(self, i: bytes, k: int) -> int:
+        """The last record, at most ``k``, with edges into ``i`` (-1: none)."""
+        backs = self.backs
+        while k >= 0 and i not in backs[k]:
+            k -= 1
+        return k
+
+    def origins(self, target: bytes, k: int) -> frozenset[bytes]:
+        """The origins of ``target`` as an id after record ``k``.
+
+        Ordinary edges are unions; a shared edge is followed for the full origins and left
+        out of the origins "through no shared edge"; an instance edge ``(new, body, site)``
+        gives the latter origins of ``body`` and, of the origins of ``site`` (computed apart),
+        those from which ``body`` is reached.  Chains within a record are followed; a chain
+        that comes back to a node on it ends at that node.
+        """
+        top = self.producer(target, k)
+        if top < 0:
+            return frozenset((target,))
+        got = self.memo.get((target, top))
+        if got is not None:
+            return got
+        backs = self.backs
+        out: set[bytes] = set()
+        # items: (id, record to look from, full origins?); a None marks leaving the key below it
+        stack: list[Any] = [(target, top, True)]
+        on_path: set[Any] = set()
+        done: set[Any] = set()
+        while stack:
+            item = stack.pop()
+            if item is None:
+                key = stack.pop()
+                on_path.discard(key)
+                done.add(key)
+                continue
+            i, j, full = item
+            j = self.producer(i, j)
+            if j < 0:
+                out.add(i)
+                continue
+            key = (i, j, full)
+            if key in done:
+                continue
+            if key in on_path:  # a cycle within the record: ends at this node
+                out.add(i)
+                continue
+            on_path.add(key)
+            stack.append(key)
+            stack.append(None)
+            for e in _edges_of(backs[j][i]):
+                if e and e[0] in _MARKS:
+                    if e[0] == INSTANCE_EDGE:
+                        body, site = e[1], e[2]
+                        stack.append((body, j, False))
+                        cs = self.origins(site, j)
+                        if self._small(body, j):  # intersect with the body's origins
+                            out.update(cs & self.origins(body, j))
+                        else:  # a body shared by many sites: check the site's few origins
+                            for c in cs:
+                                if c not in out and self.reaches(c, body, j):
+                                    out.add(c)
+                    elif full:
+                        for o in e[1:]:
+                            stack.append((o, j, True))
+                else:
+                    for o in e:
+                        stack.append((o, j, full))
+        got = frozenset(out)
+        self.memo[(target, top)] = got
+        return got
+
+    def _small(self, i: bytes, k: int) -> bool:
+        """Whether ``i`` (after record ``k``) has few old ids in its producing record (its
+        origins are then cheaper to compute than to check candidates forward)."""
+        j = self.producer(i, k)
+        return j < 0 or sum(len(e) for e in _edges_of(self.backs[j][i])) <= 16
+
+    def reaches(self, start: bytes, target: bytes, k: int) -> bool:
+        """Whether ``target``, as an id after record ``k``, derives from ``start``."""
+        last = self.producer(target, k)
+        if last < 0:
+            return start == target
+        cur = {start: True}
+        for rec in self.recs[:last]:
+            cur = _forward(rec, cur)[0]
+            if not cur:
+                return False
+        return target in _forward(self.recs[last], cur)[1]
+
+
+def origins(mod: Any, x: Any, since: int = 0) -> set[bytes]:
+    """Root origin ids of ``x``: the ids, before the first pass (or before record
+    number ``since``), it derives from."""
+    records = mod.pass_records
+    if isinstance(since, bool) or not isinstance(since, int) or not 0 <= since <= len(records):
+        raise LineageError(f"since must be a pass record number in [0, {len(records)}], got {since!r}")
+    recs = list(records[since:] if since else records)
+    return _origins(recs, _id_of(x))
+
+
+def _origins(recs: list[PassRecord], target: bytes) -> set[bytes]:
+    if not any(r.edges._typed for r in recs):  # unions only: one walk per record
+        cur = {target}
+        for rec in reversed(recs):
+            back = rec.back
+            if back:
+                cur = _roots_within(back, cur)
+        return cur
+    return set(_Back(recs).origins(target, len(recs) - 1))
+
+
+def _roots_within(back: Mapping[bytes, tuple[bytes, ...]], ids: set[bytes]) -> set[bytes]:
+    """The ids that ``ids`` derive from within one record of ordinary edges, following
+    chains of edges (a pass may rewrite a node it created).
 
     A chain that comes back to a node on it (hash-consing rebuilt a node the chain
     started from) ends at that node.
@@ -686,7 +1207,7 @@ def _roots_within(back: dict[bytes, tuple[bytes, ...]], ids: set[bytes],
     roots: set[bytes] = set()
     done: set[bytes] = set()
     on_path: set[bytes] = set()
-    stack: list[tuple[bytes, bool]] = [(i, False) for i in sorted(ids, reverse=True)]
+    stack: list[tuple[bytes, bool]] = [(i, False) for i in ids]
     while stack:
         i, leaving = stack.pop()
         if leaving:
@@ -703,8 +1224,6 @@ def _roots_within(back: dict[bytes, tuple[bytes, ...]], ids: set[bytes],
         on_path.add(i)
         stack.append((i, True))
         for o in olds:
-            if steps is not None:
-                steps.append(Step(name, o, i))
             if o in on_path:
                 roots.add(o)
             elif o not in done:
@@ -712,62 +1231,61 @@ def _roots_within(back: dict[bytes, tuple[bytes, ...]], ids: set[bytes],
     return roots
 
 
-def origins(mod: Any, x: Any, since: int = 0) -> set[bytes]:
-    """Root origin ids of ``x``: the ids, before the first pass (or before record
-    number ``since``), it derives from."""
-    records = mod.pass_records
-    if isinstance(since, bool) or not isinstance(since, int) or not 0 <= since <= len(records):
-        raise LineageError(f"since must be a pass record number in [0, {len(records)}], got {since!r}")
-    cur = {_id_of(x)}
-    for rec in reversed(records[since:] if since else records):
-        back = rec.back
-        if not back:
-            continue
-        cur = _roots_within(back, cur)
-    return cur
-
-
 def history(mod: Any, x: Any) -> list[Step]:
     """Steps (pass, before, after) that led to ``x``; for an expression of an
     earlier module, the steps that carried it forward (or eliminated it).
 
-    Within one pass, chains of edges are followed (a pass may rewrite a node it
-    created), as ``find`` and ``origins`` do.
+    For a node some pass produced: the edges crossed on the way from its origins to
+    it, oldest pass first (for an instance edge, the step from its body node).  Within
+    one pass, chains of edges are followed (a pass may rewrite a node it created), as
+    ``find`` and ``origins`` do.
     """
     target = _id_of(x)
     recs = list(mod.pass_records)
-    # Backward: how was target produced?
-    back_steps: list[Step] = []
-    cur = {target}
-    for rec in reversed(recs):
-        back = rec.back
-        if not back:
-            continue
-        rec_steps: list[Step] = []
-        roots = _roots_within(back, cur, rec_steps, rec.name)
-        back_steps.extend(reversed(rec_steps))
-        cur = roots
-    back_steps.reverse()
-    if back_steps:
-        return back_steps
+    if any(target in r._qback() for r in recs):
+        # Backward: the steps on the paths from the origins of target to target.
+        cur = dict.fromkeys(_origins(recs, target), True)
+        per_rec: list[list[tuple[bytes, bytes]]] = []
+        for rec in recs:
+            crossed: list[tuple[bytes, bytes]] = []
+            cur = _forward(rec, cur, crossed)[0]
+            per_rec.append(crossed)
+        live = {target}
+        out: list[list[Step]] = []
+        for rec, crossed in zip(reversed(recs), reversed(per_rec)):
+            into: dict[bytes, list[tuple[bytes, bytes]]] = {}
+            for st in crossed:
+                into.setdefault(st[1], []).append(st)
+            keep: set[tuple[bytes, bytes]] = set()
+            stack = [i for i in live if i in into]
+            seen = set(stack)
+            while stack:
+                for st in into[stack.pop()]:
+                    keep.add(st)
+                    if st[0] not in seen:
+                        seen.add(st[0])
+                        live.add(st[0])
+                        if st[0] in into:
+                            stack.append(st[0])
+            emitted: set[tuple[bytes, bytes]] = set()
+            mine = []
+            for st in crossed:
+                if st in keep and st not in emitted:
+                    emitted.add(st)
+                    mine.append(Step(rec.name, st[0], st[1]))
+            out.append(mine)
+        return [st for mine in reversed(out) for st in mine]
     # Forward: target is an old expression; follow it.
     steps: list[Step] = []
-    cur = {target}
+    cur = {target: True}
     for rec in recs:
-        fwd = rec.fwd
-        removed = rec.removed
-        reached: set[bytes] = set(cur)
-        stack = sorted(cur, reverse=True)
-        while stack:
-            i = stack.pop()
-            for n in fwd.get(i, ()):
-                steps.append(Step(rec.name, i, n))
-                if n not in reached:
-                    reached.add(n)
-                    stack.append(n)
-        for i in sorted(cur):
-            if i in removed:
-                steps.append(Step(rec.name, i, None))
-                reached.discard(i)
-        cur = reached
+        crossed = []
+        gone = sorted(i for i in cur if i in rec.removed) if rec.removed else []
+        _forward(rec, cur, crossed)
+        emitted = set()
+        for st in crossed:
+            if st not in emitted:
+                emitted.add(st)
+                steps.append(Step(rec.name, st[0], st[1]))
+        steps.extend(Step(rec.name, i, None) for i in gone)
     return steps

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from array import array
+from types import SimpleNamespace
+
 import pyir
 from pyir import op
 from pyir.transform import Sequential, module_pass
@@ -372,3 +376,296 @@ def test_edge_buffer_add_mark_rollback():
     assert list(buf) == [(a, (b,)), (c, (a, b))]
     rec = PassRecord("p", "", buf, ())
     assert rec.edges == ((a, (b,)), (c, (a, b)))
+
+
+# -- instance (AND) and shared edges ---------------------------------------------------------------
+
+
+def _sites_model():
+    """main(x) = (exp(x), tanh(x)): two old nodes a, b."""
+    x = pyir.var("x", shape=(4,))
+    a, b = op.exp(x), op.tanh(x)
+    return pyir.Module.from_expr(pyir.Tuple([a, b])), x, a, b
+
+
+def _share_and_expand():
+    """Two passes: "Share" makes a node B standing for a (at site s1) and b (at site s2), with
+    s1 <- a and s2 <- b; "Expand" instantiates B at s1 (-> X1) and at s2 (-> X2)."""
+    mod, x, a, b = _sites_model()
+    B, s1, s2 = op.negative(x), op.log(x), op.sigmoid(x)
+    X1, X2 = op.nn.relu(x), op.abs(x)
+
+    @module_pass(name="Share")
+    def share(m):
+        pyir.lineage.derive_shared(B, a, b)
+        pyir.derive(s1, a)
+        pyir.derive(s2, b)
+        return m.with_function("main", pyir.Function(m["main"].params, pyir.Tuple([B, s1, s2])))
+
+    @module_pass(name="Expand")
+    def expand(m):
+        pyir.lineage.derive_at(X1, B, s1)
+        pyir.lineage.derive_at(X2, B, s2)
+        return m.with_function("main", pyir.Function(m["main"].params, pyir.Tuple([X1, X2])))
+
+    return mod, share, expand, SimpleNamespace(x=x, a=a, b=b, B=B, s1=s1, s2=s2, X1=X1, X2=X2)
+
+
+def test_instance_edge_picks_the_site_of_a_shared_node():
+    """origins(X) = origins(B) & origins(S) for what B got through shared edges; find(old) reaches
+    X only when it reaches both B and the site; history goes through B."""
+    mod, share, expand, n = _share_and_expand()
+    a, b, B, s1, s2, X1, X2 = n.a, n.b, n.B, n.s1, n.s2, n.X1, n.X2
+    mid = share(mod)
+    assert set(mid.find(a)) == {B, s1} and set(mid.find(b)) == {B, s2}  # B stands for both
+    assert mid.origins(B) == {a.id, b.id}
+    out = expand(mid)
+    assert out.origins(X1) == {a.id} and out.origins(X2) == {b.id}
+    assert out.find(a) == [X1] and out.find(b) == [X2]
+    assert out.find(B) == sorted([X1, X2], key=lambda n: n.id)  # B itself: every instance
+    assert out.find(s1) == []  # a site alone is no origin: X1 is B (at s1)
+    assert [(s.pass_name, s.before, s.after) for s in out.history(X1)] == [
+        ("Share", a.id, B.id), ("Expand", B.id, X1.id)]
+    steps = [(s.pass_name, s.before, s.after) for s in out.history(a)]  # forward from an old node
+    assert sorted(steps[:2]) == sorted([("Share", a.id, B.id), ("Share", a.id, s1.id)])
+    assert steps[2:] == [("Expand", B.id, X1.id)]
+    assert out.origins(X1, since=1) == {B.id}  # from the Share output on, B is a node of its own
+
+
+def test_instance_edge_of_an_ordinary_body_keeps_its_origins():
+    """A body node that stands for itself (no shared edge: an ordinary function inlined) keeps
+    its origins at every site, and find on it returns every instance."""
+    mod, x, a, b = _sites_model()
+    X1, X2 = op.nn.relu(x), op.abs(x)
+
+    @module_pass(name="Expand")
+    def expand(m):
+        pyir.lineage.derive_at(X1, a, b)
+        pyir.lineage.derive_at(X2, a, m["main"].body)
+        return m.with_function("main", pyir.Function(m["main"].params, pyir.Tuple([X1, X2])))
+
+    out = expand(mod)
+    assert out.origins(X1) == {a.id} and out.origins(X2) == {a.id}
+    assert out.find(a) == sorted([X1, X2], key=lambda n: n.id)
+    assert out.find(b) == []  # a site alone reaches nothing
+
+
+def test_instance_edge_mixed_origins_and_chains_of_passes():
+    """Rewrites before and after the expansion are followed (the site rebuilt in between, the
+    instance rewritten after); a body with an ordinary origin besides its shared ones keeps it."""
+    mod, share, _, n = _share_and_expand()
+    x, a, b, B, s1, s2, X1 = n.x, n.a, n.b, n.B, n.s1, n.s2, n.X1
+    c = op.nn.relu(op.exp(x))  # an extra, ordinary origin of B
+    mod = pyir.Module.from_expr(pyir.Tuple([a, b, c]))
+
+    @module_pass(name="ShareC")
+    def share_with_c(m):
+        pyir.lineage.derive_shared(B, a, b)
+        pyir.derive(B, c)
+        pyir.derive(s1, a)
+        pyir.derive(s2, b)
+        return m.with_function("main", pyir.Function(m["main"].params, pyir.Tuple([B, s1, s2])))
+
+    @module_pass(name="RenameSite")
+    def rename(m):
+        t1 = op.log(op.log(x))
+        pyir.derive(t1, s1)
+        return m.with_function("main", pyir.Function(m["main"].params, pyir.Tuple([B, t1, s2])))
+
+    @module_pass(name="Expand2")
+    def expand2(m):
+        pyir.lineage.derive_at(X1, B, m["main"].body.fields[1])
+        return m.with_function("main", pyir.Function(m["main"].params, pyir.Tuple([X1])))
+
+    @module_pass(name="After")
+    def after(m):
+        return m.with_function("main", pyir.Function(m["main"].params, pyir.derive(op.nn.softmax(x), X1)))
+
+    out = after(expand2(rename(share(mod))))
+    y = out["main"].body
+    assert out.origins(y) == {a.id}
+    assert out.find(a) == [y] and out.find(b) == [] and out.find(c) == []
+    assert [s.pass_name for s in out.history(y)] == ["Share", "Expand2", "After"]
+    out = after(expand2(rename(share_with_c(mod))))
+    y = out["main"].body
+    assert out.origins(y) == {a.id, c.id}
+    assert out.find(a) == [y] and out.find(c) == [y] and out.find(b) == []
+
+
+def test_instance_of_an_instance():
+    """AND of AND: a node made by an instance edge, shared again and instantiated again (across
+    passes), and an instance of an instance within one pass."""
+    mod, share, expand, n = _share_and_expand()
+    x, a, b, B, s1, s2, X1, X2 = n.x, n.a, n.b, n.B, n.s1, n.s2, n.X1, n.X2
+    C, u1, u2 = op.sqrt(x), op.floor(x), op.ceil(x)
+    Y1, Y2 = op.erf(x), op.rsqrt(x)
+
+    @module_pass(name="Share2")
+    def share2(m):
+        pyir.lineage.derive_shared(C, X1, X2)
+        pyir.derive(u1, X1)
+        pyir.derive(u2, X2)
+        return m.with_function("main", pyir.Function(m["main"].params, pyir.Tuple([C, u1, u2])))
+
+    @module_pass(name="Expand2")
+    def expand2(m):
+        pyir.lineage.derive_at(Y1, C, u1)
+        pyir.lineage.derive_at(Y2, C, u2)
+        return m.with_function("main", pyir.Function(m["main"].params, pyir.Tuple([Y1, Y2])))
+
+    out = expand2(share2(expand(share(mod))))
+    assert out.origins(Y1) == {a.id} and out.origins(Y2) == {b.id}
+    assert out.find(a) == [Y1] and out.find(b) == [Y2]
+    assert [s.pass_name for s in out.history(Y2)] == ["Share", "Expand", "Share2", "Expand2"]
+
+    # within one pass: Z is B at s1, W is Z at another site (Z stands for itself: W keeps a)
+    Z, W = op.nn.softmax(x), op.nn.log_softmax(x)
+
+    @module_pass(name="Nested")
+    def nested(m):
+        pyir.lineage.derive_at(Z, B, s1)
+        pyir.lineage.derive_at(W, Z, s2)
+        return m.with_function("main", pyir.Function(m["main"].params, pyir.Tuple([W])))
+
+    out = nested(share(mod))
+    assert out.origins(W) == {a.id}
+    assert out.find(a) == [W] and out.find(b) == []
+
+
+def test_instance_edge_with_an_eliminated_body():
+    """The expanded function's nodes eliminated by the same pass (Inline removes the callee):
+    find still reaches the instances, history shows the elimination."""
+    mod, x, a, b = _sites_model()
+    X1 = op.nn.relu(x)
+
+    @module_pass(name="ExpandAndDrop")
+    def expand(m):
+        pyir.lineage.derive_at(X1, a, b)
+        pyir.eliminate(a)
+        return m.with_function("main", pyir.Function(m["main"].params, pyir.Tuple([X1, b])))
+
+    out = expand(mod)
+    assert out.find(a) == [X1]
+    steps = [(s.pass_name, s.before, s.after) for s in out.history(a)]
+    assert steps == [("ExpandAndDrop", a.id, X1.id), ("ExpandAndDrop", a.id, None)]
+    assert out.origins(X1) == {a.id}
+
+
+def test_typed_edges_storage_views_and_validation():
+    """Typed edges are ordinary edges whose first old id is a reserved mark; back/fwd show the
+    union view; a misplaced mark is a LineageError (records, compact edges, buffers)."""
+    import pickle
+
+    import pytest
+
+    from pyir.errors import LineageError
+    from pyir.lineage import INSTANCE_EDGE, SHARED_EDGE, EdgeBuffer, Edges, PassRecord
+    from pyir.node import digest
+
+    assert INSTANCE_EDGE == digest(b"pyir.lineage: instance (AND) edge")
+    assert SHARED_EDGE == digest(b"pyir.lineage: shared edge")
+    x, b_, s, m1, m2, p = (bytes([i]) * 16 for i in range(1, 7))
+    buf = EdgeBuffer()
+    buf.add(p, m1)
+    assert not buf.typed
+    buf.add_shared(b_, [m1, m2])
+    buf.add_at(x, b_, s)
+    assert buf.typed
+    want = ((p, (m1,)), (b_, (SHARED_EDGE, m1, m2)), (x, (INSTANCE_EDGE, b_, s)))
+    assert tuple(buf) == want
+    rec = PassRecord("P", "", buf, ())
+    assert rec.edges == want and rec.edges._typed
+    assert rec.back[x] == (b_, s) and rec.back[b_] == (m1, m2) and rec.fwd[m1] == (p, b_)
+    assert all(SHARED_EDGE not in v and INSTANCE_EDGE not in v for v in rec.back.values())
+    assert INSTANCE_EDGE not in rec.fwd and SHARED_EDGE not in rec.fwd
+    again = pickle.loads(pickle.dumps(rec))
+    assert again.edges == want and again.edges._typed
+    assert PassRecord("Q", "", want, ()).edges == want  # from pairs: validated and typed
+    other = EdgeBuffer()
+    other.extend(rec.edges)
+    assert other.typed and tuple(other) == want
+    bad_edges = [
+        (INSTANCE_EDGE, (m1,)),  # a mark as the new id
+        (x, (m1, INSTANCE_EDGE, b_)),  # a mark after the first old id
+        (x, (INSTANCE_EDGE, b_)),  # an instance edge without a site
+        (x, (INSTANCE_EDGE, b_, s, m1)),  # ... or with more
+        (x, (SHARED_EDGE,)),  # a shared edge without old ids
+        (x, (SHARED_EDGE, SHARED_EDGE, m1)),
+    ]
+    for e in bad_edges:
+        with pytest.raises(LineageError):
+            EdgeBuffer().append(e)
+        with pytest.raises(LineageError):
+            PassRecord("P", "", [e], ())
+        news = e[0]
+        olds = b"".join(e[1])
+        counts = None if len(e[1]) == 1 else array("I", [len(e[1])]).tobytes()
+        with pytest.raises(LineageError):
+            Edges(news, olds, counts)
+    for kw in ({"removed": [INSTANCE_EDGE]}, {"sources": {SHARED_EDGE: 1}}):
+        with pytest.raises(LineageError):
+            PassRecord("P", "", (), kw.get("removed", ()), kw.get("sources"))
+    # a mark's bytes across two ids (not aligned) is no mark
+    split = INSTANCE_EDGE[8:] + bytes(8), bytes(8) + INSTANCE_EDGE[:8]
+    assert not Edges(split[0] + split[1], m1 + m2, None)._typed
+
+
+def test_typed_edges_round_trip_through_both_formats():
+    """FuseOps + DefuseOps records (shared and instance edges) travel through dumps/loads and
+    to_json/from_json unchanged: same edges, same answers, canonical."""
+    from pyir.testing import assert_canonical
+    from pyir.transform import DefuseOps, FuseOps, ToANormalForm
+
+    m = ToANormalForm()(pyir.testing.elementwise_chain(12))
+    out = DefuseOps()(FuseOps()(m))
+    assert all(r.edges._typed for r in out.pass_records[1:])
+    calls = [n for n in pyir.post_order(m["main"]) if type(n) is pyir.Call]
+    for back in (pyir.loads(pyir.dumps(out)), pyir.from_json(pyir.to_json(out))):
+        assert_canonical(back)
+        assert [list(r.edges) for r in back.pass_records] == [list(r.edges) for r in out.pass_records]
+        assert [r.edges._typed for r in back.pass_records] == [r.edges._typed for r in out.pass_records]
+        for c in calls:
+            assert back.find(c) == out.find(c)
+            assert back.origins(c, since=1) == out.origins(c, since=1) == {c.id}
+        assert pyir.dumps(back) == pyir.dumps(out)
+
+
+def test_loaders_reject_misplaced_marks():
+    """A payload whose edges put a reserved mark anywhere but first is a SerializationError."""
+    import pytest
+
+    from pyir.lineage import INSTANCE_EDGE
+
+    mod, share, expand, _ = _share_and_expand()
+    out = expand(share(mod))
+    doc = json.loads(pyir.to_json(out))
+    edges = doc["history"][-1]["edges"]
+    assert any(e[1][0] == INSTANCE_EDGE.hex() for e in edges)
+    for change in (lambda e: e[1].pop(), lambda e: e[1].reverse(), lambda e: e.__setitem__(0, e[1][0])):
+        bad = json.loads(json.dumps(doc))
+        e = next(e for e in bad["history"][-1]["edges"] if e[1][0] == INSTANCE_EDGE.hex())
+        change(e)
+        with pytest.raises(pyir.SerializationError):
+            pyir.from_json(json.dumps(bad))
+        with pytest.raises(pyir.SerializationError):
+            pyir.loads(pyir.dumps(_reject_hook(bad)))
+
+
+def _reject_hook(doc):
+    """The module of ``doc`` with its records' edges taken as they are, unvalidated (to write a
+    binary payload with the same bad edges)."""
+    from pyrsistent import pvector
+
+    from pyir.lineage import Edges, PassRecord
+
+    mod = pyir.from_json(json.dumps({**doc, "history": []}))
+    recs = []
+    for r in doc["history"]:
+        pairs = [(bytes.fromhex(n), [bytes.fromhex(o) for o in olds]) for n, olds in r["edges"]]
+        edges = Edges.__new__(Edges)
+        edges._init(b"".join(p[0] for p in pairs), b"".join(b"".join(p[1]) for p in pairs),
+                    array("I", [len(p[1]) for p in pairs]).tobytes(), True)
+        rec = PassRecord(r["name"], r["options"], (), [bytes.fromhex(i) for i in r["removed"]])
+        object.__setattr__(rec, "edges", edges)
+        recs.append(rec)
+    return mod._derive(mod.functions(), history=pvector(recs))

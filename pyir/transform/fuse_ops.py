@@ -58,19 +58,26 @@ body, using the operators' pattern kinds (:class:`~pyir.op.registry.OpPattern`):
 
 4. Each group becomes ``fn (%p0, ...) { body }`` with ``Primitive=1``: its free
    inputs become fresh parameters (annotated with the input's type), constants
-   stay inline.  Parameter uids are derived from the group's structure and its
-   members, so fusing the same graph twice yields the very same function objects
-   and :class:`~pyir.transform.defuse_ops.DefuseOps` restores the input exactly.
-   With ``share_functions=True``, parameter uids are derived from the structure
-   alone, so structurally identical groups share one function (a 10^6-step chain
-   of four kinds of step has four fused functions, not 10^6), at a price in
-   lineage precision: a shared function's body derives from the members of every
-   group it stands for, so ``find`` through it (e.g. after FuseOps + DefuseOps)
-   returns the nodes of every such group, not only the one you started from.
+   stay inline.  Parameter uids are derived from the group's structure
+   (operators, attributes, constants, how members use each other, parameter
+   types), so structurally identical groups share one hash-consed function, as a
+   compiler caches lowered functions by structural hash (a 10^6-step chain of four
+   kinds of step has four fused functions, not 10^6; a repeated group is fused
+   by computing its key and reusing the function).  Fusing the same graph twice
+   yields the very same function objects, and
+   :class:`~pyir.transform.defuse_ops.DefuseOps` restores the input exactly.
+   ``share_functions=False`` derives the uids from the members too: one function
+   per group.
 
 Fusion never crosses ``let``, ``if``, tuple or function boundaries.  Lineage:
-the fused call derives from every node of its group, each body node from the
-node it copies, and each rebuilt node of the main graph from its old version.
+the fused call derives from exactly the nodes of its group, the function from
+the nodes of every group it stands for, each parameter from the inputs it
+receives, and each body node from the member it copies in every group -- when
+shared, through a *shared* edge (:func:`~pyir.lineage.derive_shared`), so
+that expanding the function at one call (DefuseOps, Inline, which record
+instance edges) gives back the nodes of that call's group only: after
+FuseOps + DefuseOps, ``find`` returns exactly the node one started from.  Each
+rebuilt node of the main graph derives from its old version.
 """  # noqa: E501 (printed lines of the example)
 
 from __future__ import annotations
@@ -83,7 +90,7 @@ from ..expr import Call, Constant, Expr, Function, Op, Var
 from ..functor import rebuild
 from ..lineage import current_recorder, derive
 from ..module import Module
-from ..node import OP_BIT0, Node, digest
+from ..node import OP_BIT0, Node, cached_type, digest
 from ..node import gc_paused as no_gc
 from ..op.registry import OpPattern
 from ..traverse import post_order
@@ -91,7 +98,7 @@ from ..typecheck import infer_type
 from ..types import Type
 from .base import ModulePass
 
-__all__ = ["FuseOps", "no_gc"]
+__all__ = ["FuseOps"]
 
 # Group kinds.
 _EWISE, _INJ, _OUT, _RED, _OPAQUE = range(5)
@@ -141,6 +148,31 @@ def _join_kind(pattern: int, kind: int) -> int | None:
     return None
 
 
+class _Shared:
+    """A fused function shared by the groups of one structure: the function, its body copies in
+    member order, and the lineage of the groups after the first (recorded once, at the end, as
+    one edge per node: the members / inputs of every such group)."""
+
+    __slots__ = ("fn", "copies", "members", "by_copy", "by_param")
+
+    def __init__(self, fn: Function, copies: tuple[Call, ...]) -> None:
+        self.fn = fn
+        self.copies = copies
+        self.members: bytearray | None = None  # ids of the members of the later groups
+        self.by_copy: list[bytearray] = []  # per body copy: the ids of the members it copies there
+        self.by_param: list[bytearray] = []  # per parameter: the ids of the inputs it receives there
+
+    def flush(self, edges: Any) -> None:
+        if self.members is None:
+            return
+        edges.add_joined(self.fn.id, self.members)
+        for c, ids in zip(self.copies, self.by_copy):
+            if ids:
+                edges.add_joined(c.id, ids, shared=True)
+        for p, ids in zip(self.fn.params, self.by_param):
+            edges.add_joined(p.id, ids)
+
+
 class _Group:
     __slots__ = ("root", "kind", "members")
 
@@ -156,14 +188,13 @@ class FuseOps(ModulePass):
 
     ``fuse_opt_level=0`` puts every call in its own group; ``max_fuse_depth``
     bounds the number of calls in a group (as TVM's ``relay.FuseOps.max_depth``);
-    ``share_functions=True`` gives structurally identical groups one shared function
-    (far less memory on long repetitive programs; lineage through it covers every
-    group it stands for).
+    structurally identical groups share one function unless ``share_functions=False``
+    (one function per group; lineage is exact per group either way).
     """
 
     fuse_opt_level: int = 2
     max_fuse_depth: int = 256
-    share_functions: bool = False
+    share_functions: bool = True
 
     def __post_init__(self) -> None:
         if type(self.fuse_opt_level) is not int or self.fuse_opt_level < 0:
@@ -200,6 +231,7 @@ class FuseOps(ModulePass):
             if g is not None and len(g.members) > 1:
                 pos[n] = i
         types = _Types(func, mod)
+        cache: dict[bytes, _Shared] | None = {} if self.share_functions else None
         memo: dict[Node, Any] = {}
         for n in order:
             g = groups.get(n)
@@ -212,8 +244,15 @@ class FuseOps(ModulePass):
                     if new is not n:
                         derive(new, n)
             elif g.root is n:
-                memo[n] = self._fuse_group(g, memo, types, pos, self.share_functions)
+                memo[n] = self._fuse_group(g, memo, types, pos, cache)
+                for m in g.members:  # done with this group (its members came before its root)
+                    del groups[m]
         new_body = memo[func.body]
+        rec = current_recorder()
+        if cache and rec is not None:
+            for sh in cache.values():
+                sh.flush(rec.edges)
+        del cache
         if new_body is func.body:
             return func
         return derive(Function(func.params, new_body, func.ret_type, func.attrs), func)  # type: ignore[return-value]
@@ -304,14 +343,15 @@ class FuseOps(ModulePass):
 
     @staticmethod
     def _fuse_group(g: _Group, memo: dict[Node, Any], types: _Types, pos: dict[Node, int],
-                    share: bool) -> Call:
+                    cache: dict[bytes, _Shared] | None) -> Call:
         """Build the primitive function of ``g`` and its call (args taken from ``memo``).
 
         The function is keyed by the group's structure (operators, attributes, constants,
-        how members use each other and the parameter types) and, unless ``share``, by its
-        members' identities.  With ``share``, structurally identical groups share one
-        hash-consed function (as a compiler caches lowered functions by structural hash), so
-        a long chain of equal steps costs one function, not one per step.
+        how members use each other and the parameter types) and, without ``cache`` (no
+        sharing), by its members' identities.  With ``cache`` (key -> function and its body
+        copies in member order), structurally identical groups share one hash-consed
+        function, and a group whose key is cached is fused without building anything but
+        its call.
         """
         root = g.root
         members = g.members
@@ -342,35 +382,70 @@ class FuseOps(ModulePass):
                     parts.append(b"p%d;" % i)
         parts.append(b"T%d;" % len(ptypes))
         parts.extend([t.id for t in ptypes])
-        if not share:  # one function per group: lineage through it names this group only
+        if cache is None:  # one function per group
             parts.append(b"M")
             parts.extend([m.id for m in members])
         gkey = digest(b"".join(parts))
-        # Pass 2: the parameters, the body copy and the call.
-        params = [Var(f"p{i}", t, uid=digest(gkey + b"param%d:" % i)) for i, t in enumerate(ptypes)]
-        rec = current_recorder()
-        if rec is not None:  # a parameter stands for the value it receives
-            for inp, i in inputs.items():
-                rec.edges.append((params[i].id, (inp.id,)))
-        body: dict[Node, Expr] = {}  # member -> its copy (members are built producers first)
-        single = len(members) == 1
-        mids = (root.id,) if single else tuple([m.id for m in members])  # shared by the edges below
-        for m in members:
-            new_args: list[Expr] = []
-            for a in m.args:
-                c: Expr | None = body.get(a)
-                if c is None:
-                    c = a if type(a) is Constant else params[inputs[a]]
-                new_args.append(c)
-            copy = Call(m.op, tuple(new_args), m.attrs, _checked=True)
-            body[m] = copy
-            if rec is not None and copy is not m:
-                rec.edges.append((copy.id, mids if single else (m.id,)))
-        fn = Function(tuple(params), body[root], types.of(root), {"Primitive": 1})
+        del parts, slot
+        hit = cache.get(gkey) if cache is not None else None
+        if hit is not None:
+            fn, copies = hit.fn, hit.copies
+        else:
+            # Pass 2: the parameters, the body copy and the function.
+            params = [Var(f"p{i}", t, uid=digest(gkey + b"param%d:" % i)) for i, t in enumerate(ptypes)]
+            body: dict[Node, Call] = {}  # member -> its copy (members are built producers first)
+            for m in members:
+                new_args: list[Expr] = []
+                for a in m.args:
+                    c: Expr | None = body.get(a)
+                    if c is None:
+                        c = a if type(a) is Constant else params[inputs[a]]
+                    new_args.append(c)
+                body[m] = Call(m.op, tuple(new_args), m.attrs, _checked=True)
+            copies = tuple([body[m] for m in members])
+            fn = Function(tuple(params), body[root], types.of(root), {"Primitive": 1})
+            if cache is not None:
+                cache[gkey] = _Shared(fn, copies)
         call = Call(fn, tuple([memo[a] for a in inputs]))
-        if rec is not None:  # the call and the function derive from every member
-            rec.edges.append((call.id, mids))
-            rec.edges.append((fn.id, mids))
+        rec = current_recorder()
+        if rec is None:
+            return call
+        edges = rec.edges
+        # the call derives from exactly its group
+        if len(members) == 1:
+            edges.add(call.id, root.id)
+        else:
+            edges.add_joined(call.id, b"".join([m.id for m in members]))
+        if hit is not None:  # a later group of a shared function: its lineage goes in one edge per node
+            if hit.members is None:
+                hit.members = bytearray()
+                hit.by_copy = [bytearray() for _ in copies]
+                hit.by_param = [bytearray() for _ in fn.params]
+            for m, c, ids in zip(members, copies, hit.by_copy):
+                hit.members += m.id
+                if c is not m:
+                    ids += m.id
+            for inp, i in inputs.items():
+                ids = hit.by_param[i]
+                if ids[-16:] != inp.id:  # the same input at consecutive sites (a weight, %x) once
+                    ids += inp.id
+            return call
+        # the function derives from every group it stands for, a parameter from the inputs it
+        # receives, each body node from the member it copies (for a shared function, through a
+        # shared edge: at this call only)
+        if len(members) == 1:
+            edges.add(fn.id, root.id)
+        else:
+            edges.add_joined(fn.id, b"".join([m.id for m in members]))
+        ps = fn.params
+        for inp, i in inputs.items():
+            edges.add(ps[i].id, inp.id)
+        for m, c in zip(members, copies):
+            if c is not m:
+                if cache is None:
+                    edges.add(c.id, m.id)
+                else:
+                    edges.add_joined(c.id, m.id, shared=True)
         return call
 
 
@@ -382,6 +457,7 @@ class _Types:
         self.let_types: dict[Var, Type] = {}
         infer_type(func, mod, env=self.let_types)
         self.func = func
+        self.context = mod._type_cache()  # where inference keeps context-dependent types
 
     def of(self, n: Node) -> Type:
         if type(n) is Var:
@@ -392,4 +468,9 @@ class _Types:
             if t is None:
                 raise TypeCheckError(f"FuseOps: cannot find the type of %{n.name_hint}")
             return t
-        return infer_type(n, self.mod)  # type: ignore[arg-type]
+        t = cached_type(n)  # inferred above: on the node, or in the module's cache
+        if t is None:
+            t = self.context.get(n)
+            if t is None:
+                return infer_type(n, self.mod)  # type: ignore[arg-type]
+        return t

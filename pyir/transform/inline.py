@@ -25,44 +25,51 @@ call cycle cannot be inlined and are left alone.  Afterwards, inline functions
 no longer referenced from the other functions are removed (``main`` is never
 removed).
 
-Lineage: each copied node derives from the callee body node it copies, so
-``find`` on a node of the callee returns every copy; the inlined expression
-also derives from the call it replaces.
+Lineage: each copied node is the callee body node it copies instantiated at
+the call (an instance edge, :func:`~pyir.lineage.derive_at`): ``find`` on a node
+of an ordinary callee returns every copy, ``origins`` of a copy is the node it
+copies (for a callee whose body FuseOps shared between groups, the node of the
+call's own group).  Rebuilt nodes of the calling functions derive from their old
+versions.  A removed function that was inlined lives on in its copies, so only
+the function node and its parameters (replaced by the arguments) are eliminated;
+a removed function inlined nowhere is eliminated node by node (the nodes no kept
+function reaches).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from ..expr import Call, Expr, Function, GlobalVar
-from ..functor import ExprMutator
 from ..lineage import current_recorder
 from ..module import Module
-from ..node import F_GLOBAL, Node
+from ..node import F_GLOBAL, Node, gc_paused
 from ..traverse import global_vars
 from .base import ModulePass
-from .defuse_ops import inline_call, replace_body
+from .common import expand_calls, replace_body
 
 __all__ = ["Inline"]
 
 
-class _Inliner(ExprMutator):
-    """Replaces calls of the given global functions by copies of their (inlined) bodies."""
+def _no_global(n: Node) -> bool:
+    return not n._mask & F_GLOBAL
 
-    def __init__(self, bodies: dict[str, Function]) -> None:
-        super().__init__()
-        self.bodies = bodies
 
-    def should_visit(self, node: Node) -> bool:
-        return bool(node._mask & F_GLOBAL)
+def _inline_calls(expr: Expr, bodies: dict[str, Function], expanded: set[str]) -> Expr:
+    """``expr`` with every call of a function of ``bodies`` (by name) expanded; the names of
+    the functions expanded are added to ``expanded``."""
 
-    def visit_Call(self, call: Call) -> Expr:
+    def callee(call: Call, memo: dict[Node, Any]) -> Function | None:
         op = call.op
-        if type(op) is GlobalVar:
-            f = self.bodies.get(op.name_hint)
-            if f is not None:
-                return inline_call(f, call.args, call)
-        return call
+        if type(op) is not GlobalVar:
+            return None
+        f = bodies.get(op.name_hint)
+        if f is not None:
+            expanded.add(op.name_hint)
+        return f
+
+    return expand_calls(expr, callee, _no_global)
 
 
 def _walk_into(seen: set[Node], roots: list[Function], ids: list[bytes] | None) -> None:
@@ -92,17 +99,22 @@ class Inline(ModulePass):
         inline = {n for n, f in mod.items() if f.attrs.get("Inline")}
         if not inline:
             return mod
-        ready = self._inlined_callees(mod, inline)
-        updates: dict[str, Function | None] = {}
-        for name, f in mod.items():
-            if name in ready:
-                nf = ready[name]
-            elif f.body._mask & F_GLOBAL:
-                nf = replace_body(f, _Inliner(ready).visit(f.body))
-            else:
-                nf = f
-            if nf is not f:
-                updates[name] = nf
+        with gc_paused():
+            into: dict[str, set[str]] = {}  # inline function -> the functions it was expanded in
+            ready = self._inlined_callees(mod, inline, into)
+            updates: dict[str, Function | None] = {}
+            for name, f in mod.items():
+                if name in ready:
+                    nf = ready[name]
+                elif f.body._mask & F_GLOBAL:
+                    expanded: set[str] = set()
+                    nf = replace_body(f, _inline_calls(f.body, ready, expanded))
+                    for e in expanded:
+                        into.setdefault(e, set()).add(name)
+                else:
+                    nf = f
+                if nf is not f:
+                    updates[name] = nf
         funcs = {n: updates.get(n) or f for n, f in mod.items()}
         removed = self._unreferenced(funcs, inline)
         if removed:
@@ -110,16 +122,42 @@ class Inline(ModulePass):
                 updates[name] = None
             rec = current_recorder()
             if rec is not None:
-                # one set: every node of the kept functions, then the removed functions' nodes
-                # not among them (their ids go straight to the record; no post-order lists)
-                seen: set[Node] = set()
-                _walk_into(seen, [f for n, f in funcs.items() if n not in removed], None)
-                _walk_into(seen, [mod[name] for name in removed], rec.removed)
-                del seen
+                self._eliminate(mod, funcs, set(removed), into, rec.removed)
         return mod.with_functions(updates) if updates else mod
 
     @staticmethod
-    def _inlined_callees(mod: Module, inline: set[str]) -> dict[str, Function]:
+    def _eliminate(mod: Module, funcs: dict[str, Function], removed: set[str],
+                   into: dict[str, set[str]], out: list[bytes]) -> None:
+        """Append to ``out`` the ids the removal of the ``removed`` functions eliminates.
+
+        A removed function expanded (directly or through other inline functions) into a kept
+        function lives on in its copies: every node with a variable below is an instance
+        there, every other node is shared by the copies, so only the function and its
+        parameters (replaced by the arguments) are eliminated -- no walk.  A removed function
+        that no kept function received is eliminated node by node: its nodes that no kept
+        function reaches."""
+        live: set[str] = set()
+        changed = True
+        while changed:  # live: expanded into a kept function or into a live one
+            changed = False
+            for name in removed:
+                if name not in live and any(g not in removed or g in live for g in into.get(name, ())):
+                    live.add(name)
+                    changed = True
+        for name in sorted(live):
+            f = mod[name]
+            out.append(f.id)
+            out.extend([p.id for p in f.params])
+        dead = [mod[name] for name in sorted(removed - live)]
+        if dead:
+            # one set: every node of the kept functions, then the dead functions' nodes not among
+            # them (their ids go straight to the record; no post-order lists)
+            seen: set[Node] = set()
+            _walk_into(seen, [f for n, f in funcs.items() if n not in removed], None)
+            _walk_into(seen, dead, out)
+
+    @staticmethod
+    def _inlined_callees(mod: Module, inline: set[str], into: dict[str, set[str]]) -> dict[str, Function]:
         """Inline functions (not on a call cycle) with their own inline calls inlined, callees first."""
         calls = {n: {g.name_hint for g in global_vars(mod[n].body)} & inline for n in inline}
         # Functions on a cycle of inline calls (or calling one) cannot be inlined.
@@ -160,7 +198,10 @@ class Inline(ModulePass):
                 continue
             f = mod[n]
             if calls[n]:
-                f = replace_body(f, _Inliner(ready).visit(f.body))
+                expanded: set[str] = set()
+                f = replace_body(f, _inline_calls(f.body, ready, expanded))
+                for e in expanded:
+                    into.setdefault(e, set()).add(n)
             ready[n] = f
         return ready
 

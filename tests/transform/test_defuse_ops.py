@@ -135,3 +135,78 @@ def test_defuse_streaming_walk_restores_lets_and_lineage():
     for _ in range(7):
         e = e.body
     assert e.value in back.find(e.value)
+
+
+def test_hand_written_primitive_lineage_at_both_sites():
+    """An ordinary (hand-written) primitive function called at two sites: each copy derives
+    from the body node it copies, find on a body node returns both copies."""
+    p = pyir.var("p", shape=(4,))
+    body = op.exp(op.tanh(p))
+    fn = Function([p], body, attrs={"Primitive": 1})
+    x = pyir.var("x", shape=(4,))
+    m = pyir.Module({"main": Function([x], op.add(Call(fn, [x]), Call(fn, [op.negative(x)])))})
+    out = pyir.testing.check_pass(DefuseOps(), m)
+    copies = out.find(body)
+    assert set(copies) == {op.exp(op.tanh(x)), op.exp(op.tanh(op.negative(x)))}
+    for c in copies:
+        assert out.origins(c) == {body.id}
+    assert out.find(body.args[0]) == sorted([op.tanh(x), op.tanh(op.negative(x))], key=lambda n: n.id)
+
+
+def _fresh(mod: pyir.Module) -> pyir.Module:
+    return pyir.Module(dict(mod.items()))
+
+
+@pytest.mark.parametrize("name", ["resnet", "transformer", "let_chain"])
+def test_shared_functions_defuse_with_exact_lineage(name):
+    """Structurally identical groups share one function, yet after FuseOps + DefuseOps every
+    old node is found as exactly itself and a defused node's origins are exactly it."""
+    make = {"let_chain": lambda: pyir.transform.ToANormalForm()(pyir.testing.elementwise_chain(30)), **MODELS}
+    m = _fresh(make[name]())
+    fused = FuseOps()(m)
+    prims = [n.op for n in pyir.post_order(fused["main"]) if type(n) is Call and type(n.op) is Function]
+    assert len(set(map(id, prims))) < len(prims)  # some function is shared by several calls
+    back = DefuseOps()(fused)
+    assert back["main"] is m["main"]
+    for n in pyir.post_order(m["main"]):
+        assert back.find(n) == [n]
+        if type(n) is Call:
+            assert back.origins(n) == {n.id}
+
+
+def test_defused_nodes_after_rewrites_around_them():
+    """The calls' arguments rewritten between FuseOps and DefuseOps: the defused nodes are new,
+    and each derives from exactly the node it was before fusion."""
+    m = _fresh(pyir.testing.elementwise_chain(16))
+    fused = FuseOps(fuse_opt_level=0)(m)  # one call per group: 4 shared functions
+    x = m["main"].params[0]
+
+    @pyir.transform.module_pass(name="NegateInput")
+    def negate(mod):
+        f = mod["main"]
+        y = pyir.var("y", shape=(4,))
+        body = pyir.rewrite(f.body, lambda n: op.negative(y) if n is x else None)
+        return pyir.Module({"main": Function([y], body)})
+
+    out = DefuseOps()(negate(fused))
+    relus = [n for n in pyir.post_order(m["main"]) if type(n) is Call and n.op.name == "nn.relu"]
+    news = [n for n in pyir.post_order(out["main"]) if type(n) is Call and n.op.name == "nn.relu"]
+    assert len(relus) == len(news) == 4 and not set(relus) & set(news)
+    for old in relus:
+        (found,) = [n for n in out.find(old) if type(n) is Call and n.op is old.op]
+        assert out.origins(found) == {old.id}
+
+
+def test_deep_let_chain_round_trip_and_lineage(deep_anf):
+    """10^6-deep let chain: FuseOps shares four functions, DefuseOps restores the chain exactly,
+    and find on a node deep in it gives back exactly that node."""
+    fused = FuseOps()(deep_anf)
+    prims = {id(n) for n in pyir.post_order(fused["main"].body) if type(n) is Function}
+    assert len(prims) == 4  # add, multiply, relu, subtract
+    back = DefuseOps()(fused)
+    assert back["main"] is deep_anf["main"]
+    e = deep_anf["main"].body
+    for _ in range(500_000):
+        e = e.body
+    k = len(deep_anf.pass_records)
+    assert back.find(e.value) == [e.value] and back.origins(e.value, since=k) == {e.value.id}

@@ -195,33 +195,93 @@ def test_deep_chain(deep_chain):
     assert DefuseOps()(out)["main"] is m["main"]
 
 
-def test_identical_groups_share_one_function_on_request():
-    """issue 10 (10^6 memory target): with share_functions=True, structurally identical groups
-    share one primitive function, so FuseOps on a long let chain builds a handful of functions,
-    not one per step; by default each group has its own."""
+def test_identical_groups_share_one_function():
+    """issue 10 (10^6 memory target): structurally identical groups share one primitive function
+    (the very same object), so FuseOps on a long let chain builds a handful of functions, not one
+    per step; share_functions=False gives each group its own."""
     m = pyir.transform.ToANormalForm()(elementwise_chain(40))
-    out = FuseOps(share_functions=True)(m)
+    out = FuseOps()(m)
     calls = _fused(out)
     assert len(calls) == 40
     assert len({id(f) for f in calls}) == 4  # add, multiply, relu, subtract
+    relus = [f for f in calls if _ops(f) == ["nn.relu"]]
+    assert len(relus) == 10 and all(f is relus[0] for f in relus)
     assert DefuseOps()(out)["main"] is m["main"]
     _same_values(m, out)
-    check_pass(FuseOps(share_functions=True), m)
-    assert len({id(f) for f in _fused(FuseOps()(m))}) == 40
+    check_pass(FuseOps(), m)
+    own = FuseOps(share_functions=False)(m)
+    assert len({id(f) for f in _fused(own)}) == 40
+    assert DefuseOps()(own)["main"] is m["main"]
+    # two identical groups in one expression: one function, two calls
+    x = pyir.var("x", shape=(4,))
+    y = pyir.var("y", shape=(4,))
+    two = FuseOps()(pyir.Module({"main": pyir.Function([x, y], pyir.Tuple([op.nn.relu(op.exp(x)),
+                                                                           op.nn.relu(op.exp(y))]))}))
+    f1, f2 = _fused(two)
+    assert f1 is f2 and _ops(f1) == ["exp", "nn.relu"]
 
 
-def test_lineage_through_fuse_and_defuse_is_exact_by_default():
-    """Each group has its own function, so find() after FuseOps + DefuseOps returns exactly
-    the node one started from, even among structurally identical groups."""
-    m = pyir.transform.ToANormalForm()(elementwise_chain(40))
-    back = DefuseOps()(FuseOps()(m))
+def _let_chain(n: int) -> pyir.Module:
+    """The A-normal form of an n-step chain, as a fresh module (no pass history)."""
+    return pyir.Module({"main": pyir.transform.ToANormalForm()(elementwise_chain(n))["main"]})
+
+
+@pytest.mark.parametrize("share", [True, False], ids=["shared", "own"])
+def test_lineage_is_exact_per_site(share):
+    """The site call derives from exactly its group's nodes, each body node from the members it
+    copies (over all sites), a parameter from the inputs it receives; after FuseOps + DefuseOps
+    find gives back exactly one node per old node and origins of a defused node is exactly it."""
+    m = _let_chain(40)
+    fused = FuseOps(share_functions=share)(m)
+    old_calls = [n for n in pyir.post_order(m["main"]) if type(n) is Call]
+    sites = [n for n in pyir.post_order(fused["main"]) if type(n) is Call and type(n.op) is Function]
+    assert len(sites) == len(old_calls) == 40  # one call per group here (lets bound fusion)
+    for old, site in zip(old_calls, sites):
+        assert fused.origins(site) == {old.id}  # exactly its group
+        same = [(o, s) for o, s in zip(old_calls, sites) if s.op is site.op]
+        assert len(same) == (10 if share else 1)
+        assert fused.origins(site.op.body) == {o.id for o, _ in same}  # every member it copies
+        assert fused.origins(site.op.params[0]) == {s.args[0].id for _, s in same}  # its inputs
+        found = fused.find(old)
+        assert site in found and site.op.body in found and site.op in found
+        assert not any(s in found for s in sites if s is not site)  # no other site
+    back = DefuseOps()(fused)
     assert back["main"] is m["main"]
     for n in pyir.post_order(m["main"]):
-        if isinstance(n, pyir.Call):
-            assert [c for c in back.find(n) if isinstance(c, pyir.Call)] == [n]
-    shared = DefuseOps()(FuseOps(share_functions=True)(m))
-    n = next(c for c in pyir.post_order(m["main"]) if isinstance(c, pyir.Call) and c.op.name == "nn.relu")
-    assert len([c for c in shared.find(n) if isinstance(c, pyir.Call)]) > 1  # the documented price
+        assert back.find(n) == [n]
+        assert back.origins(n) == {n.id}
+    assert [s.pass_name for s in back.history(old_calls[5])] == ["FuseOps", "DefuseOps"]
+
+
+def test_lineage_is_exact_per_site_through_inline():
+    """FuseOps, then the shared fused function outlined to a global Inline=1 function (each call
+    deriving from the fused call it replaces), then Inline: each inlined node's origins are
+    exactly the node it was before fusion, and find gives back exactly that node."""
+    m = _let_chain(24)
+    fused = FuseOps()(m)
+    relu_fn = next(f for f in _fused(fused) if _ops(f) == ["nn.relu"])
+
+    @pyir.transform.module_pass(name="Outline")
+    def outline(mod):
+        g = pyir.GlobalVar("relu_fn")
+        gfn = pyir.derive(Function(relu_fn.params, relu_fn.body, relu_fn.ret_type, {"Inline": 1}), relu_fn)
+
+        def swap(n):
+            if type(n) is Call and n.op is relu_fn:
+                return Call(g, n.args)  # derives from n (recorded by rewrite)
+            return None
+
+        return pyir.Module({"main": pyir.rewrite(mod["main"], swap), "relu_fn": gfn})
+
+    out = pyir.transform.Inline()(outline(fused))
+    assert "relu_fn" not in out
+    assert DefuseOps()(out)["main"] is m["main"]
+    relus = [n for n in pyir.post_order(m["main"]) if type(n) is Call and n.op.name == "nn.relu"]
+    assert len(relus) == 6
+    for r in relus:
+        assert r in out.find(r) and not [c for c in out.find(r) if c is not r and c.op is r.op]
+        assert out.origins(r) == {r.id}
+    assert [s.pass_name for s in out.history(relus[2])] == ["FuseOps", "Inline"]
 
 
 def test_shared_structure_with_other_parameter_types_is_not_shared():
