@@ -18,10 +18,9 @@ from .. import op
 from ..expr import Constant, Expr, TupleGetItem
 from ..op import nn
 from ..types import TensorType
-from .onnx import Ctx, FrontendError, _Attrs
+from .onnx import CONVERTERS, Ctx, FrontendError, _Attrs
 
 Converter = Callable[[Ctx, _Attrs], Any]
-CONVERTERS: dict[str, Converter] = {}
 
 
 def _reg(*names: str) -> Callable[[Converter], Converter]:

@@ -40,6 +40,10 @@ def _load_onnx() -> Any:
     return onnx
 
 
+# op_type -> converter; filled by pyir.frontend._onnx_ops when the frontend package is imported
+CONVERTERS: dict[str, Any] = {}
+
+
 class _Attrs:
     """The attributes of one ONNX node; remembers which ones the converter read."""
 
@@ -218,8 +222,6 @@ class _Importer:
 
     # -- nodes -----------------------------------------------------------------------------------
     def convert_node(self, node: Any) -> None:
-        from ._onnx_ops import CONVERTERS
-
         label = node.name or (node.output[0] if node.output else node.op_type)
         where = f"ONNX node {label!r} ({node.op_type})"
         if node.domain not in ("", "ai.onnx"):
