@@ -67,8 +67,21 @@ import numpy as np
 from pyrsistent import pvector
 from xxhash import xxh3_128_digest
 
-from .errors import LineageError, PyIRError, SerializationError
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from .errors import InternalError, LineageError, PyIRError, SerializationError
+from .expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+    make_call,
+)
 from .lineage import EdgeBuffer, PassRecord, thaw_source_value
 from .module import Module
 from .node import MAX_ATTR_DEPTH, Attrs, Node, gc_paused
@@ -78,7 +91,7 @@ from .types import FuncType, TensorType, TupleType
 __all__ = ["save", "load", "dumps", "loads", "to_json", "from_json", "FORMAT_VERSION", "MAGIC"]
 
 MAGIC = b"PYIR"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _HEADER = struct.Struct("<4sHHQ16s")
 _SECTIONS = struct.Struct("<6Q")
 FLAG_MODULE = 1  # the root is a Module (else a single node)
@@ -189,12 +202,16 @@ def _node_table(roots: list[Node]) -> list[Node]:
     return post_order(roots, children=_refs)  # type: ignore[arg-type]
 
 
+#: Stack marker of the encoder's walk: the node just below it is emitted when it is popped.
+_DONE: Any = object()
+
+
 class _Strings:
     """A deduplicating table of strings (or of 16-byte ids)."""
 
-    def __init__(self) -> None:
+    def __init__(self, items: list[Any] | None = None) -> None:
         self.index: dict[Any, int] = {}
-        self.items: list[Any] = []
+        self.items: list[Any] = [] if items is None else items  # given items are not deduplicated
 
     def __call__(self, s: Any) -> int:
         i = self.index.get(s)
@@ -233,7 +250,12 @@ def _encode_value(v: Any, ix: dict[Node, int], S: _Strings, out: list[int]) -> N
 
 
 def _encode(obj: Module | Node) -> _Columns:
-    """The columns of the node table, root and history of ``obj``."""
+    """The columns of the node table, root and history of ``obj``.
+
+    One iterative walk both orders the table (children first, as :func:`_node_table`) and
+    writes each node's record as it is emitted; ``ix`` (node -> index) is also the walk's
+    visited set: in a DAG a node popped again is either emitted or not yet started.
+    """
     if isinstance(obj, Module):
         names = obj.names()
         roots: list[Node] = [obj[n] for n in names]
@@ -243,75 +265,144 @@ def _encode(obj: Module | Node) -> _Columns:
         flags = 0
     else:
         raise SerializationError(f"can only serialize a Module or a Node, got {type(obj).__name__}")
-    table = _node_table(roots)
     ix: dict[Node, int] = {}
+    get = ix.__getitem__
     S = _Strings()
+    sindex = S.index
+    sget = sindex.get
+    strs = S.items
+    uids: list[bytes] = []  # the ids section starts with the variables' uids
+    sigs: list[int] = []  # call signatures: (op, attrs, nargs) triples
+    sig_of: dict[tuple[Node, Node, int], int] = {}
     kinds = bytearray()
-    ints: list[int] = []
+    kpush = kinds.append
+    ints: list[int] = []  # the node records
     blob: list[Any] = []
     blob_len = 0
-    get = ix.__getitem__
     kind_of = _KIND_OF_TYPE
-    for i, n in enumerate(table):
-        t = type(n)
-        k = kind_of.get(t)
-        if k is None:
-            raise SerializationError(f"cannot serialize node of type {t.__name__}")
-        kinds.append(k)
-        if k == K_CALL:
-            args = n.args  # type: ignore[attr-defined]
-            ints += (ix[n.op], ix[n.attrs], len(args))  # type: ignore[attr-defined]
-            ints += map(get, args)
-        elif k == K_CONST:
-            arr = n.data  # type: ignore[attr-defined]
-            if _BIG_ENDIAN or arr.dtype.byteorder == ">":
-                arr = arr.astype(arr.dtype.newbyteorder("<"))
-            nb = arr.nbytes
-            pad = -blob_len % _ALIGN
-            if pad:
-                blob.append(b"\0" * pad)
-                blob_len += pad
-            ints += (S(_name_of(arr.dtype)), arr.ndim, *arr.shape, blob_len, nb)
-            if nb:
-                blob.append(memoryview(arr).cast("B"))  # no copy: constant data is C-contiguous
-            blob_len += nb
-        elif k == K_GETITEM:
-            ints += (ix[n.tuple_value], n.index)  # type: ignore[attr-defined]
-        elif k == K_ATTRS:
-            items = n.items()  # type: ignore[attr-defined]
-            ints.append(len(items))
-            for key, v in items:
-                ints.append(S(key))
-                _encode_value(v, ix, S, ints)
-        elif k == K_VAR:
-            ta = n.type_annotation  # type: ignore[attr-defined]
-            ints += (S(n.name_hint), *_qq.unpack(n.uid), -1 if ta is None else ix[ta])  # type: ignore[attr-defined]
-        elif k == K_OP:
-            ints.append(S(n.name))  # type: ignore[attr-defined]
-        elif k == K_GLOBAL:
-            ints.append(S(n.name_hint))  # type: ignore[attr-defined]
-        elif k in (K_TUPLE, K_TUPLE_T):
-            fs = n.fields  # type: ignore[attr-defined]
-            ints.append(len(fs))
-            ints += map(get, fs)
-        elif k == K_FUNC:
-            ps = n.params  # type: ignore[attr-defined]
-            rt = n.ret_type  # type: ignore[attr-defined]
-            ints.append(len(ps))
-            ints += map(get, ps)
-            ints += (ix[n.body], -1 if rt is None else ix[rt], ix[n.attrs])  # type: ignore[attr-defined]
-        elif k == K_LET:
-            ints += (ix[n.var], ix[n.value], ix[n.body])  # type: ignore[attr-defined]
-        elif k == K_IF:
-            ints += (ix[n.cond], ix[n.true_branch], ix[n.false_branch])  # type: ignore[attr-defined]
-        elif k == K_TENSOR_T:
-            ints += (S(n.dtype), len(n.shape), *n.shape)  # type: ignore[attr-defined]
-        else:  # K_FUNC_T
-            ats = n.arg_types  # type: ignore[attr-defined]
-            ints.append(len(ats))
-            ints += map(get, ats)
-            ints.append(ix[n.ret_type])  # type: ignore[attr-defined]
-        ix[n] = i
+    cnt = 0
+    stack: list[Any] = list(reversed(roots))
+    pop = stack.pop
+    push = stack.append
+    DONE = _DONE
+    while stack:
+        n = pop()
+        if n is DONE:  # the node below the marker has all its children emitted
+            n = pop()
+            t = type(n)
+        elif n in ix:
+            continue
+        else:
+            while True:  # go down from n while it has children not emitted yet (first one first)
+                t = type(n)
+                if t is Call and n.op in ix and n.attrs in ix:
+                    a = n.args
+                    if len(a) == 1:
+                        c = a[0]
+                        if c in ix:
+                            break
+                        push(n)
+                        push(DONE)
+                        n = c
+                        continue
+                    pend = [x for x in a if x not in ix]
+                elif t is Var:
+                    c = n.type_annotation
+                    if c is None or c in ix:
+                        break
+                    push(n)
+                    push(DONE)
+                    n = c
+                    continue
+                else:
+                    pend = [x for x in _refs(n) if x not in ix]
+                if not pend:
+                    break
+                push(n)
+                push(DONE)
+                if len(pend) > 1:
+                    stack += pend[:0:-1]
+                n = pend[0]
+        # emit n: its record, then its index
+        if t is Call:
+            a = n.args
+            na = len(a)
+            sk = (n.op, n.attrs, na)
+            s = sig_of.get(sk)
+            if s is None:
+                s = sig_of[sk] = len(sig_of)
+                sigs += (ix[n.op], ix[n.attrs], na)
+            if na == 1:
+                ints += (s, ix[a[0]])
+            elif na == 2:
+                ints += (s, ix[a[0]], ix[a[1]])
+            else:
+                ints.append(s)
+                ints += map(get, a)
+            k = K_CALL
+        elif t is Var:
+            nm = n.name_hint
+            si = sget(nm)
+            if si is None:
+                si = sindex[nm] = len(strs)
+                strs.append(nm)
+            ta = n.type_annotation
+            ints += (si, len(uids), -1 if ta is None else ix[ta])
+            uids.append(n.uid)
+            k = K_VAR
+        else:
+            k = kind_of.get(t)  # type: ignore[assignment]
+            if k is None:
+                raise SerializationError(f"cannot serialize node of type {t.__name__}")
+            if k == K_CONST:
+                arr = n.data
+                if _BIG_ENDIAN or arr.dtype.byteorder == ">":
+                    arr = arr.astype(arr.dtype.newbyteorder("<"))
+                nb = arr.nbytes
+                pad = -blob_len % _ALIGN
+                if pad:
+                    blob.append(b"\0" * pad)
+                    blob_len += pad
+                ints += (S(_name_of(arr.dtype)), arr.ndim, *arr.shape, blob_len, nb)
+                if nb:
+                    blob.append(memoryview(arr).cast("B"))  # no copy: constant data is C-contiguous
+                blob_len += nb
+            elif k == K_GETITEM:
+                ints += (ix[n.tuple_value], n.index)
+            elif k == K_ATTRS:
+                items = n.items()
+                ints.append(len(items))
+                for key, v in items:
+                    ints.append(S(key))
+                    _encode_value(v, ix, S, ints)
+            elif k == K_OP:
+                ints.append(S(n.name))
+            elif k == K_GLOBAL:
+                ints.append(S(n.name_hint))
+            elif k in (K_TUPLE, K_TUPLE_T):
+                fs = n.fields
+                ints.append(len(fs))
+                ints += map(get, fs)
+            elif k == K_FUNC:
+                ps = n.params
+                rt = n.ret_type
+                ints.append(len(ps))
+                ints += map(get, ps)
+                ints += (ix[n.body], -1 if rt is None else ix[rt], ix[n.attrs])
+            elif k == K_LET:
+                ints += (ix[n.var], ix[n.value], ix[n.body])
+            elif k == K_IF:
+                ints += (ix[n.cond], ix[n.true_branch], ix[n.false_branch])
+            elif k == K_TENSOR_T:
+                ints += (S(n.dtype), len(n.shape), *n.shape)
+            else:  # K_FUNC_T
+                ats = n.arg_types
+                ints.append(len(ats))
+                ints += map(get, ats)
+                ints.append(ix[n.ret_type])
+        ix[n] = cnt
+        cnt += 1
+        kpush(k)
     # root
     if flags & FLAG_MODULE:
         ints.append(len(names))
@@ -320,12 +411,15 @@ def _encode(obj: Module | Node) -> _Columns:
     else:
         ints.append(ix[roots[0]])
     # history
-    ids = _Strings()  # reused as an id table (bytes keys)
+    ids = _Strings(uids)  # reused as an id table (bytes keys), after the uids
     if flags & FLAG_MODULE:
         _encode_history(obj.pass_records, S, ids, ints)  # type: ignore[union-attr]
     else:
         ints.append(0)
-    return _Columns(flags, bytes(kinds), ints, S.items, ids.items, blob)
+    head = [len(sig_of)]
+    head += sigs
+    head += ints
+    return _Columns(flags, bytes(kinds), head, strs, ids.items, blob)
 
 
 class _Columns:
@@ -345,10 +439,12 @@ class _Columns:
 
 def _assemble(c: _Columns) -> bytes:
     """The complete file (header and payload) for ``c``."""
-    sbytes = [s.encode("utf-8", "surrogatepass") for s in c.strs]
+    try:
+        strdata = "".join(c.strs).encode("utf-8", "surrogatepass")
+    except UnicodeEncodeError as e:  # pragma: no cover - str values always encode with surrogatepass
+        raise SerializationError(f"string table: {e}") from None
     ints_b = _i64_bytes(c.ints)
-    lens_b = _i64_bytes([len(b) for b in sbytes])
-    strdata = b"".join(sbytes)
+    lens_b = _i64_bytes(list(map(len, c.strs)))  # in code points
     ids_b = b"".join(c.ids)
     pre = _SECTIONS.size + len(c.kinds) + len(ints_b) + len(lens_b) + len(strdata) + len(ids_b)
     pad = -(_HEADER.size + pre) % _ALIGN
@@ -502,16 +598,20 @@ def _sections(data: Any) -> _Columns:
 
 
 def _decode_strings(lens: list[int], data: memoryview) -> list[str]:
-    if any(x < 0 for x in lens) or sum(lens) != len(data):
-        raise SerializationError("string table: lengths do not match the string data")
-    out = []
-    off = 0
+    """The string table: one UTF-8 decode of the data, cut at the lengths (in code points)."""
     try:
-        for ln in lens:
-            out.append(str(data[off:off + ln], "utf-8", "surrogatepass"))
-            off += ln
+        text = str(data, "utf-8", "surrogatepass")
     except UnicodeDecodeError as e:
-        raise SerializationError(f"string table: invalid UTF-8 in string {len(out)}: {e}") from None
+        raise SerializationError(f"string table: invalid UTF-8: {e}") from None
+    if any(x < 0 for x in lens) or sum(lens) != len(text):
+        raise SerializationError("string table: lengths do not match the string data")
+    out: list[str] = []
+    push = out.append
+    off = 0
+    for ln in lens:
+        end = off + ln
+        push(text[off:end])
+        off = end
     return out
 
 
@@ -541,7 +641,7 @@ def _build(c: _Columns) -> Any:
     kinds, ints, strs, ids, blob, flags = c.kinds, c.ints, c.strs, c.ids, c.blob, c.flags
     with gc_paused():  # see pyir.node.gc_paused: nodes are acyclic
         try:
-            nodes, p = _build_nodes(kinds, ints, strs, blob)
+            nodes, p = _build_nodes(kinds, ints, strs, ids, blob)
             root, p = _build_root(nodes, ints, strs, p, flags)
             history, p = _build_history(ints, strs, ids, p)
             if p != len(ints):
@@ -572,41 +672,66 @@ def _idx(j: int, i: int) -> int:
     return j
 
 
-def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], blob: Any) -> tuple[list[Node], int]:
-    nodes: list[Node] = []
+def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], ids: list[bytes],
+                 blob: Any) -> tuple[list[Node], int]:
+    nodes: list[Any] = []  # the nodes built so far (kinds[j] says the class of nodes[j])
     push = nodes.append
-    p = 0
-    call_attrs: dict[tuple[Node, Node, int], Attrs] = {}  # (target, stored attrs, arity) -> canonical
+    nsig = ints[0] if ints else -1
+    if not 0 <= nsig <= (len(ints) - 1) // 3:
+        raise SerializationError(f"invalid call signature count {nsig}")
+    p = 1 + 3 * nsig
+    sigs: dict[int, tuple[Expr, Attrs, int]] = {}  # signature -> (target, canonical attrs, arity)
     nstr = len(strs)
+    nid = len(ids)
     i = 0
     k = -1
     try:
         for i, k in enumerate(kinds):
             if k == K_CALL:
-                o = ints[p]
-                a = ints[p + 1]
-                na = ints[p + 2]
-                q = p + 3 + na
-                if not (0 <= o < i and 0 <= a < i and na >= 0 and q <= len(ints)):
-                    raise _Bad(f"Call fields out of range: op {o}, attrs {a}, {na} args")
-                js = ints[p + 3:q]
-                p = q
-                for j in js:
-                    if not 0 <= j < i:
-                        raise _Bad(f"argument reference {j} out of range (must be a smaller index)")
-                op = nodes[o]
-                at = nodes[a]
-                args = tuple([nodes[j] for j in js])
-                key = (op, at, na)
-                nat = call_attrs.get(key)
-                if nat is None:
-                    nat = call_attrs[key] = _call_attrs(op, at, na)
-                for x in args:
-                    if not isinstance(x, Expr):
-                        raise _Bad(f"a Call argument is a {type(x).__name__}, not an expression")
-                # What Call(op, args, at) builds: the checks and the attribute normalization
-                # of the public constructor were done (once per distinct key) just above.
-                push(Call(op, args, nat, _checked=True))  # type: ignore[arg-type]
+                s = ints[p]
+                sig = sigs.get(s)
+                if sig is None:
+                    sig = sigs[s] = _call_sig(s, nsig, ints, i, nodes)
+                op, at, na = sig
+                # What Call(op, args, attrs) builds: the target, arity and attributes were checked
+                # and normalized (once per signature) by _call_sig; each argument is checked to be
+                # an earlier node of an expression kind (the kind code says the node's class).
+                if na == 1:
+                    j = ints[p + 1]
+                    p += 2
+                    if not (0 <= j < i and kinds[j] <= K_IF):
+                        _bad_args((j,), i, kinds)
+                    push(make_call(op, (nodes[j],), at))
+                elif na == 2:
+                    j = ints[p + 1]
+                    j2 = ints[p + 2]
+                    p += 3
+                    if not (0 <= j < i and 0 <= j2 < i and kinds[j] <= K_IF and kinds[j2] <= K_IF):
+                        _bad_args((j, j2), i, kinds)
+                    push(make_call(op, (nodes[j], nodes[j2]), at))
+                else:
+                    q = p + 1 + na
+                    if q > len(ints):
+                        raise _Bad(f"truncated Call arguments ({na})")
+                    js = ints[p + 1:q]
+                    p = q
+                    for j in js:
+                        if not (0 <= j < i and kinds[j] <= K_IF):
+                            _bad_args(js, i, kinds)
+                    push(make_call(op, tuple([nodes[j] for j in js]), at))
+            elif k == K_VAR:
+                s = ints[p]
+                u = ints[p + 1]
+                t = ints[p + 2]
+                p += 3
+                if not (0 <= s < nstr and 0 <= u < nid):
+                    raise _Bad(f"Var fields out of range: name {s}, uid {u}")
+                if t == -1:
+                    push(Var(strs[s], None, ids[u]))
+                elif 0 <= t < i:
+                    push(Var(strs[s], nodes[t], ids[u]))
+                else:
+                    raise _Bad(f"type reference {t} out of range (must be a smaller index)")
             elif k == K_CONST:
                 s = ints[p]
                 nd = ints[p + 1]
@@ -631,7 +756,7 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], blob: Any) -> t
                 push(Constant(arr))
             elif k == K_GETITEM:
                 t = _idx(ints[p], i)
-                push(TupleGetItem(nodes[t], ints[p + 1]))  # type: ignore[arg-type]
+                push(TupleGetItem(nodes[t], ints[p + 1]))
                 p += 2
             elif k == K_ATTRS:
                 na = ints[p]
@@ -648,13 +773,6 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], blob: Any) -> t
                         raise _Bad(f"duplicate attribute {strs[s]!r}")
                     amap[strs[s]] = v
                 push(Attrs(amap))
-            elif k == K_VAR:
-                s, lo, hi, t = ints[p:p + 4]
-                p += 4
-                if not 0 <= s < nstr:
-                    raise _Bad(f"string reference {s} out of range")
-                ty = None if t == -1 else nodes[_idx(t, i)]
-                push(Var(strs[s], ty, _qq.pack(lo, hi)))  # type: ignore[arg-type]
             elif k in (K_OP, K_GLOBAL):
                 s = ints[p]
                 p += 1
@@ -665,7 +783,7 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], blob: Any) -> t
                 nf = ints[p]
                 fs, p = _refs_at(ints, p + 1, nf, i)
                 push(Tuple([nodes[j] for j in fs]) if k == K_TUPLE
-                     else TupleType([nodes[j] for j in fs]))  # type: ignore[misc]
+                     else TupleType([nodes[j] for j in fs]))
             elif k == K_FUNC:
                 ps, p = _refs_at(ints, p + 1, ints[p], i)
                 b, rt, at_i = ints[p:p + 3]
@@ -673,14 +791,14 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], blob: Any) -> t
                 if len(ps) and len(set(ps)) != len(ps):
                     raise _Bad("repeated Function parameter")
                 ret = None if rt == -1 else nodes[_idx(rt, i)]
-                at = nodes[_idx(at_i, i)]
-                if type(at) is not Attrs:
-                    raise _Bad(f"Function attrs is a {type(at).__name__}")
-                push(Function([nodes[j] for j in ps], nodes[_idx(b, i)], ret, at))  # type: ignore[misc,arg-type]
+                fat = nodes[_idx(at_i, i)]
+                if type(fat) is not Attrs:
+                    raise _Bad(f"Function attrs is a {type(fat).__name__}")
+                push(Function([nodes[j] for j in ps], nodes[_idx(b, i)], ret, fat))
             elif k in (K_LET, K_IF):
                 a0, a1, a2 = (nodes[_idx(j, i)] for j in ints[p:p + 3])
                 p += 3
-                push(Let(a0, a1, a2) if k == K_LET else If(a0, a1, a2))  # type: ignore[arg-type]
+                push(Let(a0, a1, a2) if k == K_LET else If(a0, a1, a2))
             elif k == K_TENSOR_T:
                 s, nd = ints[p], ints[p + 1]
                 if not (0 <= s < nstr and 0 <= nd <= 64):
@@ -695,7 +813,7 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], blob: Any) -> t
                 ats, p = _refs_at(ints, p + 1, ints[p], i)
                 ret = nodes[_idx(ints[p], i)]
                 p += 1
-                push(FuncType([nodes[j] for j in ats], ret))  # type: ignore[misc,arg-type]
+                push(FuncType([nodes[j] for j in ats], ret))
             else:
                 raise _Bad(f"unknown node kind {k}")
         if len(nodes) != len(kinds):
@@ -705,6 +823,28 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], blob: Any) -> t
     except Exception as e:
         raise _NodeError(f"invalid node {i} ({_kind_name(k)}): {type(e).__name__}: {e}") from e
     return nodes, p
+
+
+def _bad_args(js: Any, i: int, kinds: bytes) -> None:
+    """Raise the error for Call argument references ``js`` of node ``i`` (one of them is bad)."""
+    for j in js:
+        if not 0 <= j < i:
+            raise _Bad(f"argument reference {j} out of range (must be a smaller index)")
+        if kinds[j] > K_IF:
+            raise _Bad(f"a Call argument is a {_kind_name(kinds[j])}, not an expression")
+    raise InternalError("no bad Call argument among " + repr(js))  # pragma: no cover
+
+
+def _call_sig(s: int, nsig: int, ints: list[int], i: int, nodes: list[Node]) -> tuple[Expr, Attrs, int]:
+    """Check call signature ``s`` (first used by node ``i``): (target, canonical attrs, arity)."""
+    if not 0 <= s < nsig:
+        raise _Bad(f"call signature {s} out of range ({nsig} signatures)")
+    q = 1 + 3 * s
+    o, a, na = ints[q], ints[q + 1], ints[q + 2]
+    if not (0 <= o < i and 0 <= a < i and 0 <= na <= len(ints)):
+        raise _Bad(f"Call fields out of range: op {o}, attrs {a}, {na} args")
+    op = nodes[o]
+    return op, _call_attrs(op, nodes[a], na), na  # type: ignore[return-value]
 
 
 def _kind_name(k: int) -> str:

@@ -43,7 +43,6 @@ from .serialize import (
     _KIND_OF_TYPE,
     _MAX_ATTR_DEPTH,
     FLAG_MODULE,
-    FORMAT_VERSION,
     K_CALL,
     K_CONST,
     K_FUNC,
@@ -73,7 +72,6 @@ from .serialize import (
     _float_bits,
     _no_constant,
     _node_table,
-    _qq,
     _Strings,
 )
 
@@ -82,6 +80,9 @@ __all__ = ["to_json", "from_json"]
 _KIND_OF_NAME = {n: k for k, n in enumerate(KIND_NAMES)}
 
 JSON_FORMAT = "pyir"
+#: Version of the JSON document layout (independent of the binary format's version: the binary
+#: layout changed in version 2, the JSON document did not).
+JSON_VERSION = 1
 
 
 def _json_value(v: Any, ix: dict[Node, int]) -> Any:
@@ -226,7 +227,7 @@ def to_json(obj: Module | Node, *, indent: int | str | None = None) -> str:
         raise SerializationError(f"can only serialize a Module or a Node, got {type(obj).__name__}")
     table = _node_table(roots)
     w = _Writer(indent)
-    doc: dict[str, Any] = {"format": JSON_FORMAT, "version": FORMAT_VERSION}
+    doc: dict[str, Any] = {"format": JSON_FORMAT, "version": JSON_VERSION}
     with gc_paused():
         ix = {n: i for i, n in enumerate(table)}
         if isinstance(obj, Module):
@@ -405,6 +406,7 @@ class _JsonColumns:
         self.S = _Strings()
         self.ids = _Strings()
         self.blob = bytearray()
+        self.sigs: dict[tuple[int, int, int], int] = {}  # call signature (op, attrs, nargs) -> index
 
     def read(self, r: _Reader) -> int:
         """Convert the document being read by ``r``; the flags of the columns."""
@@ -431,9 +433,9 @@ class _JsonColumns:
         r.end()
         if top.get("format") != JSON_FORMAT:
             raise _Bad("not a pyir JSON document (missing \"format\": \"pyir\")")
-        if top.get("version") != FORMAT_VERSION:
+        if top.get("version") != JSON_VERSION:
             raise _Bad(f"unsupported format version {top.get('version')!r} "
-                       f"(this pyir reads {FORMAT_VERSION})")
+                       f"(this pyir reads JSON version {JSON_VERSION})")
         if node_cols is None:
             _list(top.get("nodes"), "nodes")  # raises: not a list
             raise _Bad("nodes must be a list")  # pragma: no cover
@@ -458,13 +460,18 @@ class _JsonColumns:
 
     def _nodes(self, r: _Reader) -> tuple[bytearray, list[int], bytearray]:
         self.kinds, self.ints, self.blob = bytearray(), [], bytearray()
+        self.sigs = {}
         for i, _ in enumerate(r.elements()):
             rec = r.value()
             try:
                 self._node(rec)
             except _Bad as e:
                 raise _Bad(f"node {i}: {e}") from None
-        return self.kinds, self.ints, self.blob
+        head = [len(self.sigs)]  # the binary columns start with the call signatures
+        for sig in self.sigs:
+            head += sig
+        head += self.ints
+        return self.kinds, head, self.blob
 
     def _refs(self, x: Any, what: str) -> None:
         lst = _list(x, what)
@@ -485,7 +492,7 @@ class _JsonColumns:
         S = self.S
         if k == K_VAR:
             raw = _hex_id(f[1], "Var uid")
-            out += (S(_str(f[0], "Var name")), *_qq.unpack(raw), _ref_or_null(f[2], "Var type"))
+            out += (S(_str(f[0], "Var name")), self.ids(raw), _ref_or_null(f[2], "Var type"))
         elif k in (K_GLOBAL, K_OP):
             out.append(S(_str(f[0], f"{rec[0]} name")))
         elif k == K_CONST:
@@ -498,8 +505,13 @@ class _JsonColumns:
             out += (S(_str(f[0], "Constant dtype")), len(shape), *shape, len(self.blob), len(raw))
             self.blob += raw
         elif k == K_CALL:
-            out += (_int(f[0], "Call op"), _int(f[1], "Call attrs"))
-            self._refs(f[2], "Call args")
+            args = [_int(j, "Call args") for j in _list(f[2], "Call args")]
+            sig = (_int(f[0], "Call op"), _int(f[1], "Call attrs"), len(args))
+            s = self.sigs.get(sig)
+            if s is None:
+                s = self.sigs[sig] = len(self.sigs)
+            out.append(s)
+            out += args
         elif k in (K_TUPLE, K_TUPLE_T):
             self._refs(f[0], f"{rec[0]} fields")
         elif k == K_GETITEM:

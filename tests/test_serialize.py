@@ -264,8 +264,8 @@ def _tamper(fn) -> bytes:
 
 def _kind_pos(cols, kind: int) -> tuple[int, int]:
     """(node index, position in ints) of the first node of ``kind``; walks the simple test module."""
-    widths = {0: 4, 3: 1}  # Var (name, uid lo, uid hi, type), Op (name)
-    p = 0
+    widths = {0: 3, 3: 1}  # Var (name, uid, type), Op (name)
+    p = 1 + 3 * cols.ints[0]  # after the call signatures
     for i, k in enumerate(cols.kinds):
         if k == kind:
             return i, p
@@ -275,11 +275,16 @@ def _kind_pos(cols, kind: int) -> tuple[int, int]:
             p += 2 + cols.ints[p + 1]
         elif k == 13:  # Attrs (empty in the test module)
             p += 1
-        elif k == 4:  # Call
-            p += 3 + cols.ints[p + 2]
+        elif k == 4:  # Call: signature, then its arguments
+            p += 1 + _sig(cols, cols.ints[p])[2]
         else:
             p += widths[k]
     raise AssertionError("kind not found")
+
+
+def _sig(cols, s: int) -> list[int]:
+    """Call signature ``s``: [op, attrs, nargs]."""
+    return cols.ints[1 + 3 * s:4 + 3 * s]
 
 
 def test_header_errors() -> None:
@@ -306,14 +311,22 @@ def test_forward_and_out_of_range_references() -> None:
     """A child index not smaller than the node's own index, or negative, is rejected."""
     def forward(c):
         i, p = _kind_pos(c, 4)
-        c.ints[p + 3] = i  # a call argument referring to the call itself
+        c.ints[p + 1] = i  # a call argument referring to the call itself
     def negative(c):
         _i, p = _kind_pos(c, 4)
-        c.ints[p + 3] = -1
+        c.ints[p + 1] = -1
     def huge(c):
         _i, p = _kind_pos(c, 4)
-        c.ints[p] = 10**9
-    for fn in (forward, negative, huge):
+        c.ints[p] = 10**9  # the call signature
+    def huge_op(c):
+        c.ints[1] = 10**9  # the target of the first call signature
+    def forward_attrs(c):
+        i, p = _kind_pos(c, 4)
+        c.ints[1 + 3 * c.ints[p] + 1] = i  # the attrs of the first call's signature: the call itself
+    def negative_sig(c):
+        _i, p = _kind_pos(c, 4)
+        c.ints[p] = -1
+    for fn in (forward, negative, huge, huge_op, forward_attrs, negative_sig):
         with pytest.raises(SerializationError, match="out of range"):
             loads(_tamper(fn))
 
@@ -337,11 +350,11 @@ def test_wrong_node_kinds_and_arity() -> None:
     """References to nodes of the wrong kind, wrong arity and extra data are rejected."""
     def call_on_type(c):  # a call argument that is a TensorType
         _i, p = _kind_pos(c, 4)
-        c.ints[p + 3] = c.kinds.index(10)
+        c.ints[p + 1] = c.kinds.index(10)
     def arity(c):  # relu with two arguments
         _i, p = _kind_pos(c, 4)
-        c.ints[p + 2] = 2
-        c.ints.insert(p + 3, c.ints[p + 3])
+        c.ints[1 + 3 * c.ints[p] + 2] = 2
+        c.ints.insert(p + 1, c.ints[p + 1])
     def extra(c):
         c.ints.append(0)
     def bad_const_size(c):
