@@ -285,62 +285,78 @@ def _encode(obj: Module | Node) -> _Columns:
     pop = stack.pop
     push = stack.append
     DONE = _DONE
+    sig_get = sig_of.get
+    # The walk's stack holds nodes to visit and, above a node whose children are being
+    # emitted, a marker: DONE, or for a call its signature index (an int).
     while stack:
         n = pop()
-        if n is DONE:  # the node below the marker has all its children emitted
+        t = type(n)
+        if t is int:  # the call below has all its children emitted; n is its signature
+            s = n
             n = pop()
-            t = type(n)
-        elif n in ix:
-            continue
-        else:
-            while True:  # go down from n while it has children not emitted yet (first one first)
-                t = type(n)
-                if t is Call and n.op in ix and n.attrs in ix:
-                    a = n.args
-                    if len(a) == 1:
-                        c = a[0]
-                        if c in ix:
-                            break
-                        push(n)
-                        push(DONE)
-                        n = c
-                        continue
-                    pend = [x for x in a if x not in ix]
-                elif t is Var:
-                    c = n.type_annotation
-                    if c is None or c in ix:
-                        break
-                    push(n)
-                    push(DONE)
-                    n = c
-                    continue
-                else:
-                    pend = [x for x in _refs(n) if x not in ix]
-                if not pend:
-                    break
-                push(n)
-                push(DONE)
-                if len(pend) > 1:
-                    stack += pend[:0:-1]
-                n = pend[0]
-        # emit n: its record, then its index
-        if t is Call:
             a = n.args
-            na = len(a)
-            sk = (n.op, n.attrs, na)
-            s = sig_of.get(sk)
-            if s is None:
-                s = sig_of[sk] = len(sig_of)
-                sigs += (ix[n.op], ix[n.attrs], na)
-            if na == 1:
+            if len(a) == 1:
                 ints += (s, ix[a[0]])
-            elif na == 2:
+            elif len(a) == 2:
                 ints += (s, ix[a[0]], ix[a[1]])
             else:
                 ints.append(s)
                 ints += map(get, a)
-            k = K_CALL
-        elif t is Var:
+            ix[n] = cnt
+            cnt += 1
+            kpush(K_CALL)
+            continue
+        if n is DONE:
+            n = pop()
+            t = type(n)
+        elif n in ix:
+            continue
+        elif t is Call:
+            a = n.args
+            na = len(a)
+            sk = (n.op, n.attrs, na)
+            s = sig_get(sk)
+            if s is None:  # a new signature: emit its target and attributes first
+                op = n.op
+                at = n.attrs
+                if op not in ix or at not in ix:
+                    push(n)
+                    if at not in ix:
+                        push(at)
+                    if op not in ix:
+                        push(op)
+                    continue
+                s = sig_of[sk] = len(sig_of)
+                sigs += (ix[op], ix[at], na)
+            push(n)
+            push(s)
+            if na == 1:
+                c = a[0]
+                if c not in ix:
+                    push(c)
+            elif na == 2:
+                c = a[1]
+                if c not in ix:
+                    push(c)
+                c = a[0]
+                if c not in ix:
+                    push(c)
+            else:
+                stack += [c for c in reversed(a) if c not in ix]
+            continue
+        else:
+            if t is Var:
+                c = n.type_annotation
+                pend = [] if c is None or c in ix else [c]
+            else:
+                pend = [c for c in _refs(n) if c not in ix]
+            if pend:
+                push(n)
+                push(DONE)
+                stack += reversed(pend)
+                continue
+        # emit n (not a call): its record, then its index
+        if t is Var:
             nm = n.name_hint
             si = sget(nm)
             if si is None:
