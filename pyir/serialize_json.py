@@ -33,6 +33,7 @@ from json.scanner import make_scanner
 from typing import Any
 
 from .errors import SerializationError
+from .expr import Call, Var
 from .lineage import PassRecord, thaw_source_value
 from .module import Module
 from .node import Node, gc_paused
@@ -212,6 +213,24 @@ def _batched(items: Iterable[Any], fn: Any) -> Iterator[list[Any]]:
     yield batch
 
 
+def _record_batches(table: list[Node], ix: dict[Node, int]) -> Iterator[list[Any]]:
+    """The node records of ``table`` in batches (calls and variables written inline)."""
+    get = ix.__getitem__
+    batch: list[Any] = []
+    for n in table:
+        if type(n) is Call:
+            batch.append(["Call", ix[n.op], ix[n.attrs], list(map(get, n.args))])
+        elif type(n) is Var:
+            ta = n.type_annotation
+            batch.append(["Var", n.name_hint, n.uid.hex(), None if ta is None else ix[ta]])
+        else:
+            batch.append(_node_record(n, ix))
+        if len(batch) >= _BATCH:
+            yield batch
+            batch = []
+    yield batch
+
+
 def to_json(obj: Module | Node, *, indent: int | str | None = None) -> str:
     """The node table of a module (or node) as JSON text; see :func:`from_json`.
 
@@ -235,7 +254,7 @@ def to_json(obj: Module | Node, *, indent: int | str | None = None) -> str:
             doc["history"] = [_json_record(rec, w) for rec in obj.pass_records]
         else:
             doc["node"] = ix[roots[0]]
-        doc["nodes"] = w.placeholder(1, _batched(table, lambda n: _node_record(n, ix)))
+        doc["nodes"] = w.placeholder(1, _record_batches(table, ix))
         return w.text(doc)
 
 
@@ -318,6 +337,35 @@ class _Reader:
         except StopIteration as e:
             raise _Syntax(f"expecting a value at char {e.value}") from None
         return v
+
+    def values(self) -> Iterator[Any]:
+        """The values of an array, one at a time (what ``elements`` and ``value`` read, with
+        one whitespace match per element)."""
+        self._take("[")
+        s = self.s
+        scan = self.scan
+        ws = _WS.match
+        i = ws(s, self.i).end()  # type: ignore[union-attr]
+        if s[i:i + 1] == "]":
+            self.i = i + 1
+            return
+        while True:
+            try:
+                v, i = scan(s, i)
+            except StopIteration as e:
+                raise _Syntax(f"expecting a value at char {e.value}") from None
+            self.i = i
+            yield v
+            c = s[i:i + 1]
+            if c != "," and c != "]":
+                i = ws(s, i).end()  # type: ignore[union-attr]
+                c = s[i:i + 1]
+            if c == "]":
+                self.i = i + 1
+                return
+            if c != ",":
+                raise _Syntax(f"expected ',' or ']' at char {i}")
+            i = ws(s, i + 1).end()  # type: ignore[union-attr]
 
     def elements(self) -> Iterator[None]:
         """Step through an array: each yield leaves the reader at the next element (read it)."""
@@ -461,8 +509,43 @@ class _JsonColumns:
     def _nodes(self, r: _Reader) -> tuple[bytearray, list[int], bytearray]:
         self.kinds, self.ints, self.blob = bytearray(), [], bytearray()
         self.sigs = {}
-        for i, _ in enumerate(r.elements()):
-            rec = r.value()
+        kinds = self.kinds
+        out = self.ints
+        sigs = self.sigs
+        S = self.S
+        ids = self.ids
+        for i, rec in enumerate(r.values()):
+            # the common records (calls, typed variables), when plainly valid, converted inline;
+            # anything else (and any defect) takes the checked path
+            if type(rec) is list and len(rec) == 4:
+                tag = rec[0]
+                if tag == "Call":
+                    o = rec[1]
+                    a = rec[2]
+                    js = rec[3]
+                    if type(o) is int and type(a) is int and type(js) is list and 0 <= o < i \
+                            and 0 <= a < i:
+                        for j in js:
+                            if type(j) is not int or not 0 <= j < i:
+                                break
+                        else:
+                            sig = (o, a, len(js))
+                            s = sigs.get(sig)
+                            if s is None:
+                                s = sigs[sig] = len(sigs)
+                            kinds.append(K_CALL)
+                            out.append(s)
+                            out += js
+                            continue
+                elif tag == "Var":
+                    name = rec[1]
+                    uid = rec[2]
+                    t = rec[3]
+                    if type(name) is str and type(uid) is str and type(t) is int and 0 <= t < i \
+                            and len(uid) == 32 and _HEX_DIGITS.issuperset(uid):
+                        kinds.append(K_VAR)
+                        out += (S(name), ids(bytes.fromhex(uid)), t)
+                        continue
             try:
                 self._node(rec)
             except _Bad as e:
