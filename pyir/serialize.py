@@ -18,24 +18,32 @@ lineage queries (``mod.find`` ...) work after a round trip.
 :func:`loads` returns what was dumped: a :class:`~pyir.module.Module` for a
 module, the node itself for a single node (expression, type or ``Attrs``).
 
-Binary layout (all integers little-endian)::
+Binary layout, version 2 (all integers little-endian)::
 
     header   magic b"PYIR" | version u16 | flags u16 | payload length u64 | XXH3-128(payload) 16 bytes
     payload  six section lengths u64, then the sections:
              kinds    one byte per node (its kind code)
-             ints     int64 array: the fields of every node record, then the root, then the history
-             strlens  int64 array: byte length of each string of the string table
-             strdata  the UTF-8 strings, concatenated
-             ids      16-byte node ids referenced by the history, concatenated
+             ints     int64 array: the call signatures [count, (op, attrs, nargs)*], the fields
+                      of every node record, then the root, then the history
+             strlens  int64 array: length (in code points) of each string of the string table
+             strdata  the UTF-8 strings, concatenated (decoded at once, then cut)
+             ids      16-byte values, concatenated: variable uids, node ids of the history
              blob     raw bytes of constants (each 16-byte aligned)
 
 Node records in ``ints`` (children are indices of earlier nodes; ``-1`` = none)::
 
-    Var [name, uid low, uid high, type]   GlobalVar [name]   Op [name]
+    Var [name, uid, type]   GlobalVar [name]   Op [name]
     Constant [dtype, ndim, *shape, blob offset, nbytes]      TensorType [dtype, ndim, *shape]
-    Call [op, attrs, nargs, *args]   Tuple / TupleType [n, *fields]   TupleGetItem [tuple, index]
+    Call [signature, *args]   Tuple / TupleType [n, *fields]   TupleGetItem [tuple, index]
     Function [nparams, *params, body, ret_type, attrs]   Let [var, value, body]   If [cond, then, else]
     FuncType [nargs, *args, ret]   Attrs [n, (name, tagged value)*]
+
+A call signature (target, attribute set and arity, as node indices and a count) is
+stored once for all the calls that share it, and checked once on load (target kind,
+arity, attributes normalized by the operator's schema, as ``Call`` does), when a
+call first uses it: its nodes must precede that call.  Version 1 files (v1 records:
+``Var [name, uid low, uid high, type]``, ``Call [op, attrs, nargs, *args]``) are
+refused with a SerializationError naming their version.
 
 (strings are string-table indices; attribute values are tagged so ``1``,
 ``1.0`` and ``True`` stay distinct.)  Pickling a node on its own stores the
@@ -82,11 +90,11 @@ from .expr import (
     Var,
     make_call,
 )
-from .lineage import EdgeBuffer, PassRecord, thaw_source_value
+from .lineage import EdgeBuffer, Edges, PassRecord, thaw_source_value
 from .module import Module
 from .node import MAX_ATTR_DEPTH, Attrs, Node, gc_paused
 from .traverse import post_order
-from .types import FuncType, TensorType, TupleType
+from .types import TENSOR_DTYPES, FuncType, TensorType, TupleType
 
 __all__ = ["save", "load", "dumps", "loads", "to_json", "from_json", "FORMAT_VERSION", "MAGIC"]
 
@@ -147,19 +155,14 @@ def _name_of(dt: np.dtype) -> str:
 
 
 def _check_dtype(name: Any) -> np.dtype:
-    """The numpy dtype for a stored dtype name; only plain numeric/bool dtypes are accepted."""
+    """The (little-endian) numpy dtype for a stored dtype name: one of the tensor dtypes
+    (:data:`pyir.types.TENSOR_DTYPES`); nothing else is given to numpy."""
     dt = _dtype_ok.get(name) if type(name) is str else None
     if dt is not None:
         return dt
-    if type(name) is not str or not 0 < len(name) <= 16 or not name.isalnum():
-        raise _Bad(f"invalid dtype {name!r}")
-    try:
-        dt = np.dtype(name)
-    except Exception:
-        raise _Bad(f"invalid dtype {name!r}") from None
-    if dt.kind not in "biufc" or dt.name != name:
-        raise _Bad(f"invalid dtype {name!r} (only bool, int, uint, float and complex dtypes)")
-    dt = dt.newbyteorder("<")
+    if type(name) is not str or name not in TENSOR_DTYPES:
+        raise _Bad(f"invalid dtype {name!r:.40} (tensors hold one of {', '.join(TENSOR_DTYPES)})")
+    dt = np.dtype(name).newbyteorder("<")
     _dtype_ok[name] = dt
     return dt
 
@@ -429,7 +432,7 @@ def _encode(obj: Module | Node) -> _Columns:
     # history
     ids = _Strings(uids)  # reused as an id table (bytes keys), after the uids
     if flags & FLAG_MODULE:
-        _encode_history(obj.pass_records, S, ids, ints)  # type: ignore[union-attr]
+        _encode_history(obj.pass_records, S, ids, ints, blob, blob_len)  # type: ignore[union-attr]
     else:
         ints.append(0)
     head = [len(sig_of)]
@@ -481,7 +484,24 @@ def _i64_bytes(values: list[int]) -> bytes:
     return a.tobytes()
 
 
-def _encode_history(records: Any, S: _Strings, ids: Any, ints: list[int]) -> None:
+def _edge_parts(edges: Any) -> tuple[bytes, bytes, bytes | None]:
+    """The compact parts of a record's edges: the new ids and the old ids (16 bytes each,
+    concatenated) and the per-edge old-id counts (uint32, native order; None when every edge
+    has one old id)."""
+    if type(edges) is Edges:
+        fn, args = edges.__reduce__()  # what pickling an Edges stores: exactly these parts
+        if fn is Edges and len(args) == 3:
+            return args
+    buf = EdgeBuffer()  # pragma: no cover - a record's edges are Edges
+    buf.extend(edges)
+    return bytes(buf.news), bytes(buf.olds), None if buf.counts is None else buf.counts.tobytes()
+
+
+def _encode_history(records: Any, S: _Strings, ids: Any, ints: list[int], blob: list[Any],
+                    blob_len: int) -> None:
+    """Append the history to ``ints``: per record its strings, time and counts; its edges (new
+    ids, old ids, counts) and removed ids as raw bytes appended to ``blob`` (now ``blob_len``
+    bytes long), referenced by offset."""
     def idref(x: Any) -> int:
         if type(x) is not bytes or len(x) != 16:
             raise SerializationError(f"pass history: expected a 16-byte node id, got {x!r}")
@@ -489,13 +509,26 @@ def _encode_history(records: Any, S: _Strings, ids: Any, ints: list[int]) -> Non
 
     ints.append(len(records))
     for rec in records:
-        ints += (S(rec.name), S(rec.options), _float_bits(float(rec.seconds)), len(rec.edges))
-        for new, olds in rec.edges:
-            ints += (idref(new), len(olds))
-            ints += map(idref, olds)
-        removed = sorted(rec.removed)
-        ints.append(len(removed))
-        ints += map(idref, removed)
+        news, olds, counts = _edge_parts(rec.edges)
+        if counts is not None:
+            c = array("I")
+            c.frombytes(counts)
+            if c.count(1) == len(c):
+                counts = None  # as a buffer of one-old-id edges stores them (so as JSON reads them)
+            elif _BIG_ENDIAN:  # pragma: no cover
+                c.byteswap()
+                counts = c.tobytes()
+        removed = b"".join(sorted(rec.removed))
+        pad = -blob_len % _ALIGN
+        if pad:
+            blob.append(b"\0" * pad)
+            blob_len += pad
+        off = blob_len
+        parts = (news, olds, counts or b"", removed)
+        blob += parts
+        blob_len += sum(map(len, parts))
+        ints += (S(rec.name), S(rec.options), _float_bits(float(rec.seconds)), len(news) // 16,
+                 len(olds) // 16, int(counts is not None), off, len(removed) // 16)
         src = rec.sources
         if src is None:
             ints.append(-1)
@@ -584,7 +617,10 @@ def _sections(data: Any) -> _Columns:
     if magic != MAGIC:
         raise SerializationError(f"not a pyir file: magic {bytes(magic)!r}, expected {MAGIC!r}")
     if version != FORMAT_VERSION:
-        raise SerializationError(f"unsupported format version {version} (this pyir reads {FORMAT_VERSION})")
+        older = ("; it was written by an older pyir, whose to_json text this pyir reads"
+                 if version < FORMAT_VERSION else "")
+        raise SerializationError(f"unsupported format version {version} (this pyir reads version "
+                                 f"{FORMAT_VERSION}{older})")
     if flags & ~_KNOWN_FLAGS:
         raise SerializationError(f"unknown flags 0x{flags:04x}")
     if n - _HEADER.size != plen:
@@ -659,7 +695,7 @@ def _build(c: _Columns) -> Any:
         try:
             nodes, p = _build_nodes(kinds, ints, strs, ids, blob)
             root, p = _build_root(nodes, ints, strs, p, flags)
-            history, p = _build_history(ints, strs, ids, p)
+            history, p = _build_history(ints, strs, ids, blob, p)
             if p != len(ints):
                 raise _Bad(f"{len(ints) - p} unread integers after the history")
         except SerializationError:
@@ -958,10 +994,11 @@ def _build_root(nodes: list[Node], ints: list[int], strs: list[str], p: int, fla
     return funcs, p
 
 
-def _build_history(ints: list[int], strs: list[str], ids: list[bytes],
+def _build_history(ints: list[int], strs: list[str], ids: list[bytes], blob: Any,
                    p: int) -> tuple[list[PassRecord], int]:
     nid = len(ids)
     nstr = len(strs)
+    nblob = len(blob)
 
     def idrefs(q: int, n: int) -> tuple[bytes, ...]:
         if not 0 <= n <= len(ints) - q:
@@ -985,19 +1022,25 @@ def _build_history(ints: list[int], strs: list[str], ids: list[bytes],
     for _ in range(nrec):
         name, options = sref(ints[p]), sref(ints[p + 1])
         seconds = _bits_float(ints[p + 2])
-        ne = ints[p + 3]
-        if not 0 <= ne <= len(ints):
-            raise _Bad(f"bad edge count {ne}")
-        p += 4
-        edges = EdgeBuffer()  # compact: no tuple per edge
-        add = edges.append
-        for _ in range(ne):
-            (new,) = idrefs(p, 1)
-            olds = idrefs(p + 2, ints[p + 1])
-            p += 2 + len(olds)
-            add((new, olds))
-        removed = idrefs(p + 1, ints[p])
-        p += 1 + len(removed)
+        ne, no, has_counts, off, nr = ints[p + 3:p + 8]
+        p += 8
+        sizes = (16 * ne, 16 * no, 4 * ne if has_counts else 0, 16 * nr)
+        if not (min(ne, no, nr, off) >= 0 and has_counts in (0, 1) and off + sum(sizes) <= nblob):
+            raise _Bad(f"pass {name!r}: edges ({ne}, {no} old ids) or removed ids ({nr}) out of range")
+        parts = []
+        for size in sizes:
+            parts.append(bytes(blob[off:off + size]))
+            off += size
+        news, olds, counts, removed = parts
+        if _BIG_ENDIAN and counts:  # pragma: no cover
+            c = array("I")
+            c.frombytes(counts)
+            c.byteswap()
+            counts = c.tobytes()
+        try:
+            edges = Edges(news, olds, counts if has_counts else None)
+        except LineageError as e:
+            raise _Bad(f"pass {name!r}: {e}") from None
         ns = ints[p]
         sources: dict[bytes, Any] | None = None
         if ns != -1:
@@ -1014,7 +1057,9 @@ def _build_history(ints: list[int], strs: list[str], ids: list[bytes],
         else:
             p += 1
         try:
-            out.append(PassRecord(name, options, edges, frozenset(removed), sources, seconds))
+            out.append(PassRecord(name, options, edges,
+                                  frozenset([removed[i:i + 16] for i in range(0, len(removed), 16)]),
+                                  sources, seconds))
         except LineageError as e:
             raise _Bad(str(e)) from None
     return out, p

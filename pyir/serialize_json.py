@@ -28,6 +28,8 @@ import binascii
 import json
 import os
 import re
+import sys
+from array import array
 from collections.abc import Iterable, Iterator
 from json.scanner import make_scanner
 from typing import Any
@@ -70,6 +72,7 @@ from .serialize import (
     _Bad,
     _build,
     _Columns,
+    _edge_parts,
     _float_bits,
     _no_constant,
     _node_table,
@@ -258,11 +261,37 @@ def to_json(obj: Module | Node, *, indent: int | str | None = None) -> str:
         return w.text(doc)
 
 
+def _edge_batches(edges: Any) -> Iterator[list[Any]]:
+    """The ``[new, [olds]]`` records of a pass record's edges in batches (ids in hex, converted
+    in bulk from the compact parts)."""
+    news, olds, counts = _edge_parts(edges)
+    nh = news.hex()
+    oh = olds.hex()
+    n = len(news) // 16
+    if counts is None:
+        for b in range(0, n, _BATCH):
+            yield [[nh[i:i + 32], [oh[i:i + 32]]] for i in range(32 * b, 32 * min(n, b + _BATCH), 32)]
+        yield []
+        return
+    c = array("I")
+    c.frombytes(counts)
+    batch: list[Any] = []
+    p = 0
+    for i, k in enumerate(c):
+        q = p + 32 * k
+        batch.append([nh[32 * i:32 * i + 32], [oh[j:j + 32] for j in range(p, q, 32)]])
+        p = q
+        if len(batch) >= _BATCH:
+            yield batch
+            batch = []
+    yield batch
+
+
 def _json_record(rec: PassRecord, w: _Writer) -> dict[str, Any]:
     src = rec.sources
     return {
         "name": rec.name, "options": rec.options, "seconds": float(rec.seconds),
-        "edges": w.placeholder(3, _batched(rec.edges, lambda e: [e[0].hex(), [o.hex() for o in e[1]]])),
+        "edges": w.placeholder(3, _edge_batches(rec.edges)),
         "removed": w.placeholder(3, _batched(sorted(rec.removed), bytes.hex)),
         "sources": None if src is None else [[k.hex(), thaw_source_value(v)] for k, v in src.items()],
     }
@@ -439,6 +468,8 @@ _HEX_DIGITS = frozenset("0123456789abcdef")
 
 def _hex_id(x: Any, what: str) -> bytes:
     """A 16-byte id written as exactly 32 lowercase hex digits (as ``to_json`` writes them)."""
+    if type(x) is str and len(x) == 32 and _HEX_DIGITS.issuperset(x):
+        return bytes.fromhex(x)
     s = _str(x, what)
     if len(s) != 32 or not _HEX_DIGITS.issuperset(s):
         raise _Bad(f"{what} must be 32 lowercase hex digits, got {s!r:.60}")
@@ -464,7 +495,7 @@ class _JsonColumns:
             raise _Bad("not a pyir JSON document (missing \"format\": \"pyir\")")
         top: dict[str, Any] = {}
         node_cols: tuple[bytearray, list[int], bytearray] | None = None
-        hist: list[int] | None = None
+        hist: list[tuple[Any, ...]] | None = None
         for key in r.members():  # a repeated key: the last one counts, as for json.loads
             if key == "nodes" and r.peek() == "[":
                 node_cols = self._nodes(r)
@@ -497,10 +528,10 @@ class _JsonColumns:
             for name, ref in funcs.items():
                 out += (self.S(name), _int(ref, f"function @{name}"))
             if hist is None:
-                hist = [0]
+                hist = []
                 if "history" in top:  # present but not a list (a list is read incrementally)
                     _list(top["history"], "history")
-            out += hist
+            self._emit_history(hist)
             return FLAG_MODULE
         out.append(_int(top.get("node"), "node"))
         out.append(0)
@@ -659,27 +690,26 @@ class _JsonColumns:
         else:
             raise _Bad(f"bad attribute value {v!r:.60}")
 
-    def _history(self, r: _Reader) -> list[int]:
-        out: list[int] = []
+    def _history(self, r: _Reader) -> list[tuple[Any, ...]]:
+        """The pass records, each as (name, options, seconds bits, new ids, old ids, counts or
+        None, removed ids, source id references or None, sources text): ids as raw bytes."""
+        out: list[tuple[Any, ...]] = []
         S = self.S
         ids = self.ids
-        count = 0
         for _ in r.elements():
             if r.peek() != "{":
                 r.value()
                 raise _Bad("pass records must be objects")
-            count += 1
             rec: dict[str, Any] = {}
-            edges: list[int] | None = [0]  # [count, refs...] as the columns want them
-            removed: list[int] | None = [0]
+            edges: tuple[bytearray, bytearray, array[int] | None] | None = (bytearray(), bytearray(), None)
+            removed: bytearray | None = bytearray()
             for key in r.members():
                 if key == "edges" and r.peek() == "[":
                     edges = self._edges(r)
                 elif key == "removed" and r.peek() == "[":
-                    removed = [0]
-                    for _ in r.elements():
-                        removed.append(ids(_hex_id(r.value(), "removed id")))
-                    removed[0] = len(removed) - 1
+                    removed = bytearray()
+                    for v in r.values():
+                        removed += _hex_id(v, "removed id")
                 else:
                     rec[key] = r.value()
                     if key == "edges":
@@ -696,37 +726,59 @@ class _JsonColumns:
             if removed is None:
                 _list(rec["removed"], "removed")
                 raise _Bad("removed must be a list")  # pragma: no cover
-            out += (S(name), S(_str(rec.get("options", ""), "pass options")), _float_bits(float(seconds)))
-            out += edges
-            del edges
-            out += removed
+            head = (S(name), S(_str(rec.get("options", ""), "pass options")), _float_bits(float(seconds)))
             src = rec.get("sources")
             if src is None:
-                out.append(-1)
-            else:
-                src = _list(src, "sources")
-                vals = []
-                out.append(len(src))
-                for item in src:
-                    item = _list(item, "sources item")
-                    if len(item) != 2:
-                        raise _Bad("sources items are [id, value] pairs")
-                    out.append(ids(_hex_id(item[0], "sources id")))
-                    vals.append(item[1])
-                out.append(S(json.dumps(vals)))
-        return [count, *out]
+                out.append((*head, *edges, removed, None, None))
+                continue
+            src = _list(src, "sources")
+            vals = []
+            keys = []
+            for item in src:
+                item = _list(item, "sources item")
+                if len(item) != 2:
+                    raise _Bad("sources items are [id, value] pairs")
+                keys.append(ids(_hex_id(item[0], "sources id")))
+                vals.append(item[1])
+            out.append((*head, *edges, removed, keys, S(json.dumps(vals))))
+        return out
 
-    def _edges(self, r: _Reader) -> list[int]:
-        ids = self.ids
-        out = [0]
-        n = 0
-        for _ in r.elements():
-            e = _list(r.value(), "edge")
+    def _edges(self, r: _Reader) -> tuple[bytearray, bytearray, array[int] | None]:
+        """The edges as the binary columns store them: new ids, old ids, and the per-edge
+        counts of old ids (None when each edge has one)."""
+        news = bytearray()
+        olds = bytearray()
+        counts = array("I")
+        for e in r.values():
+            e = _list(e, "edge")
             if len(e) != 2:
                 raise _Bad("edges are [new id, [old ids]] pairs")
-            olds = _list(e[1], "edge old ids")
-            out += (ids(_hex_id(e[0], "edge id")), len(olds))
-            out += [ids(_hex_id(o, "edge id")) for o in olds]
-            n += 1
-        out[0] = n
-        return out
+            old = _list(e[1], "edge old ids")
+            news += _hex_id(e[0], "edge id")
+            for o in old:
+                olds += _hex_id(o, "edge id")
+            counts.append(len(old))
+        return news, olds, None if counts.count(1) == len(counts) else counts
+
+    def _emit_history(self, recs: list[tuple[Any, ...]]) -> None:
+        """Append the history columns (raw ids in the blob, after the constants)."""
+        out = self.ints
+        blob = self.blob
+        out.append(len(recs))
+        for name, options, bits, news, olds, counts, removed, keys, text in recs:
+            blob += b"\0" * (-len(blob) % _ALIGN)
+            out += (name, options, bits, len(news) // 16, len(olds) // 16, int(counts is not None),
+                    len(blob), len(removed) // 16)
+            blob += news
+            blob += olds
+            if counts is not None:
+                if sys.byteorder == "big":  # pragma: no cover
+                    counts.byteswap()
+                blob += counts.tobytes()
+            blob += removed
+            if keys is None:
+                out.append(-1)
+            else:
+                out.append(len(keys))
+                out += keys
+                out.append(text)

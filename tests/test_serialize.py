@@ -176,8 +176,37 @@ def test_save_load_paths_and_files(tmp_path) -> None:
 def test_deep_chain_binary_and_pickle(deep_chain) -> None:
     """A 10**6-deep chain saves, loads and pickles without RecursionError."""
     m = deep_chain
-    assert loads(dumps(m))["main"] is m["main"]
+    data = dumps(m)
+    assert loads(data)["main"] is m["main"]
+    assert dumps(loads(data)) == data
     assert pickle.loads(pickle.dumps(m["main"].body)) is m["main"].body
+
+
+def test_deep_let_chain_binary_and_json(deep_anf) -> None:
+    """A 10**6-deep let chain (A-normal form) round-trips through binary and JSON."""
+    m = deep_anf
+    assert loads(dumps(m))["main"] is m["main"]
+    assert from_json(to_json(m))["main"] is m["main"]
+
+
+def test_deep_chain_fresh_load_in_another_process(tmp_path) -> None:
+    """A 10**6-deep chain saved here loads in a fresh process (every node built, not found)."""
+    path = tmp_path / "deep.pyir"
+    code = ("import sys, pyir\n"
+            "x = pyir.var('x', shape=(4,))\n"
+            "h = x\n"
+            "for i in range(10**6):\n"
+            "    h = pyir.op.nn.relu(h) if i % 2 else pyir.op.exp(h)\n"
+            "m = pyir.Module.from_expr(h)\n"
+            "pyir.save(m, sys.argv[1])\n"
+            "print(m['main'].hexid)\n")
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    want = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                          env=env, check=True).stdout.strip()
+    got = subprocess.run([sys.executable, "-c", "import sys, pyir; m = pyir.load(sys.argv[1]); "
+                          "print(m['main'].hexid, pyir.count_nodes(m['main']))", str(path)],
+                         capture_output=True, text=True, env=env, check=True).stdout.split()
+    assert got == [want, str(10**6 + 2)]
 
 
 def test_cross_process_ids_equal(tmp_path) -> None:
@@ -305,6 +334,60 @@ def test_header_errors() -> None:
         loads("not bytes")  # type: ignore[arg-type]
     with pytest.raises(SerializationError):
         loads(b"")
+
+
+# relu(%x) saved by pyir 0.1.0 in binary format version 1 (x: Tensor[(2,), float32], uid 00 01 .. 0f)
+_V1_PAYLOAD = bytes.fromhex(
+    "50594952010001002001000000000000ffcfbad6062260fd1cfc503b5163ba2006000000000000"
+    "00b00000000000000020000000000000001300000000000000070000000000000000000000000000"
+    "000a00030d04070000000000000000010000000000000002000000000000000100000000000000"
+    "000102030405060708090a0b0c0d0e0f00000000000000000200000000000000000000000000000002"
+    "00000000000000030000000000000001000000000000000100000000000000010000000000000001"
+    "000000000000000400000000000000ffffffffffffffff0300000000000000010000000000000003"
+    "00000000000000050000000000000000000000000000000700000000000000010000000000000007"
+    "000000000000000400000000000000666c6f61743332786e6e2e72656c756d61696e00000000000000")
+
+
+def test_version_1_payloads_refused_by_version() -> None:
+    """Binary format version 2 (call signatures, uids in the id table, strings cut in code
+    points): a version 1 file (checksum intact) is a SerializationError naming both versions and
+    the way over (an older pyir's JSON text, whose document version did not change)."""
+    assert FORMAT_VERSION == 2 and _V1_PAYLOAD[4:6] == b"\1\0"
+    with pytest.raises(SerializationError, match=r"version 1 \(this pyir reads version 2; .*to_json"):
+        loads(_V1_PAYLOAD)
+    assert json.loads(_VALID_JSON)["version"] == 1
+    x = Var("x", TensorType((2,), "float32"), bytes(range(16)))
+    v1_json = ('{"format": "pyir", "version": 1, "functions": {"main": 5}, "history": [], "nodes": '
+               '[["TensorType", "float32", [2]], ["Var", "x", "000102030405060708090a0b0c0d0e0f", 0], '
+               '["Op", "nn.relu"], ["Attrs", []], ["Call", 2, 3, [1]], ["Function", [1], 4, null, 3]]}')
+    assert from_json(v1_json)["main"] is Module.from_expr(op.nn.relu(x))["main"]
+
+
+def test_call_signatures_shared_and_checked_once() -> None:
+    """Calls with one target, attribute set and arity share one stored signature; a signature
+    whose target or attributes are not earlier nodes, or whose arity is wrong, is refused."""
+    x = pyir.var("x", shape=(1, 2, 4, 4))
+    w = const(np.ones((2, 2, 3, 3), "float32"))
+    h = x
+    for _ in range(5):
+        h = op.nn.relu(op.nn.conv2d(h, w, padding=(1, 1)))
+    m = Module.from_expr(h)
+    cols = _sections(dumps(m))
+    assert cols.ints[0] == 2  # conv2d and relu
+    assert loads(_assemble(cols))["main"] is m["main"]
+
+    def sig_target_later(c):  # the first signature's target: the last node (a later one)
+        c.ints[1] = len(c.kinds) - 1
+    def sig_attrs_not_attrs(c):  # the first signature's attributes: the variable
+        c.ints[2] = c.kinds.index(0)
+    def sig_negative(c):
+        c.ints[3] = -1  # the first signature's arity
+    for fn, msg in ((sig_target_later, "out of range"), (sig_attrs_not_attrs, "Call attrs is a Var"),
+                    (sig_negative, "out of range")):
+        cols = _sections(dumps(m))
+        fn(cols)
+        with pytest.raises(SerializationError, match=msg):
+            loads(_assemble(cols))
 
 
 def test_forward_and_out_of_range_references() -> None:
