@@ -9,6 +9,7 @@ import pickle
 import struct
 import subprocess
 import sys
+from array import array
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from pyir import op
 from pyir.errors import LineageError, SerializationError
 from pyir.expr import Call, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var, const
 from pyir.functor import rewrite
-from pyir.lineage import PassRecord
+from pyir.lineage import Edges, PassRecord
 from pyir.module import Module
 from pyir.node import Attrs
 from pyir.serialize import (
@@ -669,6 +670,35 @@ def test_non_finite_numbers_rejected_by_loaders() -> None:
         assert old in text
         with pytest.raises(SerializationError):
             from_json(text.replace(old, new))
+
+
+def test_history_edges_stored_as_id_bytes() -> None:
+    """Pass record edges are stored as raw id bytes (loaded into Edges without per-edge work):
+    edges with several old ids round-trip; one-old-id edges given with explicit counts save as
+    any one-old-id edges do (so binary and JSON agree); inconsistent stored counts are refused."""
+    mod, x, w, c = _conv_module()
+    multi = PassRecord("P", "", ((c.id, (x.id, w.id)), (w.id, (x.id,)), (x.id, ())), frozenset({x.id}),
+                       None, 0.5)
+    ones = PassRecord("Q", "", Edges(c.id + w.id, x.id + x.id, array("I", [1, 1]).tobytes()), frozenset(),
+                      None, 0.0)
+    plain = PassRecord("Q", "", ((c.id, (x.id,)), (w.id, (x.id,))), frozenset(), None, 0.0)
+    m = _with_record(_with_record(mod, multi), ones)
+    data = dumps(m)
+    back = loads(data)
+    assert [list(r.edges) for r in back.pass_records] == [list(multi.edges), list(plain.edges)]
+    assert back.pass_records[0].removed == frozenset({x.id})
+    assert data == dumps(_with_record(_with_record(mod, multi), plain))
+    assert dumps(from_json(to_json(m))) == data and to_json(back) == to_json(m)
+    counts = array("I", [2, 1, 0]).tobytes()
+
+    def more_olds(cols):  # the first edge claims three old ids: more than are stored
+        assert cols.blob.count(counts) == 1
+        cols.blob = cols.blob.replace(counts, array("I", [3, 1, 0]).tobytes())
+    def past_the_end(cols):  # the last record's edges end past the (shortened) data section
+        cols.blob = cols.blob[:-16]
+    for fn, msg in ((more_olds, "inconsistent"), (past_the_end, "out of range")):
+        with pytest.raises(SerializationError, match=msg):
+            loads(_reassembled(data, fn))
 
 
 def test_frozen_sources_round_trip() -> None:
