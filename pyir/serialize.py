@@ -655,7 +655,7 @@ def _decode_strings(lens: list[int], data: memoryview) -> list[str]:
         text = str(data, "utf-8", "surrogatepass")
     except UnicodeDecodeError as e:
         raise SerializationError(f"string table: invalid UTF-8: {e}") from None
-    if any(x < 0 for x in lens) or sum(lens) != len(text):
+    if min(lens, default=0) < 0 or sum(lens) != len(text):
         raise SerializationError("string table: lengths do not match the string data")
     out: list[str] = []
     push = out.append
