@@ -69,6 +69,7 @@ import struct
 import sys
 from array import array
 from collections.abc import Callable
+from math import prod
 from typing import IO, Any
 
 import numpy as np
@@ -143,16 +144,6 @@ class _Bad(Exception):
 # -- dtypes ------------------------------------------------------------------------------------------
 
 _dtype_ok: dict[str, np.dtype] = {}
-_dtype_name: dict[np.dtype, str] = {}
-
-
-def _name_of(dt: np.dtype) -> str:
-    # ``dtype.name`` is computed in Python by numpy: cache it.
-    name = _dtype_name.get(dt)
-    if name is None:
-        name = _dtype_name[dt] = dt.name
-    return name
-
 
 def _check_dtype(name: Any) -> np.dtype:
     """The (little-endian) numpy dtype for a stored dtype name: one of the tensor dtypes
@@ -374,17 +365,18 @@ def _encode(obj: Module | Node) -> _Columns:
             if k is None:
                 raise SerializationError(f"cannot serialize node of type {t.__name__}")
             if k == K_CONST:
-                arr = n.data
-                if _BIG_ENDIAN or arr.dtype.byteorder == ">":
+                arr = n.data  # C-contiguous, native byte order
+                if _BIG_ENDIAN:  # pragma: no cover
                     arr = arr.astype(arr.dtype.newbyteorder("<"))
                 nb = arr.nbytes
                 pad = -blob_len % _ALIGN
                 if pad:
                     blob.append(b"\0" * pad)
                     blob_len += pad
-                ints += (S(_name_of(arr.dtype)), arr.ndim, *arr.shape, blob_len, nb)
+                shape = n.shape
+                ints += (S(n.dtype), len(shape), *shape, blob_len, nb)
                 if nb:
-                    blob.append(memoryview(arr).cast("B"))  # no copy: constant data is C-contiguous
+                    blob.append(arr)  # joined as its buffer: no copy
                 blob_len += nb
             elif k == K_GETITEM:
                 ints += (ix[n.tuple_value], n.index)
@@ -453,7 +445,7 @@ class _Columns:
         self.ints = ints
         self.strs = strs
         self.ids = ids
-        self.blob = blob  # bytes-like, or a list of bytes parts to concatenate
+        self.blob = blob  # bytes-like, or a list of parts (any C-contiguous buffers) to concatenate
 
 
 def _assemble(c: _Columns) -> bytes:
@@ -735,6 +727,7 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], ids: list[bytes
     sigs: dict[int, tuple[Expr, Attrs, int]] = {}  # signature -> (target, canonical attrs, arity)
     nstr = len(strs)
     nid = len(ids)
+    dtype_ok = _dtype_ok
     i = 0
     k = -1
     try:
@@ -792,17 +785,15 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], ids: list[bytes
                 shape = tuple(ints[p + 2:p + 2 + nd])
                 off, nb = ints[p + 2 + nd], ints[p + 3 + nd]
                 p += 4 + nd
-                dt = _check_dtype(strs[s])
-                size = 1
-                for d in shape:
-                    if d < 0:
-                        raise _Bad(f"negative dimension in Constant shape {shape}")
-                    size *= d
+                dt = dtype_ok.get(strs[s]) or _check_dtype(strs[s])
+                if shape and min(shape) < 0:
+                    raise _Bad(f"negative dimension in Constant shape {shape}")
+                size = prod(shape)
                 if nb != size * dt.itemsize or off < 0 or off + nb > len(blob):
                     raise _Bad(f"Constant data ({nb} bytes at {off}) does not match {strs[s]}{list(shape)} "
                                f"or lies outside the data section")
                 if size:
-                    arr = np.frombuffer(blob, dtype=dt, count=size, offset=off).reshape(shape)
+                    arr = np.ndarray(shape, dt, blob, off)  # a view of the input (Constant copies it)
                 else:
                     arr = np.empty(shape, dtype=dt)
                 push(Constant(arr))
