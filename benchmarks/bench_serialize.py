@@ -183,6 +183,16 @@ def main() -> None:
     for name, n, ts, tl, size, cpu in table:
         print(f"{name:<26}{n:>9}{ts / n * 1e6:>11.2f}{tl / n * 1e6:>11.2f}{(ts + tl) / n * 1e6:>12.2f}"
               f"{cpu / n * 1e6:>11.2f}{size / n:>9.1f}")
+    base = {(name, n): (ts, tl) for name, n, ts, tl, _size, _cpu_s in table}
+    print("\nRatios in the same run (pickle time / pyir time, > 1: pyir is faster):")
+    for name, n, ts, tl, _size, _cpu_s in table:
+        if name != "pyir binary (load/fresh)":
+            continue
+        for other in ("pickle nested objects", "pickle flat tuples"):
+            hit = next((v for (nm, m), v in base.items() if nm == other and abs(m - n) <= 16), None)
+            if hit is not None:
+                print(f"  {n} nodes, pyir binary (fresh load) vs {other}: save {hit[0] / ts:.2f}x, "
+                      f"load {hit[1] / tl:.2f}x")
     print("\n(pickle rows: the plain-Python graph has expression nodes only, no operator/type/attribute"
           "\n nodes; constants in both are raw bytes.  us/n: wall-clock microseconds per node, best of the"
           "\n runs; cpu total: save+load process CPU time per node, less sensitive to machine load.)")
