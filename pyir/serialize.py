@@ -125,7 +125,6 @@ _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 _q = struct.Struct("<q")
 _d = struct.Struct("<d")
-_qq = struct.Struct("<qq")
 _BIG_ENDIAN = sys.byteorder == "big"
 
 
@@ -785,7 +784,9 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], ids: list[bytes
                 shape = tuple(ints[p + 2:p + 2 + nd])
                 off, nb = ints[p + 2 + nd], ints[p + 3 + nd]
                 p += 4 + nd
-                dt = dtype_ok.get(strs[s]) or _check_dtype(strs[s])
+                dt = dtype_ok.get(strs[s])
+                if dt is None:
+                    dt = _check_dtype(strs[s])
                 if shape and min(shape) < 0:
                     raise _Bad(f"negative dimension in Constant shape {shape}")
                 size = prod(shape)
