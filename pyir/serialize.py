@@ -341,6 +341,8 @@ def _encode(obj: Module | Node) -> _Columns:
             if t is Var:
                 c = n.type_annotation
                 pend = [] if c is None or c in ix else [c]
+            elif t is Constant or t is Op:  # no references
+                pend = []
             else:
                 pend = [c for c in _refs(n) if c not in ix]
             if pend:
