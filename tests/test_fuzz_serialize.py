@@ -163,9 +163,16 @@ def _mutate_columns(data, cols) -> None:
     """
     ints, strs = cols.ints, cols.strs
     what = data.draw(st.sampled_from(["int", "int", "int", "swap", "kind", "str", "insert", "delete",
-                                      "blob", "ids", "flags", "kinds_len"]))
+                                      "blob", "ids", "flags", "kinds_len", "sig"]))
     if what in ("int", "swap", "insert", "delete") and not ints:
         what = "kind"
+    if what == "sig":  # a field of a call signature (target, attributes, arity: the head of ints)
+        if ints and 0 < ints[0] <= (len(ints) - 1) // 3:
+            i = 1 + _pos(data, 3 * ints[0])
+            ints[i] = data.draw(st.one_of(st.integers(-2, len(cols.kinds) + 1), st.just(ints[i] + 1),
+                                          st.sampled_from(_INTERESTING_INTS)))
+        else:
+            what = "int" if ints else "kind"
     if what == "int":
         i = _pos(data, len(ints))
         ints[i] = data.draw(st.one_of(
