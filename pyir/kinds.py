@@ -55,7 +55,7 @@ from typing import Any
 from .errors import InternalError, WellFormedError
 
 __all__ = ["Field", "Child", "OptionalChild", "Children", "Scalar", "KindInfo", "KINDS", "info",
-           "declare", "key_bytes", "key_of", "field_values", "text_key", "sized_text_key",
+           "declare", "key_bytes", "key_of", "shape_key", "field_values", "text_key", "sized_text_key",
            "index_key", "dims_key", "dtype_key", "raw_key"]
 
 
@@ -230,6 +230,24 @@ def key_bytes(node: Any) -> bytes:
     """The bytes ``node``'s content id digests, derived from its kind's declaration."""
     i = _INFO[type(node)]
     return i.tag + b"".join([f.key(getattr(node, f.name)) for f in i.key_fields])
+
+
+def shape_key(node: Any) -> bytes:
+    """``node``'s key bytes with each child left out (a tuple of children by its length, an
+    optional child by whether it is there): two nodes of one kind have the same shape key
+    exactly when they differ in their children only.  Generic walks (alpha-equality) compare
+    a kind they have no hand-tuned branch for with it."""
+    i = _INFO[type(node)]
+    out = [i.tag]
+    for f in i.key_fields:
+        v = getattr(node, f.name)
+        if f not in i.children:
+            out.append(f.key(v))
+        elif f.many:
+            out.append(b"%d:" % len(v))
+        elif f.optional:
+            out.append(b"-" if v is None else b"+")
+    return b"".join(out)
 
 
 def key_of(cls: type, values: tuple[Any, ...]) -> bytes:

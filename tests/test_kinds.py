@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -10,7 +13,7 @@ import pyir
 from pyir import kinds, op
 from pyir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from pyir.kinds import KINDS, Child, Children, Scalar, field_values, key_bytes
-from pyir.node import Attrs, Node, build, cached_type, digest
+from pyir.node import F_UNTYPED, Attrs, Node, build, cached_type, digest
 from pyir.types import FuncType, TensorType, TupleType, Type
 
 # -- oracles: what the hand-written code said before the kinds were declared ------------------------
@@ -173,6 +176,11 @@ def test_derived_methods_agree_with_the_hand_written_ones(mod):
         assert digest(key_bytes(n)) == n.id, name
         assert kinds.key_of(type(n), field_values(n)) == key_bytes(n)
         assert ki.make(*field_values(n)) is n, name
+        if name != "Op":  # the summary: the declared bit, OR-ed with the children's (an Op's is its own)
+            below = [x for f, v in zip(ki.fields, field_values(n)) if f in ki.children
+                     for x in (v if f.many else () if v is None else (v,))]
+            untyped = F_UNTYPED if name == "Var" and n.type_annotation is None else 0
+            assert n._mask == functools.reduce(operator.or_, [c._mask for c in below], ki.bit | untyped)
         assert n.replace_children(kids) is n
         assert ki.rebuild(n, {c: c for c in kids}) is n
         if not kids:
