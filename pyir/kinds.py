@@ -26,8 +26,9 @@ Field declarations:
     terminator, ``tuple`` of ints as ``(d0,d1)``, ``bytes`` length-prefixed).
 
 Beside ``_fields``, optionally: ``_key_order``, the names of the fields the content id
-digests, in that order, when it is not every field in declaration order (a Var is keyed
-by its uid alone); ``_derived``, the slots the constructor computes from the fields (an
+digests, in that order, when it is not every field in declaration order; ``_id_field``,
+the field whose value *is* the id, when nothing is digested (a variable keyed by its
+unique uid alone); ``_derived``, the slots the constructor computes from the fields (an
 Op's registry entry); ``_bit``, the kind's summary bit.
 
 What derives from the declaration, per kind (:func:`declare`, run by
@@ -39,9 +40,10 @@ What derives from the declaration, per kind (:func:`declare`, run by
   object when nothing changed);
 * ``info(kind).rebuild(node, memo)``: the functor's rebuild, children through ``memo``;
 * :func:`key_bytes`, the bytes the content id digests, from the declared fields in key
-  order.  The hand-tuned constructors keep their inline key code; the tests check, for
-  random nodes of every kind, that ``digest(key_bytes(n)) == n.id``, so the declaration is
-  the specification of the id.  ``pyir.node.build`` interns a new kind generically with it;
+  order, and :func:`content_id`, the id itself.  The hand-tuned constructors keep their
+  inline key code; the tests check, for random nodes of every kind, that
+  ``content_id(n) == n.id``, so the declaration is the specification of the id.
+  ``pyir.node.build`` interns a new kind generically with it;
 * ``__match_args__`` (the public fields), so ``case Let(var, value, body):`` works;
 * the registry :data:`KINDS` (name -> class, in declaration order), from which the
   serializer's kind tables, the functor's hook tables and the visitors' dispatch derive.
@@ -52,11 +54,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from xxhash import xxh3_128_digest
+
 from .errors import InternalError, WellFormedError
 
 __all__ = ["Field", "Child", "OptionalChild", "Children", "Scalar", "KindInfo", "KINDS", "info",
-           "declare", "key_bytes", "key_of", "shape_key", "field_values", "text_key", "sized_text_key",
-           "index_key", "dims_key", "dtype_key", "raw_key"]
+           "declare", "key_bytes", "key_of", "content_id", "id_of", "shape_key", "field_values",
+           "text_key", "sized_text_key", "index_key", "dims_key", "dtype_key", "raw_key"]
 
 
 # -- key codecs: how a scalar value enters the bytes a content id digests ----------------------
@@ -186,7 +190,7 @@ class KindInfo:
     """What :func:`declare` derived from one kind's declaration."""
 
     __slots__ = ("cls", "name", "tag", "code", "bit", "sort", "fields", "children", "annotations",
-                 "scalars", "binders", "key_fields", "rebuild", "make", "custom_children")
+                 "scalars", "binders", "key_fields", "id_field", "rebuild", "make", "custom_children")
 
     cls: type
     name: str
@@ -200,6 +204,7 @@ class KindInfo:
     scalars: tuple[Field, ...]
     binders: tuple[Field, ...]  #: the fields whose variables the node binds
     key_fields: tuple[Field, ...]  #: the fields the key digests, in key order
+    id_field: str | None  #: the field whose value is the id (nothing digested), if any
     rebuild: Callable[[Any, Any], Any]  #: ``rebuild(node, memo)``: children through ``memo``
     make: Callable[..., Any]  #: builds a node from field values in constructor order
     custom_children: bool  #: the class defines its own ``children()``
@@ -257,6 +262,24 @@ def key_of(cls: type, values: tuple[Any, ...]) -> bytes:
     return i.tag + b"".join([f.key(by_name[f.name]) for f in i.key_fields])
 
 
+def content_id(node: Any) -> bytes:
+    """``node``'s content id as its declaration defines it: the digest of :func:`key_bytes`,
+    or the value of the kind's ``_id_field``.  (A node re-keyed after a genuine 128-bit
+    collision has another id; that never happens outside tests forcing collisions.)"""
+    i = _INFO[type(node)]
+    if i.id_field is not None:
+        return getattr(node, i.id_field)
+    return xxh3_128_digest(key_bytes(node))
+
+
+def id_of(cls: type, values: tuple[Any, ...]) -> bytes:
+    """The content id of a ``cls`` node with these field values (constructor order)."""
+    i = _INFO[cls]
+    if i.id_field is not None:
+        return values[[f.name for f in i.fields].index(i.id_field)]
+    return xxh3_128_digest(key_of(cls, values))
+
+
 def _slots_of(cls: type) -> set[str]:
     out: set[str] = set()
     for k in cls.__mro__:
@@ -288,8 +311,12 @@ def declare(cls: type, sort: type, base_slots: frozenset[str]) -> KindInfo:
             raise InternalError(f"node kind {name} clashes with {other.name} (same name, _kind or _code)")
     names = [f.name for f in fields]
     derived = d.get("_derived", ())
+    id_field = d.get("_id_field")
+    if id_field is not None and id_field not in names:
+        raise InternalError(f"node kind {name}: _id_field {id_field!r} is not a field")
     slots = _slots_of(cls) - base_slots - {"__weakref__"}
-    if len(set(names)) != len(names) or set(names) | set(derived) != slots:
+    stored = set(names) - ({id_field} if id_field is not None and id_field not in slots else set())
+    if len(set(names)) != len(names) or stored | set(derived) != slots:
         raise InternalError(f"node kind {name}: fields {names} and derived slots {list(derived)} must be "
                             f"its slots {sorted(slots)}, each once")
     for f in fields:
@@ -314,6 +341,7 @@ def declare(cls: type, sort: type, base_slots: frozenset[str]) -> KindInfo:
     if any(f not in i.children for f in i.binders):
         raise InternalError(f"node kind {name}: only children bind variables")
     i.key_fields = key_fields
+    i.id_field = id_field
     i.make = d["_from_fields"].__get__(None, cls) if "_from_fields" in d else cls
     i.custom_children = "children" in d
     if i.custom_children:

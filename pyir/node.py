@@ -352,7 +352,7 @@ def build(cls: type[Node], values: Iterable[Any]) -> Any:
 
     Checks each value against its declared field (a node of the field's sort, a tuple of
     them, None for an optional one, a scalar of exactly the declared type), keys the node
-    with :func:`pyir.kinds.key_of`, compares candidates field by field (nodes by identity,
+    with :func:`pyir.kinds.id_of`, compares candidates field by field (nodes by identity,
     scalars by typed equality: ``1``, ``1.0`` and ``True`` differ), and sets the summary
     mask to the kind's bit OR-ed with its children's masks.  (For a kind with a hand-tuned
     constructor, ``build`` finds the very node the constructor built -- the tests check it --
@@ -398,7 +398,10 @@ def build(cls: type[Node], values: Iterable[Any]) -> Any:
                 return False
         return True
 
-    return intern(cls, digest(kinds.key_of(cls, vals)), same, dict(zip(names, vals)), mask)
+    stored = {n: v for n, v in zip(names, vals) if n in cls._setters}  # an _id_field may be the id
+    return intern(cls, kinds.id_of(cls, vals), same, stored, mask)
+
+
 def builder_twin(cls: type[Node]) -> Any:
     """The private *builder twin* of node kind ``cls``: the constructors' fast paths fill a new
     node in as a twin instance, then make it a ``cls`` before anyone else can see it::
