@@ -243,6 +243,24 @@ def test_derived_children_survive_depth():
     assert same is e
 
 
+def test_functor_tables_come_from_the_registry():
+    """The visitors' hook tables and the mutators' rebuilds are derived from KINDS."""
+    from pyir import functor
+
+    expr_kinds = [k for k in KINDS.values() if issubclass(k, Expr)]
+    assert list(functor._KINDS) == expr_kinds and len(expr_kinds) == 10
+    assert set(functor._FnMutator._hooks) == set(expr_kinds)
+    assert all(functor._REBUILD[k] is kinds.info(k).rebuild for k in KINDS.values())
+    assert functor._REBUILD[Call] is Call._rebuild  # the hand-tuned one
+
+    class Every(pyir.ExprMutator):
+        pass
+
+    for k in expr_kinds:
+        setattr(Every, "visit_" + k.__name__, lambda self, n: n)
+    assert set(type("Sub", (Every,), {})._hooks) == set(expr_kinds)
+
+
 # -- malformed declarations are refused at class creation -------------------------------------------
 
 
@@ -318,6 +336,19 @@ y = pyir.var("y", shape=(2,))
 g = pyir.Function([y], Select(op.exp(y), y, 3))
 assert pyir.alpha_equal(f, g) and pyir.alpha_hash(f) == pyir.alpha_hash(g)
 assert not pyir.alpha_equal(f, pyir.Function([y], Select(op.exp(y), y, 4)))
+h = pyir.rewrite(f, lambda n: op.tanh(n.args[0]) if isinstance(n, pyir.Call) else None)
+assert h.body is Select(op.tanh(x), x, 3)            # the functor rebuilds it from the declaration
+
+
+class Count(pyir.ExprVisitor):
+    seen = 0
+
+    def visit_Select(self, n):                       # hooks are derived from the registry
+        Count.seen += 1
+
+
+Count().visit(f)
+assert Count.seen == 1
 assert "Select(%0, %x, index=3)" in pyir.astext(mod)  # generic text (the parser needs its syntax)
 assert "Select index=3" in pyir.viz.to_dot(mod)
 print("ok")
