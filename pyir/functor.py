@@ -106,7 +106,10 @@ def rebuild(n: Node, memo: dict[Node, Any]) -> Any:
     Derived from the kind's declaration (:attr:`pyir.kinds.KindInfo.rebuild`): annotations
     and scalars are kept, a variable a binder binds must stay a variable.
     """
-    return _REBUILD[type(n)](n, memo)
+    r = _REBUILD.get(type(n))
+    if r is None:  # a kind imported after this module (pyir.dims)
+        r = info(type(n)).rebuild
+    return r(n, memo)
 
 
 # -- lineage handles of the rewrite layer -------------------------------------------------------

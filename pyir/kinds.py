@@ -5,7 +5,7 @@ A kind declares its fields in its class body, in the order its constructor takes
     class Let(Expr, final=True):
         __slots__ = ("body", "value", "var")
         _kind = b"L"     # the tag its content id starts with
-        _code = 8        # its number in the binary format: stable, never reused
+        _code = 8        # its number in the binary format: stable, never reused (optional)
         _bit = F_LET     # its summary bit (see pyir.node), if it has one
         _fields = (Child("var", Var, binds=True), Child("value"), Child("body"))
 
@@ -35,7 +35,8 @@ What derives from the declaration, per kind (:func:`declare`, run by
 ``Node.__init_subclass__`` for every final kind):
 
 * ``children()`` (unless the class defines its own: ``Call``, whose ``Op`` callee is not a
-  child -- a kind that does so also defines ``replace_children`` and ``_rebuild``);
+  child, ``DimPoly``, whose atoms sit inside its terms -- a kind that does so also defines
+  ``replace_children``, and may define a faster ``_rebuild``);
 * ``replace_children(new)``: the node with its children replaced, positionally (the same
   object when nothing changed);
 * ``info(kind).rebuild(node, memo)``: the functor's rebuild, children through ``memo``;
@@ -195,7 +196,7 @@ class KindInfo:
     cls: type
     name: str
     tag: bytes  #: the first byte of the key
-    code: int  #: the kind's number in the binary format
+    code: int | None  #: the kind's number in the binary format (None: the formats do not store it)
     bit: int  #: the kind's summary bit (0: none)
     sort: type  #: ``Expr``, ``Type`` or the kind itself (``Attrs``)
     fields: tuple[Field, ...]  #: every field, in constructor order
@@ -302,13 +303,16 @@ def declare(cls: type, sort: type, base_slots: frozenset[str]) -> KindInfo:
         raise InternalError(f"node kind {name} must declare _fields, a tuple of Child/Children/"
                             f"OptionalChild/Scalar, got {fields!r:.80}")
     tag, code, bit = d.get("_kind"), d.get("_code"), getattr(cls, "_bit", 0)
-    if type(tag) is not bytes or len(tag) != 1:
-        raise InternalError(f"node kind {name} must declare _kind, its one-byte key tag")
-    if type(code) is not int or not 0 <= code < 256:
-        raise InternalError(f"node kind {name} must declare _code, its number in the binary format")
-    for other in _INFO.values():
-        if other.name == name or other.tag == tag or other.code == code:
-            raise InternalError(f"node kind {name} clashes with {other.name} (same name, _kind or _code)")
+    if type(tag) is not bytes or not tag:
+        raise InternalError(f"node kind {name} must declare _kind, its key tag (bytes)")
+    if code is not None and (type(code) is not int or not 0 <= code < 256):
+        raise InternalError(f"node kind {name}: _code, its number in the binary format, must be an int "
+                            "in [0, 256) (or absent: a kind the formats do not store)")
+    for other in _INFO.values():  # tags prefix-free, so a key's tag tells its kind
+        if (other.name == name or other.tag.startswith(tag) or tag.startswith(other.tag)
+                or (code is not None and other.code == code)):
+            raise InternalError(f"node kind {name} clashes with {other.name} (the same name or _code, or "
+                                "a _kind tag that is a prefix of the other)")
     names = [f.name for f in fields]
     derived = d.get("_derived", ())
     id_field = d.get("_id_field")
@@ -345,10 +349,10 @@ def declare(cls: type, sort: type, base_slots: frozenset[str]) -> KindInfo:
     i.make = d["_from_fields"].__get__(None, cls) if "_from_fields" in d else cls
     i.custom_children = "children" in d
     if i.custom_children:
-        if "replace_children" not in d or "_rebuild" not in d:
+        if "replace_children" not in d:
             raise InternalError(f"node kind {name} defines children(): it must define replace_children "
-                                "and _rebuild too")
-        i.rebuild = d["_rebuild"].__get__(None, cls)
+                                "too")
+        i.rebuild = d["_rebuild"].__get__(None, cls) if "_rebuild" in d else _custom_rebuild
     else:
         if i.children:
             cls.children = _gen_children(i)  # type: ignore[attr-defined]
@@ -390,6 +394,11 @@ def _gen_children(i: KindInfo) -> Any:
 
 def _leaf_rebuild(n: Any, memo: Any) -> Any:
     return n
+
+
+def _custom_rebuild(n: Any, memo: Any) -> Any:
+    """The memo rebuild of a kind with hand-written children() and replace_children()."""
+    return n.replace_children([memo[c] for c in n.children()])
 
 
 def _replaced(i: KindInfo, f: Field, x: Any) -> WellFormedError:

@@ -46,6 +46,13 @@ from . import kinds
 from .errors import AttrError, FinalKindError, ImmutableError, InternalError, WellFormedError
 from .kinds import KINDS, Scalar
 
+# the declaration vocabulary, re-exported for the kinds defined on top of this module alone
+from .kinds import Child as Child
+from .kinds import Children as Children
+from .kinds import OptionalChild as OptionalChild
+from .kinds import index_key as index_key
+from .kinds import text_key as text_key
+
 __all__ = ["Node", "Attrs", "attrs_of", "live_node_count", "gc_paused", "check_text", "build", "KINDS",
            "MAX_INDEX", "MAX_ATTR_INT", "MAX_ATTR_DEPTH"]
 
@@ -272,7 +279,7 @@ class Node:
     # tag, its number in the binary format and its summary bit.
     _fields: ClassVar[tuple[kinds.Field, ...]] = ()
     _kind: ClassVar[bytes] = b"?"
-    _code: ClassVar[int] = -1
+    _code: ClassVar[int | None] = None
     _bit: ClassVar[int] = 0
 
     id: bytes

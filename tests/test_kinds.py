@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 
 import pyir
-from pyir import kinds, op
+from pyir import dims, kinds, op
 from pyir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from pyir.kinds import KINDS, Child, Children, Scalar, field_values, key_bytes
 from pyir.node import F_UNTYPED, Attrs, Node, build, cached_type, digest
@@ -35,6 +35,9 @@ HAND_CHILDREN = {
     "If": lambda n: (n.cond, n.true_branch, n.false_branch),
     "TupleType": lambda n: n.fields,
     "FuncType": lambda n: (*n.arg_types, n.ret_type),
+    "Sym": lambda n: (), "AnyDim": lambda n: (),
+    "DimFloorDiv": lambda n: (n.arg,), "DimMod": lambda n: (n.arg,),
+    "DimPoly": lambda n: tuple({id(a): a for m, _ in n.terms for a in m}.values()),
 }
 
 #: What the constructor builds for a node with new children (the functor's old ladder).
@@ -47,6 +50,10 @@ HAND_REBUILD = {
     "If": lambda n, new: If(*new),
     "TupleType": lambda n, new: TupleType(new),
     "FuncType": lambda n, new: FuncType(new[:-1], new[-1]),
+    "DimFloorDiv": lambda n, new: dims.dim_floordiv(new[0], n.divisor),
+    "DimMod": lambda n, new: dims.dim_mod(new[0], n.divisor),
+    "DimPoly": lambda n, new: dims.DimPoly(n.const, [(tuple(dict(zip(map(id, n.children()), new))[id(a)]
+                                                          for a in m), c) for m, c in n.terms]),
 }
 
 
@@ -62,6 +69,7 @@ def _reachable(roots: list[Node]) -> list[Node]:
         for f, v in zip(kinds.info(type(n)).fields, field_values(n)):
             if f.node:
                 stack.extend(v if f.many else () if v is None else (v,))
+        stack.extend(n.children())  # a DimPoly's atoms sit inside its terms
         t = cached_type(n)
         if t is not None:
             stack.append(t)
@@ -86,7 +94,13 @@ def _fixed_nodes() -> list[Node]:
         Let(pyir.Var("v"), x, op.exp(x)), If(pyir.const(True), x, u),
         t, TensorType(()), TupleType([]), TupleType([t, TupleType([t])]), FuncType([t, t], t),
         FuncType([], TupleType([])), Attrs(), Attrs({"a": (1, 2.0, "s", None, True), "b": t}),
+        *_dim_nodes(),
     ]
+
+
+def _dim_nodes() -> list[Node]:
+    n, m = dims.sym("n"), dims.sym("m")
+    return [n, dims.Any, n // 2, (n + 1) % 4, n * 3 + 1, n * m + 2 * n + 5, (n + 1) // 2 * m]
 
 
 def _all_nodes(mod: pyir.Module) -> list[Node]:
@@ -98,6 +112,8 @@ def _new_child(parent: Node, pos: int, c: Node) -> Node:
     """A replacement for the child ``c`` at ``pos`` that the parent's constructor accepts."""
     if isinstance(c, Type):
         return TupleType([c])
+    if isinstance(c, dims.Dim):
+        return dims.sym(f"z{pos}")
     if (type(parent) is Function and pos < len(parent.params)) or (type(parent) is Let and pos == 0):
         return pyir.Var(c.name_hint + "_new", c.type_annotation)  # a binder: a fresh variable
     return Tuple([c])
@@ -121,8 +137,9 @@ def test_registry_lists_every_final_kind_in_declaration_order():
     assert set(KINDS.values()) == _final_kinds()
     assert all(name == cls.__name__ for name, cls in KINDS.items())
     assert list(KINDS) == ["Attrs", "TensorType", "TupleType", "FuncType", "Var", "GlobalVar", "Constant",
-                           "Op", "Call", "Tuple", "TupleGetItem", "Function", "Let", "If"]
-    assert {name: cls._code for name, cls in KINDS.items()} == V1_CODES
+                           "Op", "Call", "Tuple", "TupleGetItem", "Function", "Let", "If",
+                           "Sym", "AnyDim", "DimFloorDiv", "DimMod", "DimPoly"]  # pyir.dims: imported last
+    assert {name: cls._code for name, cls in KINDS.items() if cls._code is not None} == V1_CODES
     assert len({cls._kind for cls in KINDS.values()}) == len(KINDS)
 
 
@@ -140,6 +157,7 @@ def test_declaration_matches_slots(name):
         assert (f in ki.children) == (f.node and issubclass(f.sort, ki.sort))
         assert (f in ki.annotations) == (f.node and f not in ki.children)
     assert [f.name for f in ki.binders] == {"Function": ["params"], "Let": ["var"]}.get(name, [])
+    assert ki.custom_children == (name in ("Call", "DimPoly"))
     assert cls.__match_args__ == tuple(n for n in names if not n.startswith("_"))
 
 
@@ -194,7 +212,8 @@ def test_derived_methods_agree_with_the_hand_written_ones(mod):
         assert ki.rebuild(n, repl) is HAND_REBUILD[name](n, new) is n.replace_children(new), name
 
 
-@pytest.mark.parametrize("name", [k for k in KINDS if k not in ("Constant", "Attrs", "Op")])
+@pytest.mark.parametrize("name", [k for k, c in KINDS.items()
+                                  if "_derived" not in c.__dict__ and "_from_fields" not in c.__dict__])
 def test_generic_build_finds_the_constructed_node(name):
     """``build(kind, fields)`` keys and compares like the hand-tuned constructor: it returns
     the node the constructor built, for every kind built from its fields."""
@@ -250,7 +269,9 @@ def test_functor_tables_come_from_the_registry():
     expr_kinds = [k for k in KINDS.values() if issubclass(k, Expr)]
     assert list(functor._KINDS) == expr_kinds and len(expr_kinds) == 10
     assert set(functor._FnMutator._hooks) == set(expr_kinds)
-    assert all(functor._REBUILD[k] is kinds.info(k).rebuild for k in KINDS.values())
+    assert all(functor._REBUILD[k] is kinds.info(k).rebuild for k in KINDS.values() if k._code is not None)
+    n = dims.sym("n")
+    assert functor.rebuild(n // 2, {n: dims.sym("k")}) is dims.sym("k") // 2  # pyir.dims, imported later
     assert functor._REBUILD[Call] is Call._rebuild  # the hand-tuned one
 
     class Every(pyir.ExprMutator):
