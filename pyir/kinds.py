@@ -215,7 +215,7 @@ class KindInfo:
 
 
 #: Every node kind by name, in declaration order (node.py, types.py, expr.py).
-KINDS: dict[str, type] = {}
+KINDS: dict[str, type[Any]] = {}
 _INFO: dict[type, KindInfo] = {}
 
 
