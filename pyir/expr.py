@@ -17,7 +17,7 @@ import numpy as np
 
 from . import hooks
 from .errors import AttrError, UnknownOpError, WellFormedError
-from .kinds import Child, Children, OptionalChild, Scalar, dims_key, raw_key, text_key
+from .kinds import Child, Children, OptionalChild, Scalar, ranked_dims_key, raw_key, text_key
 from .node import (
     EMPTY_ATTRS,
     F_CONST,
@@ -183,6 +183,7 @@ class Var(Expr, final=True):
     _fields = (Scalar("name_hint", str), OptionalChild("type_annotation", Type),
                Scalar("uid", bytes, key=raw_key))
     _key_order = ("uid",)  # the uid is the variable; name and annotation come with it
+    _id_field = "uid"  # ... and it is the id itself (the uid property reads the id)
     name_hint: str
     type_annotation: Type | None
 
@@ -352,7 +353,7 @@ class Constant(Expr, final=True):
     _code = 2
     _bit = F_CONST
     _fields = (Scalar("_dtype", np.dtype, key=lambda dt: _dtype_name(dt).encode()),
-               Scalar("_shape", tuple, key=dims_key),
+               Scalar("_shape", tuple, key=ranked_dims_key),
                Scalar("_buf", bytes, key=lambda buf: digest(buf) if buf else b""))
     _buf: bytes
     _dtype: np.dtype

@@ -52,6 +52,7 @@ What derives from the declaration, per kind (:func:`declare`, run by
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -61,7 +62,8 @@ from .errors import InternalError, WellFormedError
 
 __all__ = ["Field", "Child", "OptionalChild", "Children", "Scalar", "KindInfo", "KINDS", "info",
            "declare", "key_bytes", "key_of", "content_id", "id_of", "shape_key", "field_values",
-           "text_key", "sized_text_key", "index_key", "dims_key", "dtype_key", "raw_key"]
+           "text_key", "sized_text_key", "index_key", "dims_key", "dtype_key", "raw_key",
+           "packed_dims_key", "ranked_dims_key"]
 
 
 # -- key codecs: how a scalar value enters the bytes a content id digests ----------------------
@@ -93,6 +95,20 @@ def dtype_key(name: str) -> bytes:
     return name.encode()
 
 
+_PACKS = [struct.Struct(f"<{k}q").pack for k in range(33)]
+
+
+def packed_dims_key(dims: tuple[int, ...]) -> bytes:
+    """A shape as ``(`` then each dimension as a little-endian int64 (its rank implied by the
+    length: only for the last key field -- a TensorType's)."""
+    return b"(" + (_PACKS[len(dims)](*dims) if len(dims) < 33 else struct.pack(f"<{len(dims)}q", *dims))
+
+
+def ranked_dims_key(dims: tuple[int, ...]) -> bytes:
+    """A shape as ``(``, its rank (one byte), each dimension as a little-endian int64 (a Constant's)."""
+    return b"(" + bytes([len(dims)]) + packed_dims_key(dims)[1:]
+
+
 def raw_key(b: bytes) -> bytes:
     """Bytes as they are: only for a last key field or a fixed length (a Var's 16-byte uid)."""
     return b
@@ -104,7 +120,7 @@ def _sized_bytes_key(b: bytes) -> bytes:
 
 _DEFAULT_KEYS: dict[type, Callable[[Any], bytes]] = {
     str: sized_text_key, int: index_key, tuple: dims_key, bytes: _sized_bytes_key}
-_UNDELIMITED = (text_key, raw_key)  # codecs whose output only a key's end delimits
+_UNDELIMITED = (text_key, raw_key, packed_dims_key)  # codecs whose output only a key's end delimits
 
 
 def _node_key(v: Any) -> bytes:

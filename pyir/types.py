@@ -10,7 +10,7 @@ import numpy as np
 
 from . import hooks
 from .errors import WellFormedError
-from .kinds import Child, Children, Scalar, dims_key, dtype_key
+from .kinds import Child, Children, Scalar, dtype_key, packed_dims_key
 from .node import (
     MAX_INDEX,
     Node,
@@ -103,7 +103,7 @@ class TensorType(Type, final=True):
     __slots__ = ("dtype", "shape")
     _kind = b"t"
     _code = 10
-    _fields = (Scalar("shape", tuple, key=dims_key), Scalar("dtype", str, key=dtype_key))
+    _fields = (Scalar("shape", tuple, key=packed_dims_key), Scalar("dtype", str, key=dtype_key))
     _key_order = ("dtype", "shape")
     shape: tuple[int, ...]
     dtype: str

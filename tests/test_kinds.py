@@ -152,7 +152,9 @@ def test_declaration_matches_slots(name):
     slots = {s for k in cls.__mro__ for s in k.__dict__.get("__slots__", ())} - set(Node.__slots__)
     names = [f.name for f in ki.fields]
     assert len(names) == len(set(names))
-    assert set(names) | set(cls.__dict__.get("_derived", ())) == slots
+    stored = set(names) - ({ki.id_field} if ki.id_field not in slots else set())  # a Var's uid is its id
+    assert stored | set(cls.__dict__.get("_derived", ())) == slots
+    assert ki.id_field == ("uid" if name == "Var" else None)
     for f in ki.fields:
         assert (f in ki.children) == (f.node and issubclass(f.sort, ki.sort))
         assert (f in ki.annotations) == (f.node and f not in ki.children)
