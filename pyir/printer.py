@@ -265,6 +265,18 @@ class _TypeAliases:
         return "".join(decls) + body
 
 
+_REPR_PLANS: dict[type, tuple[str, tuple[tuple[str, int], ...]]] = {}  # kind -> (head, fields)
+_MANY, _NODE, _SCALAR = 0, 1, 2
+
+
+def _repr_plan(k: type) -> tuple[str, tuple[tuple[str, int], ...]]:
+    ki = info(k)
+    plan = (ki.name + "(", tuple((f.name, _MANY if f.many else _NODE if f.node else _SCALAR)
+                                 for f in ki.fields))
+    _REPR_PLANS[k] = plan
+    return plan
+
+
 def type_repr(t: Type) -> str:
     """``repr`` of a type (``TupleType([TensorType((2,), 'float32')])``); iterative.
 
@@ -275,35 +287,35 @@ def type_repr(t: Type) -> str:
     emit = out.append
     stack: list[Any] = [t]
     pop, push = stack.pop, stack.append
+    plans = _REPR_PLANS
     while stack:
         x = pop()
         if type(x) is str:
             emit(x)
             continue
-        if type(x) is TensorType:  # the common leaf, without the generic loop
+        k = type(x)
+        if k is TensorType:  # the common leaf, without the generic loop
             emit(f"TensorType({x.shape!r}, {x.dtype!r})")
             continue
-        ki = info(type(x))
-        parts: list[Any] = []
-        for j, f in enumerate(ki.fields):
-            if j:
-                parts.append(", ")
-            v = getattr(x, f.name)
-            if f.many:
-                parts.append("[")
-                for i, c in enumerate(v):
+        head, fields = plans.get(k) or _repr_plan(k)
+        emit(head)
+        push(")")
+        for j in range(len(fields) - 1, -1, -1):  # pushed last field first
+            name, how = fields[j]
+            v = getattr(x, name)
+            if how == _MANY:
+                push("]")
+                for i in range(len(v) - 1, -1, -1):
+                    push(v[i])
                     if i:
-                        parts.append(", ")
-                    parts.append(c)
-                parts.append("]")
-            elif f.node and v is not None:
-                parts.append(v)
+                        push(", ")
+                push("[")
+            elif how == _NODE and v is not None:
+                push(v)
             else:
-                parts.append(repr(v))
-        parts.append(")")
-        emit(ki.name + "(")
-        for p in reversed(parts):
-            push(p)
+                push(repr(v))
+            if j:
+                push(", ")
     return "".join(out)
 
 
