@@ -70,7 +70,20 @@ from collections.abc import Iterable, Mapping
 from math import gcd
 
 from .errors import TypeCheckError, WellFormedError
-from .node import MAX_INDEX, Node, _get, check_text, digest, intern, safe_repr, short_int
+from .node import (
+    MAX_INDEX,
+    Child,
+    Node,
+    Scalar,
+    _get,
+    check_text,
+    digest,
+    index_key,
+    intern,
+    safe_repr,
+    short_int,
+    text_key,
+)
 
 __all__ = [
     "Dim", "Sym", "AnyDim", "DimPoly", "DimFloorDiv", "DimMod", "Any", "DimLike",
@@ -149,6 +162,8 @@ class Sym(Dim, final=True):
 
     __slots__ = ("_key", "name")
     _kind = b"ds"
+    _fields = (Scalar("name", str, key=text_key),)
+    _derived = ("_key",)
     name: str  #: an identifier (``str.isidentifier()``), valid Unicode
     _key: tuple[int, str | bytes]  # the sort key of atoms: (0, name)
 
@@ -189,6 +204,7 @@ class AnyDim(Dim, final=True):
 
     __slots__ = ()
     _kind = b"d?"
+    _fields = ()
 
     def __new__(cls) -> AnyDim:
         return intern(AnyDim, digest(b"d?"), lambda n: type(n) is AnyDim, {}, 0)
@@ -211,6 +227,9 @@ class DimFloorDiv(Dim, final=True):
 
     __slots__ = ("_hi", "_lo", "arg", "divisor")
     _kind = b"dq"
+    _fields = (Child("arg"), Scalar("divisor", int, key=index_key))
+    _key_order = ("divisor", "arg")
+    _derived = ("_hi", "_lo")
     arg: Dim  #: the canonical, reduced dividend (coefficients in [1, divisor), constant in [0, divisor))
     divisor: int  #: a constant >= 2
     _lo: int  # bounds of the value (_hi None: unbounded)
@@ -222,9 +241,6 @@ class DimFloorDiv(Dim, final=True):
     @property
     def _key(self) -> tuple[int, str | bytes]:
         return (1, self.id)
-
-    def children(self) -> tuple[Node, ...]:
-        return (self.arg,)
 
     def __reduce__(self) -> tuple[type, tuple[Dim, int]]:
         return DimFloorDiv, (self.arg, self.divisor)
@@ -238,6 +254,9 @@ class DimMod(Dim, final=True):
 
     __slots__ = ("_hi", "_lo", "arg", "divisor")
     _kind = b"dm"
+    _fields = (Child("arg"), Scalar("divisor", int, key=index_key))
+    _key_order = ("divisor", "arg")
+    _derived = ("_hi", "_lo")
     arg: Dim  #: the canonical, reduced argument (as for DimFloorDiv)
     divisor: int  #: a constant >= 2
     _lo: int
@@ -250,11 +269,14 @@ class DimMod(Dim, final=True):
     def _key(self) -> tuple[int, str | bytes]:
         return (1, self.id)
 
-    def children(self) -> tuple[Node, ...]:
-        return (self.arg,)
-
     def __reduce__(self) -> tuple[type, tuple[Dim, int]]:
         return DimMod, (self.arg, self.divisor)
+
+
+def _terms_key(terms: _t.Any) -> bytes:
+    """The key bytes of a DimPoly's terms: per term, the monomial's length, its atoms' ids and
+    the coefficient (``2:<id><id>3;``)."""
+    return b"".join([b"%d:%s%d;" % (len(m), b"".join([x.id for x in m]), a) for m, a in terms])
 
 
 _Atom: _t.TypeAlias = Sym | DimFloorDiv | DimMod
@@ -276,6 +298,8 @@ class DimPoly(Dim, final=True):
 
     __slots__ = ("_hi", "_lo", "const", "terms")
     _kind = b"dp"
+    _fields = (Scalar("const", int, key=lambda c: b"%d;" % c), Scalar("terms", tuple, key=_terms_key))
+    _derived = ("_hi", "_lo")
     const: int  #: the constant term, in (-2**63, 2**63)
     terms: _Terms  #: (monomial, coefficient) pairs, sorted, coefficients nonzero in (-2**63, 2**63)
     _lo: int | None  # bounds of the value (None: unbounded)
@@ -312,12 +336,26 @@ class DimPoly(Dim, final=True):
             return _ANY
         return _result(_build(acc_c, acc), "DimPoly")
 
+    # Hand-written: the atoms sit inside the terms (each distinct atom once).
     def children(self) -> tuple[Node, ...]:
         seen: dict[int, Node] = {}
         for m, _ in self.terms:
             for a in m:
                 seen.setdefault(id(a), a)
         return tuple(seen.values())
+
+    def replace_children(self, new: Iterable[Node]) -> _t.Any:
+        """The canonical sum with each atom replaced by the new child at its position (the
+        result may be an int, an atom or another DimPoly)."""
+        new = tuple(new)
+        old = self.children()
+        if len(new) != len(old):
+            raise WellFormedError(f"DimPoly.replace_children: {len(new)} children given, the node has "
+                                  f"{len(old)}")
+        if all(a is b for a, b in zip(new, old)):
+            return self
+        sub: dict[int, _t.Any] = {id(a): b for a, b in zip(old, new)}
+        return DimPoly(self.const, [(tuple(sub[id(a)] for a in m), c) for m, c in self.terms])
 
     def __reduce__(self) -> tuple[type, tuple[int, _Terms]]:
         return DimPoly, (self.const, self.terms)

@@ -56,8 +56,10 @@ from xxhash import xxh3_128_digest
 
 from .errors import WellFormedError
 from .expr import Call, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
+from .kinds import shape_key
 from .module import Module, _closed_checked
-from .node import F_FUNC, F_LET, F_VAR, Node, gc_paused
+from .node import F_VAR, Node, gc_paused
+from .traverse import BINDER_BITS, BOUND
 
 __all__ = ["structural_equal", "structural_hash", "alpha_equal", "alpha_hash", "clear_caches", "gc_paused"]
 
@@ -112,7 +114,6 @@ def structural_hash(x: Any) -> int:
 # -- alpha hash ---------------------------------------------------------------------------------
 
 _ENTER, _EXIT, _COMPUTE = 1, 2, 3
-_KIDS = {Call: -1, Tuple: -1, TupleGetItem: 1, If: 3, Function: 1, Let: 2}
 
 
 def _ann(v: Var) -> bytes:
@@ -154,6 +155,7 @@ def _alpha_walk(root: Expr) -> bytes:
     shared subgraph under nested lets is hashed once per distinct binding context).
     """
     cache = _hash_cache
+    _bound = BOUND  # binder kind -> the variables a node binds (from the declarations)
     bound: dict[Var, tuple[bytes, int]] = {}
     inst: list[int] = [0]  # scope instance at each level of the current path
     shadows: list[int] = []  # levels, on the current path, of binders that rebind a bound var
@@ -168,12 +170,12 @@ def _alpha_walk(root: Expr) -> bytes:
     while ops:
         item = pop()
         if type(item) is tuple:
-            code, n = item
+            code, n, nk = item
             if code == _ENTER:
                 level = len(inst)
                 counter += 1
                 inst.append(counter)
-                vs = n.params if type(n) is Function else (n.var,)
+                vs = _bound[type(n)](n)
                 shadow = False
                 for i, p in enumerate(vs):
                     old = bound.get(p)
@@ -185,7 +187,7 @@ def _alpha_walk(root: Expr) -> bytes:
                     shadows.append(level)
                 continue
             if code == _EXIT:
-                vs = n.params if type(n) is Function else (n.var,)
+                vs = _bound[type(n)](n)
                 for _ in vs:
                     p, old = undo.pop()
                     if old is None:
@@ -197,11 +199,8 @@ def _alpha_walk(root: Expr) -> bytes:
                     shadows.pop()
                 inst.pop()
                 continue
-            # _COMPUTE
+            # _COMPUTE (a node with variables below has nk >= 1 child results on ``vals``)
             k = type(n)
-            nk = _KIDS[k]
-            if nk < 0:
-                nk = len(n.args) + (type(n.op) is not Op) if k is Call else len(n.fields)
             kids = vals[-nk:]
             del vals[-nk:]
             lv = 0
@@ -229,8 +228,10 @@ def _alpha_walk(root: Expr) -> bytes:
                 rt = n.ret_type
                 h = _digest(b"".join((b"F%d:" % len(n.params), n.attrs.id, rt.id if rt is not None else _NONE,
                                       *[_ann(p) for p in n.params], kids[0][0])))
-            else:  # Let
+            elif k is Let:
                 h = _digest(b"L" + _ann(n.var) + kids[0][0] + kids[1][0])
+            else:  # any other kind, from its declaration: its shape, then its children's hashes
+                h = _digest(b"".join((b"N%d:" % nk, shape_key(n), *[c[0] for c in kids])))
             if k is Function or k is Let:
                 own = len(inst)  # the level its body was hashed at
                 if lv >= own:
@@ -263,23 +264,26 @@ def _alpha_walk(root: Expr) -> bytes:
             if h2 is not None:
                 pushv((h2, 0, True))  # conservative: hashed standalone
                 continue
-        push((_COMPUTE, n))
         if k is Let:
+            push((_COMPUTE, n, 2))
             rec_value = _binds_in_value(n)
-            push((_EXIT, n))
+            push((_EXIT, n, 0))
             push(n.body)
             if rec_value:
                 push(n.value)
-                push((_ENTER, n))
+                push((_ENTER, n, 0))
             else:
-                push((_ENTER, n))
+                push((_ENTER, n, 0))
                 push(n.value)
         elif k is Function:
-            push((_EXIT, n))
+            push((_COMPUTE, n, 1))
+            push((_EXIT, n, 0))
             push(n.body)
-            push((_ENTER, n))
+            push((_ENTER, n, 0))
         else:
-            for c in reversed(n.children()):
+            cs = n.children()
+            push((_COMPUTE, n, len(cs)))
+            for c in reversed(cs):
                 push(c)
     return vals[-1][0]
 
@@ -370,7 +374,7 @@ def _closed_walk(a: Function, b: Function) -> bool | None:
         if m is not None:
             if m is y:
                 continue
-            if x._mask & (F_FUNC | F_LET) and type(x) is not Var:
+            if x._mask & BINDER_BITS and type(x) is not Var:
                 return None
             return False
         k = type(x)
@@ -593,6 +597,12 @@ def _parallel_walk(a: Expr, b: Expr, map_free_vars: bool) -> bool:
             else:
                 push((_ENTER, (x.var,), (y.var,)))
                 push((x.value, y.value))
-        else:  # Constant, Op, GlobalVar carry no variables: handled above
-            return False
+        else:  # any other kind with variables below, from its declaration (Constant, Op and
+            # GlobalVar carry no variables: handled above)
+            xs, ys = x.children(), y.children()
+            if len(xs) != len(ys) or shape_key(x) != shape_key(y):
+                return False
+            push((_COMPUTE, item, len(xs), False))
+            for c, d in zip(reversed(xs), reversed(ys)):
+                push((c, d))
     return True

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import hooks
 from .errors import AttrError, UnknownOpError, WellFormedError
+from .kinds import Child, Children, OptionalChild, Scalar, ranked_dims_key, raw_key, text_key
 from .node import (
     EMPTY_ATTRS,
     F_CONST,
@@ -177,6 +178,12 @@ class Var(Expr, final=True):
 
     __slots__ = ("name_hint", "type_annotation")
     _kind = b"V"
+    _code = 0
+    _bit = F_VAR  # and F_UNTYPED without an annotation
+    _fields = (Scalar("name_hint", str), OptionalChild("type_annotation", Type),
+               Scalar("uid", bytes, key=raw_key))
+    _key_order = ("uid",)  # the uid is the variable; name and annotation come with it
+    _id_field = "uid"  # ... and it is the id itself (the uid property reads the id)
     name_hint: str
     type_annotation: Type | None
 
@@ -261,6 +268,9 @@ class GlobalVar(Expr, final=True):
 
     __slots__ = ("name_hint",)
     _kind = b"G"
+    _code = 1
+    _bit = F_GLOBAL
+    _fields = (Scalar("name_hint", str, key=text_key),)
     name_hint: str
 
     def __new__(cls, name_hint: str) -> GlobalVar:
@@ -340,6 +350,11 @@ class Constant(Expr, final=True):
 
     __slots__ = ("_buf", "_dtype", "_shape")
     _kind = b"K"
+    _code = 2
+    _bit = F_CONST
+    _fields = (Scalar("_dtype", np.dtype, key=lambda dt: _dtype_name(dt).encode()),
+               Scalar("_shape", tuple, key=ranked_dims_key),
+               Scalar("_buf", bytes, key=lambda buf: digest(buf) if buf else b""))
     _buf: bytes
     _dtype: np.dtype
     _shape: tuple[int, ...]
@@ -415,6 +430,10 @@ class Constant(Expr, final=True):
             _const_cache[ck] = r
         return n
 
+    @classmethod
+    def _from_fields(cls, dtype: np.dtype, shape: tuple[int, ...], buf: bytes) -> Constant:
+        return cls(np.frombuffer(buf, dtype).reshape(shape))
+
     @property
     def data(self) -> np.ndarray:
         """The data: a new read-only array over the constant's immutable bytes.
@@ -449,6 +468,9 @@ class Op(Expr, final=True):
 
     __slots__ = ("name", "_def")
     _kind = b"O"
+    _code = 3
+    _fields = (Scalar("name", str, key=text_key),)  # its summary bit is the operator's own
+    _derived = ("_def",)
     name: str
     _def: Any
 
@@ -494,6 +516,9 @@ class Call(Expr, final=True):
 
     __slots__ = ("args", "attrs", "op")
     _kind = b"C"
+    _code = 4
+    _fields = (Child("op"), Children("args"), Child("attrs", Attrs))
+    _key_order = ("op", "attrs", "args")
     op: Expr
     args: tuple[Expr, ...]
     attrs: Attrs
@@ -531,10 +556,34 @@ class Call(Expr, final=True):
             attrs = attrs_of(attrs)
         return make_call(op, args, attrs)  # type: ignore[arg-type]
 
+    # Hand-written: an Op callee is not a child (walks and mutators never visit operators).
     def children(self) -> tuple[Node, ...]:
         if type(self.op) is Op:
             return self.args
         return (self.op, *self.args)
+
+    def replace_children(self, new: Iterable[Node]) -> Call:
+        new = tuple(new)
+        if len(new) != len(self.args) + (type(self.op) is not Op):
+            raise WellFormedError(f"Call.replace_children: {len(new)} children given, the node has "
+                                  f"{len(self.children())}")
+        op: Any = self.op
+        if type(op) is not Op:
+            op, new = new[0], new[1:]
+        if op is self.op and new == self.args:
+            return self
+        return Call(op, new, self.attrs)
+
+    @staticmethod
+    def _rebuild(n: Call, memo: Mapping[Node, Any]) -> Call:
+        """The functor's rebuild of a call: children through ``memo``, an Op callee kept."""
+        op = n.op
+        args = n.args
+        new_args = tuple([memo[a] for a in args])
+        new_op = op if type(op) is Op else memo[op]
+        if new_op is op and new_args == args:
+            return n
+        return Call(new_op, new_args, n.attrs, _checked=type(new_op) is Op)
 
 
 def make_call(op: Expr, args: tuple[Expr, ...], attrs: Attrs) -> Call:
@@ -607,6 +656,9 @@ class Tuple(Expr, final=True):
 
     __slots__ = ("fields",)
     _kind = b"T"
+    _code = 5
+    _bit = F_TUPLE
+    _fields = (Children("fields"),)
     fields: tuple[Expr, ...]
 
     def __new__(cls, fields: Iterable[Any]) -> Tuple:
@@ -649,9 +701,6 @@ class Tuple(Expr, final=True):
                 return n
         return intern(Tuple, key, lambda n: type(n) is Tuple and n.fields == fs, {"fields": fs}, mask)
 
-    def children(self) -> tuple[Node, ...]:
-        return self.fields
-
     def __len__(self) -> int:
         return len(self.fields)
 
@@ -667,6 +716,10 @@ class TupleGetItem(Expr, final=True):
 
     __slots__ = ("index", "tuple_value")
     _kind = b"I"
+    _code = 6
+    _bit = F_GETITEM
+    _fields = (Child("tuple_value"), Scalar("index", int))
+    _key_order = ("index", "tuple_value")
     tuple_value: Expr
     index: int
 
@@ -699,9 +752,6 @@ class TupleGetItem(Expr, final=True):
                       lambda n: type(n) is TupleGetItem and n.tuple_value is tv and n.index == i,
                       {"tuple_value": tv, "index": i}, F_GETITEM | tv._mask)
 
-    def children(self) -> tuple[Node, ...]:
-        return (self.tuple_value,)
-
 
 _TupleGetItemB = builder_twin(TupleGetItem)
 
@@ -711,6 +761,11 @@ class Function(Expr, final=True):
 
     __slots__ = ("attrs", "body", "params", "ret_type")
     _kind = b"F"
+    _code = 7
+    _bit = F_FUNC
+    _fields = (Children("params", Var, binds=True), Child("body"), OptionalChild("ret_type", Type),
+               Child("attrs", Attrs))
+    _key_order = ("body", "ret_type", "attrs", "params")
     params: tuple[Var, ...]
     body: Expr
     ret_type: Type | None
@@ -764,9 +819,6 @@ class Function(Expr, final=True):
                                  and n.ret_type is ret_type and n.attrs is at),
                       {"params": ps, "body": b, "ret_type": ret_type, "attrs": at}, mask)
 
-    def children(self) -> tuple[Node, ...]:
-        return (*self.params, self.body)
-
     def with_body(self, body: Expr) -> Function:
         """The same function with another body (return type dropped if the body changed)."""
         if body is self.body:
@@ -786,6 +838,9 @@ class Let(Expr, final=True):
 
     __slots__ = ("body", "value", "var")
     _kind = b"L"
+    _code = 8
+    _bit = F_LET
+    _fields = (Child("var", Var, binds=True), Child("value"), Child("body"))
     var: Var
     value: Expr
     body: Expr
@@ -819,9 +874,6 @@ class Let(Expr, final=True):
                       {"var": var, "value": val, "body": bd},
                       F_LET | var._mask | val._mask | bd._mask)
 
-    def children(self) -> tuple[Node, ...]:
-        return (self.var, self.value, self.body)
-
 
 _LetB = builder_twin(Let)
 
@@ -831,6 +883,9 @@ class If(Expr, final=True):
 
     __slots__ = ("cond", "false_branch", "true_branch")
     _kind = b"?"
+    _code = 9
+    _bit = F_IF
+    _fields = (Child("cond"), Child("true_branch"), Child("false_branch"))
     cond: Expr
     true_branch: Expr
     false_branch: Expr
@@ -863,9 +918,6 @@ class If(Expr, final=True):
                                  and n.false_branch is f),
                       {"cond": c, "true_branch": t, "false_branch": f},
                       F_IF | c._mask | t._mask | f._mask)
-
-    def children(self) -> tuple[Node, ...]:
-        return (self.cond, self.true_branch, self.false_branch)
 
 
 _IfB = builder_twin(If)

@@ -44,7 +44,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from .errors import WellFormedError
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from .expr import Call, Expr, Let, Op, Var
+from .kinds import KINDS, info
 from .lineage import current_recorder, recording
 from .node import F_LET, Node
 from .traverse import _DONE, post_order
@@ -52,9 +53,13 @@ from .traverse import _DONE, post_order
 __all__ = ["ExprVisitor", "ExprMutator", "Rewriter", "BindingRewriter", "Derivations", "RoundLineage",
            "rewrite", "substitute", "rebuild"]
 
-_KINDS: tuple[type[Expr], ...] = (Var, GlobalVar, Constant, Op, Call, Tuple, TupleGetItem, Function,
-                                  Let, If)
-_LEAVES: tuple[type[Expr], ...] = (Var, GlobalVar, Constant, Op)
+#: The expression kinds, from the registry: each has a ``visit_<Kind>`` hook.
+_KINDS: tuple[type[Expr], ...] = tuple(k for k in KINDS.values() if issubclass(k, Expr))
+#: kind -> its rebuild (children through a memo), derived from its declaration (Call's is
+#: hand-tuned: an Op callee is kept, not looked up)
+_REBUILD: dict[type, Callable[[Any, Any], Any]] = {k: info(k).rebuild for k in KINDS.values()}
+#: the expression kinds without children (Var, GlobalVar, Constant, Op)
+_LEAVES: tuple[type[Expr], ...] = tuple(k for k in _KINDS if not info(k).children)
 
 
 def _hooks_of(cls: type, base: type) -> dict[type, Callable[..., Any]]:
@@ -96,51 +101,15 @@ class ExprVisitor:
 
 
 def rebuild(n: Node, memo: dict[Node, Any]) -> Any:
-    """``n`` with its children replaced through ``memo`` (``n`` itself if none changed)."""
-    k = type(n)
-    if k is Call:
-        op = n.op  # type: ignore[attr-defined]
-        args = n.args  # type: ignore[attr-defined]
-        new_args = tuple([memo[a] for a in args])
-        new_op = op if type(op) is Op else memo[op]
-        if new_op is op and new_args == args:
-            return n
-        return Call(new_op, new_args, n.attrs, _checked=type(new_op) is Op)  # type: ignore[attr-defined]
-    if k is Tuple:
-        fs = n.fields  # type: ignore[attr-defined]
-        nf = tuple([memo[f] for f in fs])
-        return n if nf == fs else Tuple(nf)
-    if k is TupleGetItem:
-        tv = memo[n.tuple_value]  # type: ignore[attr-defined]
-        return n if tv is n.tuple_value else TupleGetItem(tv, n.index)  # type: ignore[attr-defined]
-    if k is Function:
-        ps = n.params  # type: ignore[attr-defined]
-        nps = tuple([memo[p] for p in ps])
-        body = memo[n.body]  # type: ignore[attr-defined]
-        if nps == ps and body is n.body:  # type: ignore[attr-defined]
-            return n
-        for p in nps:
-            if type(p) is not Var:
-                raise WellFormedError(f"a mutator replaced a function parameter by {p!r}; "
-                                      "parameters can only be renamed to Vars")
-        return Function(nps, body, n.ret_type, n.attrs)  # type: ignore[attr-defined]
-    if k is Let:
-        v = memo[n.var]  # type: ignore[attr-defined]
-        val = memo[n.value]  # type: ignore[attr-defined]
-        body = memo[n.body]  # type: ignore[attr-defined]
-        if v is n.var and val is n.value and body is n.body:  # type: ignore[attr-defined]
-            return n
-        if type(v) is not Var:
-            raise WellFormedError(f"a mutator replaced a let variable by {v!r}; it can only be renamed")
-        return Let(v, val, body)
-    if k is If:
-        c = memo[n.cond]  # type: ignore[attr-defined]
-        t = memo[n.true_branch]  # type: ignore[attr-defined]
-        f = memo[n.false_branch]  # type: ignore[attr-defined]
-        if c is n.cond and t is n.true_branch and f is n.false_branch:  # type: ignore[attr-defined]
-            return n
-        return If(c, t, f)
-    return n
+    """``n`` with its children replaced through ``memo`` (``n`` itself if none changed).
+
+    Derived from the kind's declaration (:attr:`pyir.kinds.KindInfo.rebuild`): annotations
+    and scalars are kept, a variable a binder binds must stay a variable.
+    """
+    r = _REBUILD.get(type(n))
+    if r is None:  # a kind imported after this module (pyir.dims)
+        r = info(type(n)).rebuild
+    return r(n, memo)
 
 
 # -- lineage handles of the rewrite layer -------------------------------------------------------

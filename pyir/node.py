@@ -34,7 +34,7 @@ import gc
 import struct
 import weakref
 from _weakref import _remove_dead_weakref  # type: ignore[attr-defined]
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from marshal import dumps as _marshal
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -42,9 +42,18 @@ from typing import Any, ClassVar
 import numpy as np
 from xxhash import xxh3_128_digest
 
+from . import kinds
 from .errors import AttrError, FinalKindError, ImmutableError, InternalError, WellFormedError
+from .kinds import KINDS, Scalar
 
-__all__ = ["Node", "Attrs", "attrs_of", "live_node_count", "gc_paused", "check_text",
+# the declaration vocabulary, re-exported for the kinds defined on top of this module alone
+from .kinds import Child as Child
+from .kinds import Children as Children
+from .kinds import OptionalChild as OptionalChild
+from .kinds import index_key as index_key
+from .kinds import text_key as text_key
+
+__all__ = ["Node", "Attrs", "attrs_of", "live_node_count", "gc_paused", "check_text", "build", "KINDS",
            "MAX_INDEX", "MAX_ATTR_INT", "MAX_ATTR_DEPTH"]
 
 # -- limits every format can store ----------------------------------------------------
@@ -265,8 +274,13 @@ class Node:
 
     __slots__ = ("__weakref__", "_mask", "_ty", "id")
     _setters: ClassVar[dict[str, Any]] = {}
-    _kind: ClassVar[bytes] = b"?"
     _final: ClassVar[bool] = False  # set by ``class K(Base, final=True)``: no subclasses
+    # The declaration of a kind (see pyir.kinds): its fields, in constructor order, its key
+    # tag, its number in the binary format and its summary bit.
+    _fields: ClassVar[tuple[kinds.Field, ...]] = ()
+    _kind: ClassVar[bytes] = b"?"
+    _code: ClassVar[int | None] = None
+    _bit: ClassVar[int] = 0
 
     id: bytes
     _mask: int
@@ -285,13 +299,16 @@ class Node:
             raise FinalKindError(f"pyir node classes cannot be subclassed outside pyir: "
                                  f"{cls.__qualname__} derives from {cls.__mro__[1].__name__}")
         super().__init_subclass__(**kw)
-        cls._final = final
         setters: dict[str, Any] = {}
         for klass in reversed(cls.__mro__):
             for name in klass.__dict__.get("__slots__", ()):
                 if name != "__weakref__":
                     setters[name] = klass.__dict__[name].__set__
         cls._setters = setters
+        if final:  # a node kind: derive its generic methods from its declaration, register it
+            sort = next(k for k in cls.__mro__ if Node in k.__bases__)
+            kinds.declare(cls, sort, _BASE_SLOTS)
+        cls._final = final  # after the declaration is accepted (a rejected class is no kind)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise ImmutableError(f"{type(self).__name__} nodes are immutable (cannot set {name!r})")
@@ -314,8 +331,82 @@ class Node:
         return self.id.hex()
 
     def children(self) -> tuple[Node, ...]:
-        """Direct child nodes, in evaluation order."""
+        """Direct child nodes, in evaluation order (derived from the kind's declaration)."""
         return ()
+
+    def replace_children(self, new: Iterable[Node]) -> Node:
+        """This node with its children (as :meth:`children` lists them) replaced by ``new``,
+        positionally: the node itself when nothing changed, else what the constructor builds.
+
+        >>> import pyir
+        >>> x, y = pyir.var("x"), pyir.var("y")
+        >>> pyir.op.add(x, x).replace_children([x, y]) is pyir.op.add(x, y)
+        True
+        """
+        return kinds._replace_children(self, new)
+
+
+_BASE_SLOTS = frozenset(Node.__slots__)
+
+
+_EXACT = (str, int, float, bytes, tuple, bool)  # scalar types a build() value must be exactly
+
+
+def build(cls: type[Node], values: Iterable[Any]) -> Any:
+    """The interned ``cls`` node with these field values (in declaration order), built
+    generically from the kind's declaration: what a kind without a hand-tuned constructor
+    returns from its ``__new__`` after normalizing its arguments.
+
+    Checks each value against its declared field (a node of the field's sort, a tuple of
+    them, None for an optional one, a scalar of exactly the declared type), keys the node
+    with :func:`pyir.kinds.id_of`, compares candidates field by field (nodes by identity,
+    scalars by typed equality: ``1``, ``1.0`` and ``True`` differ), and sets the summary
+    mask to the kind's bit OR-ed with its children's masks.  (For a kind with a hand-tuned
+    constructor, ``build`` finds the very node the constructor built -- the tests check it --
+    but the constructor, with its checks and normalization, is the way to make one.)
+
+    >>> import pyir
+    >>> x = pyir.var("x")
+    >>> build(pyir.Tuple, [(x, x)]) is pyir.Tuple([x, x])
+    True
+    """
+    ki = kinds.info(cls)
+    vals = tuple(values)
+    if len(vals) != len(ki.fields):
+        raise WellFormedError(f"{ki.name} has {len(ki.fields)} fields, got {len(vals)} values")
+    if ki.make is not cls or cls.__dict__.get("_derived"):
+        raise InternalError(f"{ki.name} is not built from its fields alone: build it through {ki.name}()")
+    for f, v in zip(ki.fields, vals):
+        if not f.node:
+            if type(v) is not f.type and (f.type in _EXACT or not isinstance(v, f.type)):  # type: ignore[arg-type]
+                raise WellFormedError(f"{ki.name}.{f.name}: expected a {f.type.__name__} value, "  # type: ignore[union-attr]
+                                      f"got {safe_repr(v)}")
+        elif f.many:
+            if type(v) is not tuple or not all(isinstance(x, f.sort) for x in v):  # type: ignore[arg-type]
+                raise WellFormedError(f"{ki.name}.{f.name} must be a tuple of {f.sort.__name__}, "  # type: ignore[union-attr]
+                                      f"got {safe_repr(v)}")
+        elif not isinstance(v, f.sort) and not (f.optional and v is None):  # type: ignore[arg-type]
+            raise WellFormedError(f"{ki.name}.{f.name} must be a {f.sort.__name__}"  # type: ignore[union-attr]
+                                  f"{' or None' if f.optional else ''}, got {safe_repr(v)}")
+    mask = ki.bit
+    for f, v in zip(ki.fields, vals):
+        if f in ki.children:
+            for x in (v if f.many else () if v is None else (v,)):
+                mask |= x._mask
+    names = [f.name for f in ki.fields]
+    scalar = [not f.node for f in ki.fields]
+
+    def same(n: Node) -> bool:
+        if type(n) is not cls:
+            return False
+        for name, v, s in zip(names, vals, scalar):
+            w = getattr(n, name)
+            if not (_typed_equal(w, v) if s else w is v or (type(v) is tuple and w == v)):
+                return False
+        return True
+
+    stored = {n: v for n, v in zip(names, vals) if n in cls._setters}  # an _id_field may be the id
+    return intern(cls, kinds.id_of(cls, vals), same, stored, mask)
 
 
 def builder_twin(cls: type[Node]) -> Any:
@@ -478,6 +569,15 @@ dicts of str names and plain values (:func:`plain_value`) are entered; holds no 
 cleared when full."""
 _attrs_cache: dict[bytes, Any] = {}
 _attrs_cache_get = _attrs_cache.get
+def _items_key(items: tuple[tuple[str, Any], ...]) -> bytes:
+    """The key bytes of an ``Attrs``' items after its tag: each name length-prefixed, each
+    value type-tagged (:func:`encode_attr_value`)."""
+    out: list[bytes] = []
+    for k, v in items:
+        kb = k.encode()
+        out.append(b"%d:" % len(kb) + kb)
+        encode_attr_value(v, out)
+    return b"".join(out)
 
 
 class Attrs(Node, final=True):
@@ -491,6 +591,9 @@ class Attrs(Node, final=True):
     __slots__ = ("_index", "_items")
     _kind = b"A"
     _mask = 0  # no summary bits: a class attribute shadowing the slot
+    _code = 13
+    _fields = (Scalar("_items", tuple, key=lambda items: _items_key(items)),)  # sorted (name, value) pairs
+    _derived = ("_index",)
     _items: tuple[tuple[str, Any], ...]
     _index: Mapping[str, Any]  # a read-only view (MappingProxyType) of a dict
 
@@ -549,6 +652,10 @@ class Attrs(Node, final=True):
                 _attrs_cache.clear()
             _attrs_cache[ck] = r
         return n
+
+    @classmethod
+    def _from_fields(cls, items: tuple[tuple[str, Any], ...]) -> Attrs:
+        return cls(dict(items))
 
     def __getitem__(self, name: str) -> Any:
         try:

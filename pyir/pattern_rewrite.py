@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .errors import ImmutableError, RewriteLoopError, WellFormedError
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .functor import ExprMutator, RoundLineage
+from .expr import Expr, Function
+from .functor import _KINDS, ExprMutator, RoundLineage
 from .lineage import derive
 from .node import Node
 from .pattern import Match, Pattern, PatternError, _key, _simplify_terms, _State
@@ -173,8 +173,7 @@ class _RuleMutator(ExprMutator):
         return cur
 
 
-_RuleMutator._hooks = dict.fromkeys((Var, GlobalVar, Constant, Op, Call, Tuple, TupleGetItem, Function, Let,
-                                     If), _RuleMutator.visit_any)
+_RuleMutator._hooks = dict.fromkeys(_KINDS, _RuleMutator.visit_any)  # every expression kind
 
 
 class _SkippingRuleMutator(_RuleMutator):

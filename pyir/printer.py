@@ -45,8 +45,9 @@ from typing import Any
 import numpy as np
 
 from . import hooks
-from .errors import TypeCheckError
+from .errors import InternalError, TypeCheckError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from .kinds import info
 from .node import Attrs, Node, _typed_equal
 from .op.registry import REQUIRED
 from .traverse import ScopeTree
@@ -153,12 +154,8 @@ def _type_text(t: Type, names: dict[Type, str] | None) -> str:
 
 
 def _subtypes(t: Type) -> tuple[Type, ...]:
-    k = type(t)
-    if k is TupleType:
-        return t.fields  # type: ignore[attr-defined]
-    if k is FuncType:
-        return (*t.arg_types, t.ret_type)  # type: ignore[attr-defined]
-    return ()
+    """The types directly inside ``t``: its children (from its kind's declaration)."""
+    return t.children()  # type: ignore[return-value]
 
 
 def _type_size(t: Type, memo: dict[Type, int]) -> int:
@@ -268,36 +265,57 @@ class _TypeAliases:
         return "".join(decls) + body
 
 
+_REPR_PLANS: dict[type, tuple[str, tuple[tuple[str, int], ...]]] = {}  # kind -> (head, fields)
+_MANY, _NODE, _SCALAR = 0, 1, 2
+
+
+def _repr_plan(k: type) -> tuple[str, tuple[tuple[str, int], ...]]:
+    ki = info(k)
+    plan = (ki.name + "(", tuple((f.name, _MANY if f.many else _NODE if f.node else _SCALAR)
+                                 for f in ki.fields))
+    _REPR_PLANS[k] = plan
+    return plan
+
+
 def type_repr(t: Type) -> str:
-    """``repr`` of a type (``TupleType([TensorType((2,), 'float32')])``); iterative."""
+    """``repr`` of a type (``TupleType([TensorType((2,), 'float32')])``); iterative.
+
+    Derived from the kinds' declarations: ``Kind(field, ...)`` with the fields in constructor
+    order, a tuple of types as a list, a scalar by its ``repr``.
+    """
     out: list[str] = []
     emit = out.append
     stack: list[Any] = [t]
     pop, push = stack.pop, stack.append
+    plans = _REPR_PLANS
     while stack:
         x = pop()
         if type(x) is str:
             emit(x)
             continue
         k = type(x)
-        if k is TensorType:
+        if k is TensorType:  # the common leaf, without the generic loop
             emit(f"TensorType({x.shape!r}, {x.dtype!r})")
-        elif k is TupleType or k is FuncType:
-            if k is TupleType:
-                items = x.fields
-                push("])")
+            continue
+        head, fields = plans.get(k) or _repr_plan(k)
+        emit(head)
+        push(")")
+        for j in range(len(fields) - 1, -1, -1):  # pushed last field first
+            name, how = fields[j]
+            v = getattr(x, name)
+            if how == _MANY:
+                push("]")
+                for i in range(len(v) - 1, -1, -1):
+                    push(v[i])
+                    if i:
+                        push(", ")
+                push("[")
+            elif how == _NODE and v is not None:
+                push(v)
             else:
-                items = x.arg_types
-                push(")")
-                push(x.ret_type)
-                push("], ")
-            for i in range(len(items) - 1, -1, -1):
-                push(items[i])
-                if i:
-                    push(", ")
-            emit("TupleType([" if k is TupleType else "FuncType([")
-        else:
-            emit(repr(x))
+                push(repr(v))
+            if j:
+                push(", ")
     return "".join(out)
 
 
@@ -653,7 +671,7 @@ class _Printer:
             return s
         s = self.atom(n)
         if s is None:  # pragma: no cover - scopes bind every non-atom first
-            raise AssertionError(f"unbound node {short_repr(n)}")
+            raise InternalError(f"the printer met the unbound node {short_repr(n)}")
         return s
 
     def param(self, v: Var) -> str:
@@ -688,7 +706,28 @@ class _Printer:
             return "(" + ", ".join(fs) + ("," if len(fs) == 1 else "") + ")"
         if k is TupleGetItem:
             return f"{self.ref(n.tuple_value)}.{n.index}"  # type: ignore[attr-defined]
-        return self.ref(n)
+        if k in _ATOMS_SET:
+            return self.ref(n)
+        return self.generic(n)
+
+    def generic(self, n: Node) -> str:
+        """A kind without syntax of its own, from its declaration: ``Kind(%0, [%1, %2], index=3)``
+        (children positionally, other fields by name).  Printing only: the parser does not
+        read it (a kind's syntax is written in the printer and the parser)."""
+        ki = info(type(n))
+        parts = []
+        for f in ki.fields:
+            v = getattr(n, f.name)
+            if f in ki.children:
+                parts.append("[" + ", ".join(map(self.ref, v)) + "]" if f.many
+                             else "None" if v is None else self.ref(v))
+            elif isinstance(v, Type):
+                parts.append(f"{f.name}={self.type_text(v)}")
+            elif type(v) is Attrs:
+                parts.append(f"{f.name}={{{', '.join(_attr_items_text(v.items(), self.type_text))}}}")
+            else:
+                parts.append(f"{f.name}={format_attr_value(v, self.type_text)}")
+        return f"{ki.name}({', '.join(parts)})"
 
     # -- scopes -------------------------------------------------------------------------------
     def scope(self, plan: _Plan, s: int, indent: str) -> Generator[Any, None, None]:

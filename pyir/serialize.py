@@ -91,6 +91,7 @@ from .expr import (
     Var,
     make_call,
 )
+from .kinds import KINDS, KindInfo, info
 from .lineage import EdgeBuffer, Edges, PassRecord, thaw_source_value
 from .module import Module
 from .node import MAX_ATTR_DEPTH, Attrs, Node, gc_paused
@@ -107,16 +108,24 @@ FLAG_MODULE = 1  # the root is a Module (else a single node)
 _KNOWN_FLAGS = FLAG_MODULE
 _ALIGN = 16
 
-# node kind codes
-K_VAR, K_GLOBAL, K_CONST, K_OP, K_CALL, K_TUPLE, K_GETITEM, K_FUNC, K_LET, K_IF = range(10)
-K_TENSOR_T, K_TUPLE_T, K_FUNC_T, K_ATTRS = range(10, 14)
-KIND_NAMES = ("Var", "GlobalVar", "Constant", "Op", "Call", "Tuple", "TupleGetItem", "Function", "Let",
-              "If", "TensorType", "TupleType", "FuncType", "Attrs")
-_KIND_OF_TYPE: dict[type, int] = {
-    Var: K_VAR, GlobalVar: K_GLOBAL, Constant: K_CONST, Op: K_OP, Call: K_CALL, Tuple: K_TUPLE,
-    TupleGetItem: K_GETITEM, Function: K_FUNC, Let: K_LET, If: K_IF, TensorType: K_TENSOR_T,
-    TupleType: K_TUPLE_T, FuncType: K_FUNC_T, Attrs: K_ATTRS,
-}
+# Node kind codes: each kind's declared ``_code`` (pyir.kinds), stable across versions.  The
+# kinds below have hand-tuned records; any other declared kind is stored generically from its
+# declaration (see "generic records").
+K_VAR, K_GLOBAL, K_CONST, K_OP, K_CALL = Var._code, GlobalVar._code, Constant._code, Op._code, Call._code
+K_TUPLE, K_GETITEM, K_FUNC, K_LET, K_IF = Tuple._code, TupleGetItem._code, Function._code, Let._code, If._code
+K_TENSOR_T, K_TUPLE_T, K_FUNC_T, K_ATTRS = TensorType._code, TupleType._code, FuncType._code, Attrs._code
+_KIND_OF_TYPE: dict[type, int] = {cls: cls._code for cls in KINDS.values() if cls._code is not None}
+#: kind code -> kind name (None: an unused code)
+KIND_NAMES: tuple[str | None, ...] = tuple(
+    next((c.__name__ for c, k in _KIND_OF_TYPE.items() if k == code), None)
+    for code in range(max(_KIND_OF_TYPE.values()) + 1))
+#: kind code -> 1 for the expression kinds (what a call argument may be), else 0
+_IS_EXPR = bytes(int(any(k == code and issubclass(c, Expr) for c, k in _KIND_OF_TYPE.items()))
+                 for code in range(256))
+_GENERIC: dict[int, KindInfo] = {  # the kinds stored generically, by code
+    k: info(c) for c, k in _KIND_OF_TYPE.items()
+    if c not in (Var, GlobalVar, Constant, Op, Call, Tuple, TupleGetItem, Function, Let, If, TensorType,
+                 TupleType, FuncType, Attrs)}
 
 # attribute value tags (in the ints column)
 V_NONE, V_FALSE, V_TRUE, V_INT, V_BIGINT, V_FLOAT, V_STR, V_TUPLE, V_REF = range(9)
@@ -170,24 +179,33 @@ def _attr_refs(v: Any, out: list[Node]) -> None:
             out.append(x)
 
 
+def _field_refs(n: Node) -> tuple[Node, ...]:
+    """The nodes in ``n``'s node fields (children and annotations), in declaration order."""
+    out: list[Node] = []
+    for f in info(type(n)).fields:
+        if f.node:
+            v = getattr(n, f.name)
+            if f.many:
+                out.extend(v)
+            elif v is not None:
+                out.append(v)
+    return tuple(out)
+
+
 def _refs(n: Node) -> tuple[Node, ...]:
-    """Every node ``n`` references (expression children, operators, types, attributes)."""
+    """Every node ``n`` references (expression children, operators, types, attributes): its
+    node fields in declaration order (a Call's attributes before its arguments)."""
     t = type(n)
     if t is Call:
         return (n.op, n.attrs, *n.args)  # type: ignore[attr-defined]
-    if t is Var:
-        ta = n.type_annotation  # type: ignore[attr-defined]
-        return () if ta is None else (ta,)
-    if t is Function:
-        rt = n.ret_type  # type: ignore[attr-defined]
-        tail = (n.attrs,) if rt is None else (rt, n.attrs)  # type: ignore[attr-defined]
-        return (*n.params, n.body, *tail)  # type: ignore[attr-defined]
     if t is Attrs:
         out: list[Node] = []
         for _, v in n.items():  # type: ignore[attr-defined]
             _attr_refs(v, out)
         return tuple(out)
-    return n.children()
+    if not info(t).annotations:
+        return n.children()
+    return _field_refs(n)
 
 
 def _node_table(roots: list[Node]) -> list[Node]:
@@ -407,11 +425,13 @@ def _encode(obj: Module | Node) -> _Columns:
                 ints += (ix[n.cond], ix[n.true_branch], ix[n.false_branch])
             elif k == K_TENSOR_T:
                 ints += (S(n.dtype), len(n.shape), *n.shape)
-            else:  # K_FUNC_T
+            elif k == K_FUNC_T:
                 ats = n.arg_types
                 ints.append(len(ats))
                 ints += map(get, ats)
                 ints.append(ix[n.ret_type])
+            else:
+                _generic_record(n, _GENERIC[k], ix, S, ints)
         ix[n] = cnt
         cnt += 1
         kpush(k)
@@ -729,6 +749,7 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], ids: list[bytes
     nstr = len(strs)
     nid = len(ids)
     dtype_ok = _dtype_ok
+    is_expr = _IS_EXPR
     i = 0
     k = -1
     try:
@@ -745,14 +766,14 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], ids: list[bytes
                 if na == 1:
                     j = ints[p + 1]
                     p += 2
-                    if not (0 <= j < i and kinds[j] <= K_IF):
+                    if not (0 <= j < i and is_expr[kinds[j]]):
                         _bad_args((j,), i, kinds)
                     push(make_call(op, (nodes[j],), at))
                 elif na == 2:
                     j = ints[p + 1]
                     j2 = ints[p + 2]
                     p += 3
-                    if not (0 <= j < i and 0 <= j2 < i and kinds[j] <= K_IF and kinds[j2] <= K_IF):
+                    if not (0 <= j < i and 0 <= j2 < i and is_expr[kinds[j]] and is_expr[kinds[j2]]):
                         _bad_args((j, j2), i, kinds)
                     push(make_call(op, (nodes[j], nodes[j2]), at))
                 else:
@@ -762,7 +783,7 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], ids: list[bytes
                     js = ints[p + 1:q]
                     p = q
                     for j in js:
-                        if not (0 <= j < i and kinds[j] <= K_IF):
+                        if not (0 <= j < i and is_expr[kinds[j]]):
                             _bad_args(js, i, kinds)
                     push(make_call(op, tuple([nodes[j] for j in js]), at))
             elif k == K_VAR:
@@ -861,7 +882,11 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], ids: list[bytes
                 p += 1
                 push(FuncType([nodes[j] for j in ats], ret))
             else:
-                raise _Bad(f"unknown node kind {k}")
+                gen = _GENERIC.get(k)
+                if gen is None:
+                    raise _Bad(f"unknown node kind {k}")
+                n, p = _generic_node(gen, ints, p, i, nodes, strs)
+                push(n)
         if len(nodes) != len(kinds):
             raise _Bad("truncated node table")
     except _Bad as e:
@@ -876,7 +901,7 @@ def _bad_args(js: Any, i: int, kinds: bytes) -> None:
     for j in js:
         if not 0 <= j < i:
             raise _Bad(f"argument reference {j} out of range (must be a smaller index)")
-        if kinds[j] > K_IF:
+        if not _IS_EXPR[kinds[j]]:
             raise _Bad(f"a Call argument is a {_kind_name(kinds[j])}, not an expression")
     raise InternalError("no bad Call argument among " + repr(js))  # pragma: no cover
 
@@ -894,7 +919,50 @@ def _call_sig(s: int, nsig: int, ints: list[int], i: int, nodes: list[Node]) -> 
 
 
 def _kind_name(k: int) -> str:
-    return KIND_NAMES[k] if 0 <= k < len(KIND_NAMES) else f"kind {k}"
+    name = KIND_NAMES[k] if 0 <= k < len(KIND_NAMES) else None
+    return name if name is not None else f"kind {k}"
+
+
+# -- generic records, from the kinds' declarations -------------------------------------------------
+# A kind without a hand-tuned record above (any kind added later) is stored field by field in
+# declaration order: a node as its index (-1 for None), a tuple of nodes as its length and the
+# indices, a scalar as a tagged value (like an attribute value).  For the kinds whose fields
+# are all nodes (Tuple, Function, Let, If, TupleType, FuncType) this is exactly their
+# hand-tuned record (the tests check it).
+
+
+def _generic_record(n: Node, ki: KindInfo, ix: dict[Node, int], S: _Strings, out: list[int]) -> None:
+    for f in ki.fields:
+        v = getattr(n, f.name)
+        if f.many:
+            out.append(len(v))
+            out += [ix[x] for x in v]
+        elif f.node:
+            out.append(-1 if v is None else ix[v])
+        else:
+            _encode_value(v, ix, S, out)
+
+
+def _generic_node(ki: KindInfo, ints: list[int], p: int, i: int, nodes: list[Node],
+                  strs: list[str]) -> tuple[Node, int]:
+    """Decode a generic record at ``ints[p]``; the node (through the kind's constructor) and
+    the next position."""
+    vals: list[Any] = []
+    for f in ki.fields:
+        if f.many:
+            js, p = _refs_at(ints, p + 1, ints[p], i)
+            vals.append(tuple([nodes[j] for j in js]))
+        elif f.node:
+            j = ints[p]
+            p += 1
+            vals.append(None if j == -1 and f.optional else nodes[_idx(j, i)])
+        else:
+            v, p = _read_value(ints, p, i, nodes, strs, 0)
+            vals.append(v)
+    for f, v in zip(ki.fields, vals):
+        if f.node and not f.many and v is not None and not isinstance(v, f.sort):  # type: ignore[arg-type]
+            raise _Bad(f"{ki.name}.{f.name} is a {type(v).__name__}, not a {f.sort.__name__}")  # type: ignore[union-attr]
+    return ki.make(*vals), p
 
 
 def _refs_at(ints: list[int], p: int, n: int, i: int) -> tuple[list[int], int]:

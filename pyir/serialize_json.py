@@ -36,16 +36,19 @@ from typing import Any
 
 from .errors import SerializationError
 from .expr import Call, Var
+from .kinds import KINDS, info
 from .lineage import PassRecord, thaw_source_value
 from .module import Module
 from .node import Node, gc_paused
 from .serialize import (
     _ALIGN,
+    _GENERIC,
     _I64_MAX,
     _I64_MIN,
     _KIND_OF_TYPE,
     _MAX_ATTR_DEPTH,
     FLAG_MODULE,
+    K_ATTRS,
     K_CALL,
     K_CONST,
     K_FUNC,
@@ -81,7 +84,9 @@ from .serialize import (
 
 __all__ = ["to_json", "from_json"]
 
-_KIND_OF_NAME = {n: k for k, n in enumerate(KIND_NAMES)}
+_KIND_OF_NAME = {n: k for k, n in enumerate(KIND_NAMES) if n is not None}
+#: kind code -> the number of fields of its record: its declared fields (pyir.kinds)
+_ARITY = {k: len(info(KINDS[n]).fields) for n, k in _KIND_OF_NAME.items()}
 
 JSON_FORMAT = "pyir"
 #: Version of the JSON document layout (independent of the binary format's version: the binary
@@ -114,7 +119,7 @@ def _node_record(n: Node, ix: dict[Node, int]) -> list[Any]:
     k = _KIND_OF_TYPE.get(type(n))
     if k is None:
         raise SerializationError(f"cannot serialize node of type {type(n).__name__}")
-    name = KIND_NAMES[k]
+    name = type(n).__name__
     if k == K_VAR:
         ta = n.type_annotation  # type: ignore[attr-defined]
         return [name, n.name_hint, n.uid.hex(), None if ta is None else ix[ta]]  # type: ignore[attr-defined]
@@ -144,7 +149,20 @@ def _node_record(n: Node, ix: dict[Node, int]) -> list[Any]:
         return [name, n.dtype, list(n.shape)]  # type: ignore[attr-defined]
     if k == K_FUNC_T:
         return [name, [ix[a] for a in n.arg_types], ix[n.ret_type]]  # type: ignore[attr-defined]
-    return [name, [[key, _json_value(v, ix)] for key, v in n.items()]]  # type: ignore[attr-defined]
+    if k == K_ATTRS:
+        return [name, [[key, _json_value(v, ix)] for key, v in n.items()]]  # type: ignore[attr-defined]
+    return _generic_json(n, name, ix)
+
+
+def _generic_json(n: Node, name: str, ix: dict[Node, int]) -> list[Any]:
+    """The record of a kind without a hand-tuned one, from its declaration: its fields in
+    order (a node as its index or null, a tuple of nodes as a list, a scalar as a tagged value)."""
+    out: list[Any] = [name]
+    for f in info(type(n)).fields:
+        v = getattr(n, f.name)
+        out.append([ix[x] for x in v] if f.many else (None if v is None else ix[v]) if f.node
+                   else _json_value(v, ix))
+    return out
 
 
 _BATCH = 4096  # list items encoded per json.dumps call while streaming
@@ -598,7 +616,7 @@ class _JsonColumns:
             raise _Bad(f"unknown node kind {rec[0] if rec else None!r:.60}")
         k = _KIND_OF_NAME[rec[0]]
         f = rec[1:]
-        arity = (3, 1, 3, 1, 3, 1, 2, 4, 3, 3, 2, 1, 2, 1)[k]
+        arity = _ARITY[k]
         if len(f) != arity:
             raise _Bad(f"{rec[0]} record needs {arity} fields, got {len(f)}")
         self.kinds.append(k)
@@ -642,6 +660,15 @@ class _JsonColumns:
         elif k == K_FUNC_T:
             self._refs(f[0], "FuncType args")
             out.append(_int(f[1], "FuncType ret"))
+        elif k in _GENERIC:
+            for fd, x in zip(_GENERIC[k].fields, f):
+                what = f"{rec[0]} {fd.name}"
+                if fd.many:
+                    self._refs(x, what)
+                elif fd.node:
+                    out.append(_ref_or_null(x, what) if fd.optional else _int(x, what))
+                else:
+                    self._value(x, 0)
         else:  # Attrs
             items = _list(f[0], "Attrs items")
             out.append(len(items))

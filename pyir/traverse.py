@@ -5,10 +5,12 @@ from __future__ import annotations
 import weakref
 from array import array
 from collections.abc import Callable, Iterable, Iterator
+from operator import attrgetter
 from typing import Any
 
 from .errors import InternalError
 from .expr import Call, Expr, Function, GlobalVar, Let, Op, Var
+from .kinds import KINDS, KindInfo, info
 from .node import Node
 
 __all__ = ["expr_children", "post_order", "pre_order", "count_nodes", "free_vars", "bound_vars",
@@ -129,14 +131,52 @@ def scope_info(expr: Expr) -> _ScopeInfo:
         return _scope_walk(expr)
 
 
+# -- binders, from the kinds' declarations (fields declared with ``binds=True``) --------------
+
+
+def _getter(fields: tuple[Any, ...]) -> Callable[[Node], tuple[Node, ...]]:
+    """A function returning the nodes of ``fields`` (single or tuple fields), in order."""
+    if len(fields) == 1 and fields[0].many:
+        return attrgetter(fields[0].name)
+    names = [(f.name, f.many) for f in fields]
+
+    def get(n: Node) -> tuple[Node, ...]:
+        out: list[Node] = []
+        for name, many in names:
+            v = getattr(n, name)
+            if many:
+                out.extend(v)
+            elif v is not None:
+                out.append(v)
+        return tuple(out)
+
+    return get
+
+
+def _binder_kinds() -> dict[type, KindInfo]:
+    return {cls: info(cls) for cls in KINDS.values() if info(cls).binders}
+
+
+#: binder kind -> the variables a node of it binds (a Function's params, a Let's var)
+BOUND: dict[type, Callable[[Node], tuple[Any, ...]]] = {
+    cls: _getter(ki.binders) for cls, ki in _binder_kinds().items()}
+#: binder kind -> its children in use position (the children that are not bound variables)
+_USES: dict[type, Callable[[Node], tuple[Node, ...]]] = {
+    cls: _getter(tuple(f for f in ki.children if not f.binds)) for cls, ki in _binder_kinds().items()}
+#: the summary bits of the binder kinds: a subgraph without them binds nothing
+BINDER_BITS = 0
+for _ki in _binder_kinds().values():
+    BINDER_BITS |= _ki.bit
+if set(BOUND) != {Function, Let} or not BINDER_BITS:  # pragma: no cover - a new binder kind
+    raise InternalError("a binder kind other than Function and Let needs a summary bit and its scoping "
+                        "rule in traverse._scope_walk and the alpha walks of pyir.equality")
+
+
 def _use_children(n: Node) -> tuple[Node, ...]:
-    """Children in use position: a Let's var and a Function's params are not uses."""
-    k = type(n)
-    if k is Let:
-        return (n.value, n.body)  # type: ignore[attr-defined]
-    if k is Function:
-        return (n.body,)  # type: ignore[attr-defined]
-    return n.children()
+    """Children in use position: the variables a binder binds (a Let's var, a Function's
+    params) are not uses."""
+    uses = _USES.get(type(n))
+    return n.children() if uses is None else uses(n)
 
 
 def _scope_walk(expr: Expr) -> _ScopeInfo:
@@ -405,27 +445,18 @@ def _union(a: tuple[Var, ...], b: tuple[Var, ...]) -> tuple[Var, ...]:
 
 def binders_of(expr: Expr) -> Iterator[tuple[Var, Node]]:
     """``(var, binder node)`` for every variable bound in ``expr`` (params and let vars);
-    skips every subgraph without a function or a let."""
-    from .node import F_FUNC, F_LET
-
-    for n in post_order(expr, stop=lambda n: not (n._mask & (F_FUNC | F_LET))):
-        k = type(n)
-        if k is Function:
-            for p in n.params:
-                yield p, n
-        elif k is Let:
-            yield n.var, n
+    skips every subgraph without a binder (a function or a let)."""
+    bound = BOUND.get
+    for n in post_order(expr, stop=lambda n: not (n._mask & BINDER_BITS)):
+        b = bound(type(n))
+        if b is not None:
+            for v in b(n):
+                yield v, n
 
 
 def bound_vars(expr: Expr) -> list[Var]:
     """Variables bound (as params or let vars) anywhere in ``expr``."""
-    out: list[Var] = []
-    for n in post_order(expr):
-        if type(n) is Function:
-            out.extend(n.params)
-        elif type(n) is Let:
-            out.append(n.var)
-    return out
+    return [v for v, _ in binders_of(expr)]
 
 
 def global_vars(expr: Expr) -> list[GlobalVar]:
@@ -507,25 +538,16 @@ def check_binders(expr: Expr) -> None:
     subgraph without a function or a let.
     """
     from .errors import WellFormedError
-    from .node import F_FUNC, F_LET
 
-    if not (expr._mask & (F_FUNC | F_LET)) or expr in _binders_checked:
+    if not (expr._mask & BINDER_BITS) or expr in _binders_checked:
         return
     binder_of: dict[Var, Node] = {}
-    for n in post_order(expr, stop=lambda n: not (n._mask & (F_FUNC | F_LET))):
-        k = type(n)
-        if k is Function:
-            bound: tuple[Var, ...] = n.params
-        elif k is Let:
-            bound = (n.var,)
-        else:
-            continue
-        for v in bound:
-            other = binder_of.setdefault(v, n)
-            if other is not n:
-                raise WellFormedError(f"variable %{v.name_hint} is bound twice (by {type(other).__name__} "
-                                      f"#{other.id.hex()[:8]} and {k.__name__} #{n.id.hex()[:8]}); "
-                                      "use a fresh pyir.var for each binding")
+    for v, n in binders_of(expr):
+        other = binder_of.setdefault(v, n)
+        if other is not n:
+            raise WellFormedError(f"variable %{v.name_hint} is bound twice (by {type(other).__name__} "
+                                  f"#{other.id.hex()[:8]} and {type(n).__name__} #{n.id.hex()[:8]}); "
+                                  "use a fresh pyir.var for each binding")
     _binders_checked.add(expr)
 
 

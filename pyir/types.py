@@ -10,6 +10,7 @@ import numpy as np
 
 from . import hooks
 from .errors import WellFormedError
+from .kinds import Child, Children, Scalar, dtype_key, packed_dims_key
 from .node import (
     MAX_INDEX,
     Node,
@@ -101,6 +102,9 @@ class TensorType(Type, final=True):
 
     __slots__ = ("dtype", "shape")
     _kind = b"t"
+    _code = 10
+    _fields = (Scalar("shape", tuple, key=packed_dims_key), Scalar("dtype", str, key=dtype_key))
+    _key_order = ("dtype", "shape")
     shape: tuple[int, ...]
     dtype: str
 
@@ -207,6 +211,8 @@ class TupleType(Type, final=True):
 
     __slots__ = ("fields",)
     _kind = b"u"
+    _code = 11
+    _fields = (Children("fields"),)
     fields: tuple[Type, ...]
 
     def __new__(cls, fields: Iterable[Type]) -> TupleType:
@@ -221,9 +227,6 @@ class TupleType(Type, final=True):
         return intern(TupleType, key, lambda n: type(n) is TupleType and n.fields == fs,
                       {"fields": fs}, 0)
 
-    def children(self) -> tuple[Node, ...]:
-        return self.fields
-
     def __repr__(self) -> str:
         return hooks.type_repr(self)
 
@@ -236,6 +239,9 @@ class FuncType(Type, final=True):
 
     __slots__ = ("arg_types", "ret_type")
     _kind = b"f"
+    _code = 12
+    _fields = (Children("arg_types"), Child("ret_type"))
+    _key_order = ("ret_type", "arg_types")
     arg_types: tuple[Type, ...]
     ret_type: Type
 
@@ -252,9 +258,6 @@ class FuncType(Type, final=True):
         return intern(FuncType, key,
                       lambda n: type(n) is FuncType and n.ret_type is ret_type and n.arg_types == args,
                       {"arg_types": args, "ret_type": ret_type}, 0)
-
-    def children(self) -> tuple[Node, ...]:
-        return (*self.arg_types, self.ret_type)
 
     def __repr__(self) -> str:
         return hooks.type_repr(self)

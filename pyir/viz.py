@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .errors import GraphvizNotFoundError, WellFormedError
 from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from .kinds import info
 from .module import Module
 from .node import Node
 from .printer import _inline_const, type_str
@@ -36,41 +37,48 @@ def _q(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)
 
 
+def _call_label(n: Any) -> str:
+    return n.op.name if type(n.op) is Op else "call"
+
+
+def _var_label(n: Any) -> str:
+    t = n.type_annotation
+    return "%" + n.name_hint + (f"\n{type_str(t)}" if t is not None else "")
+
+
+def _const_label(n: Any) -> str:
+    s = _inline_const(n, 4)
+    return s if s is not None else f"const {n.data.dtype.name}{list(n.data.shape)}"
+
+
+#: node kind -> its label (a kind not listed: its name and its scalar fields)
+_LABELS: dict[type, Callable[[Any], str]] = {
+    Call: _call_label,
+    Var: _var_label,
+    GlobalVar: lambda n: "@" + n.name_hint,
+    Constant: _const_label,
+    Tuple: lambda n: "tuple",
+    TupleGetItem: lambda n: f".{n.index}",
+    Function: lambda n: "fn Primitive" if n.attrs.get("Primitive") else "fn",
+    Let: lambda n: "let %" + n.var.name_hint,
+    If: lambda n: "if",
+}
+
+#: node kind -> its DOT shape (a kind not listed: a box)
+_SHAPES: dict[type, str] = {Var: "ellipse", GlobalVar: "ellipse", Constant: "box, style=rounded",
+                            Function: "invhouse"}
+
+
 def _label(n: Node) -> str:
-    k = type(n)
-    if k is Call:
-        op = n.op  # type: ignore[attr-defined]
-        return op.name if type(op) is Op else "call"
-    if k is Var:
-        t = n.type_annotation  # type: ignore[attr-defined]
-        return "%" + n.name_hint + (f"\n{type_str(t)}" if t is not None else "")  # type: ignore[attr-defined]
-    if k is GlobalVar:
-        return "@" + n.name_hint  # type: ignore[attr-defined]
-    if k is Constant:
-        s = _inline_const(n, 4)  # type: ignore[arg-type]
-        return s if s is not None else f"const {n.data.dtype.name}{list(n.data.shape)}"  # type: ignore[attr-defined]
-    if k is Tuple:
-        return "tuple"
-    if k is TupleGetItem:
-        return f".{n.index}"  # type: ignore[attr-defined]
-    if k is Function:
-        return "fn Primitive" if n.attrs.get("Primitive") else "fn"  # type: ignore[attr-defined]
-    if k is Let:
-        return "let %" + n.var.name_hint  # type: ignore[attr-defined]
-    if k is If:
-        return "if"
-    return k.__name__
+    lab = _LABELS.get(type(n))
+    if lab is not None:
+        return lab(n)
+    ki = info(type(n))
+    return " ".join([ki.name, *[f"{f.name}={getattr(n, f.name)!r:.40}" for f in ki.scalars]])
 
 
 def _shape(n: Node) -> str:
-    k = type(n)
-    if k is Var or k is GlobalVar:
-        return "ellipse"
-    if k is Constant:
-        return "box, style=rounded"
-    if k is Function:
-        return "invhouse"
-    return "box"
+    return _SHAPES.get(type(n), "box")
 
 
 def _highlight_ids(highlight: Iterable[Any] | None) -> set[bytes]:
