@@ -19,9 +19,9 @@ import time
 
 import pyir
 from pyir import op
-from pyir.diff import _heights, diff
-from pyir.equality import alpha_equal, clear_caches, gc_paused
-from pyir.expr import Op
+from pyir.analysis.diff import _heights, diff
+from pyir.analysis.equality import alpha_equal, clear_caches, gc_paused
+from pyir.ir.expr import Op
 
 
 def timed(fn, repeat=1):
@@ -85,7 +85,7 @@ def main(n: int = 10**5) -> None:
     for _ in range(10):
         path.append(path[-1].args[0])
     repl = {path[-1]: op.tanh(path[-1])}
-    from pyir.functor import substitute
+    from pyir.rewrite.functor import substitute
 
     m2 = m.with_function("main", f.with_body(substitute(f.body, repl)))
     _heights.clear()

@@ -14,8 +14,8 @@ import gc
 import time
 
 import pyir
-from pyir.parser import parse
-from pyir.traverse import count_nodes, iter_calls
+from pyir.ir.traverse import count_nodes, iter_calls
+from pyir.text.parser import parse
 
 
 def measure(blocks: int) -> dict[str, float]:

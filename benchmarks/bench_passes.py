@@ -71,7 +71,7 @@ def bench(blocks: int, repeats: int) -> None:
     n = calls(mod)
     nodes = pyir.count_nodes(main)
     base = best(lambda: plain_walk(main), repeats)
-    relus = list(pyir.traverse.iter_calls(main, "nn.relu"))
+    relus = list(pyir.ir.traverse.iter_calls(main, "nn.relu"))
     target = relus[len(relus) // 2]
     softmax = pyir.Op("nn.softmax")
 

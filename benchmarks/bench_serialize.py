@@ -29,8 +29,9 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import pyir
-from pyir.expr import Call, Constant
-from pyir.serialize import _node_table, dumps, from_json, loads, to_json
+from pyir.ir.expr import Call, Constant
+from pyir.serialize import dumps, from_json, loads, to_json
+from pyir.serialize.binary import _node_table
 from pyir.testing import resnet
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pyir
 from pyir import display
-from pyir.diff import diff
+from pyir.analysis.diff import diff
 from pyir.report import ReportInstrument
 from pyir.transform.base import PassContext, Sequential
 from pyir.transform.fold_constant import FoldConstant

@@ -8,8 +8,8 @@ the objects render as HTML (``pyir.display.install()``).
 # %% Build a small ResNet-style model
 import pyir
 from pyir import display
-from pyir.diff import diff
-from pyir.equality import alpha_equal, alpha_hash, structural_equal
+from pyir.analysis.diff import diff
+from pyir.analysis.equality import alpha_equal, alpha_hash, structural_equal
 from pyir.report import ReportInstrument
 from pyir.transform.base import PassContext, Sequential
 from pyir.transform.fold_constant import FoldConstant

@@ -8,8 +8,10 @@ True
 """
 
 from . import display, op, report, testing, transform, viz
-from .diff import Diff, diff
-from .equality import alpha_equal, alpha_hash, structural_equal, structural_hash
+from .analysis.diff import Diff, diff
+from .analysis.equality import alpha_equal, alpha_hash, structural_equal, structural_hash
+from .analysis.interp import evaluate
+from .analysis.typecheck import infer_type
 from .errors import (
     AttrError,
     EvaluationError,
@@ -29,7 +31,7 @@ from .errors import (
     UnknownOpError,
     WellFormedError,
 )
-from .expr import (
+from .ir.expr import (
     Call,
     Constant,
     Expr,
@@ -45,13 +47,13 @@ from .expr import (
     const,
     var,
 )
-from .functor import ExprMutator, ExprVisitor, rebuild, rewrite, substitute
-from .interp import evaluate
-from .lineage import PassRecord, Step, derive, eliminate
-from .module import Module
-from .node import Attrs, Node, live_node_count
-from .parser import parse, parse_expr, parse_type
-from .pattern import (
+from .ir.lineage import PassRecord, Step, derive, eliminate
+from .ir.module import Module
+from .ir.node import Attrs, Node, live_node_count
+from .ir.traverse import count_nodes, free_vars, post_order, pre_order
+from .ir.types import FuncType, TensorType, TupleType, Type
+from .rewrite.functor import ExprMutator, ExprVisitor, rebuild, rewrite, substitute
+from .rewrite.pattern import (
     Match,
     Pattern,
     is_constant,
@@ -62,13 +64,11 @@ from .pattern import (
     is_var,
     wildcard,
 )
-from .pattern_rewrite import Rule, rewrite_rules
-from .printer import astext
+from .rewrite.pattern_rewrite import Rule, rewrite_rules
 from .serialize import dumps, from_json, load, loads, save, to_json
+from .text.parser import parse, parse_expr, parse_type
+from .text.printer import astext
 from .transform.pattern_rewrite import PatternRewrite
-from .traverse import count_nodes, free_vars, post_order, pre_order
-from .typecheck import infer_type
-from .types import FuncType, TensorType, TupleType, Type
 
 display.install()
 

@@ -1,8 +1,8 @@
 """Notebook display: HTML renderings (``_repr_html_``) and IPython pretty-printing.
 
 :func:`install` attaches ``_repr_html_`` to :class:`~pyir.Expr`,
-:class:`~pyir.Module`, :class:`~pyir.lineage.PassRecord` and
-:class:`~pyir.lineage.Step` (it is idempotent).  :class:`~pyir.diff.Diff` and
+:class:`~pyir.Module`, :class:`~pyir.ir.lineage.PassRecord` and
+:class:`~pyir.ir.lineage.Step` (it is idempotent).  :class:`~pyir.analysis.diff.Diff` and
 :class:`~pyir.report.ReportInstrument` call into this module themselves.
 
 The HTML is self-contained: one inline ``<style>`` per output, the IR text
@@ -22,12 +22,12 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from . import hooks
-from .expr import Call, Expr, Function, Op
-from .lineage import PassRecord, Step
-from .module import Module
-from .node import Node, cached_type, gc_paused
-from .printer import _key_text, astext, format_attr_value, quote_name, short_repr, type_str
+from .ir import hooks
+from .ir.expr import Call, Expr, Function, Op
+from .ir.lineage import PassRecord, Step
+from .ir.module import Module
+from .ir.node import Node, cached_type, gc_paused
+from .text.printer import _key_text, astext, format_attr_value, quote_name, short_repr, type_str
 
 __all__ = ["install", "highlight", "expr_html", "module_html", "diff_html", "pass_record_html",
            "nodes_html", "steps_html", "LineageResult", "lineage", "table_html", "MAX_LINES", "STYLE"]
@@ -114,7 +114,7 @@ def _op_histogram(nodes: Iterable[Node], top: int = 8) -> str:
 
 def expr_html(e: Expr, *, max_lines: int = MAX_LINES) -> str:
     """HTML for an expression: highlighted text, or a summary when it is large."""
-    from .traverse import post_order
+    from .ir.traverse import post_order
 
     with gc_paused():
         nodes = post_order(e)
@@ -144,7 +144,7 @@ def _header(name: str, f: Function) -> str:
 
 def module_html(mod: Module, *, max_lines: int = MAX_LINES, first_lines: int = 12) -> str:
     """HTML for a module: one collapsible ``<details>`` per function; summarized when large."""
-    from .traverse import post_order
+    from .ir.traverse import post_order
 
     with gc_paused():
         orders = {name: post_order(f) for name, f in mod.items()}
@@ -271,7 +271,8 @@ def _side_by_side(a: list[str], b: list[str], context: int = 3) -> str:
 
 
 def diff_html(d: Any, *, max_nodes: int = 50) -> str:
-    """HTML for a :class:`~pyir.diff.Diff`: summary, side-by-side changed lines, new nodes with origins."""
+    """HTML for a :class:`~pyir.analysis.diff.Diff`: summary, side-by-side changed
+    lines, new nodes with origins."""
     parts = [f"<pre>{_esc(d.summary())}</pre>"]
     after = d.after if isinstance(d.after, Module) else None
     with_lineage = after is not None and len(after.pass_records) > 0

@@ -15,10 +15,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from .diff import changed_nodes
-from .module import Module
+from .analysis.diff import changed_nodes
+from .ir.module import Module
+from .ir.traverse import count_nodes
 from .transform.base import Pass, PassInstrument, Sequential
-from .traverse import count_nodes
 
 __all__ = ["ReportInstrument", "PassRow"]
 
@@ -43,7 +43,7 @@ class ReportInstrument(PassInstrument):
     ``progress=True`` a line per pass is printed to ``file`` (stderr by default)
     as the pipeline runs.  Counting nodes walks each module once (the count of a
     pass's output is reused as the next pass's input count); changed nodes are
-    counted with :func:`pyir.diff.changed_nodes`, proportional to the change.
+    counted with :func:`pyir.analysis.diff.changed_nodes`, proportional to the change.
     """
 
     def __init__(self, *, progress: bool = False, file: TextIO | None = None) -> None:

@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from . import op
-from .expr import Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var, const, var
-from .module import Module
-from .node import gc_paused
-from .types import TensorType
+from .ir.expr import Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var, const, var
+from .ir.module import Module
+from .ir.node import gc_paused
+from .ir.types import TensorType
 
 __all__ = ["resnet", "transformer_block", "elementwise_chain", "shared_dag", "programs",
            "random_inputs", "PROGRAM_SHAPE", "snapshot", "assert_same_values", "check_pass",
@@ -34,7 +34,7 @@ __all__ = ["resnet", "transformer_block", "elementwise_chain", "shared_dag", "pr
 
 
 def _bulk(fn: Any) -> Any:
-    """Build with the cyclic collector paused (see :func:`pyir.node.gc_paused`)."""
+    """Build with the cyclic collector paused (see :func:`pyir.ir.node.gc_paused`)."""
     @functools.wraps(fn)
     def wrapper(*args: Any, **kw: Any) -> Any:
         with gc_paused():
@@ -243,7 +243,7 @@ def programs(max_steps: int = 12, *, allow_let: bool = True) -> Any:
 
 def snapshot(mod: Module) -> tuple[str, dict[str, list[bytes]]]:
     """Printed text (with metadata) and the ids of every node of every function."""
-    from .traverse import post_order
+    from .ir.traverse import post_order
 
     return (mod.astext(show_meta_data=True),
             {name: [n.id for n in post_order(f)] for name, f in mod.items()})
@@ -255,7 +255,7 @@ def assert_same_values(before: Module, after: Module, *, inputs: Sequence[np.nda
 
     Tensors must also agree exactly in shape and dtype.
     """
-    from .interp import evaluate
+    from .analysis.interp import evaluate
 
     ins = list(inputs) if inputs is not None else random_inputs(before, seed)
     want, got = evaluate(before, *ins), evaluate(after, *ins)
@@ -285,7 +285,7 @@ def check_pass(pass_: Any, mod: Module, *, idempotent: bool = True, lineage: boo
 
     Returns the output module.
     """
-    from .traverse import post_order
+    from .ir.traverse import post_order
 
     before = snapshot(mod)
     out = pass_(mod)
@@ -309,9 +309,9 @@ def check_pass(pass_: Any, mod: Module, *, idempotent: bool = True, lineage: boo
 
 def _rebuild(n: Any) -> Any:
     """``n`` rebuilt through its public constructor from its (already canonical) fields."""
-    from .expr import Call, GlobalVar, Op
-    from .node import Attrs
-    from .types import FuncType, TupleType
+    from .ir.expr import Call, GlobalVar, Op
+    from .ir.node import Attrs
+    from .ir.types import FuncType, TupleType
 
     t = type(n)
     if t is Call:
@@ -355,9 +355,9 @@ def assert_canonical(obj: Any) -> None:
     depth works.  Raises AssertionError naming the first node that differs.
     """
     from .errors import PyIRError
-    from .lineage import PassRecord
-    from .node import Node
-    from .serialize import _node_table
+    from .ir.lineage import PassRecord
+    from .ir.node import Node
+    from .serialize.binary import _node_table
 
     if isinstance(obj, Module):
         roots: list[Any] = [obj[name] for name in obj.names()]

@@ -20,11 +20,23 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .errors import GraphvizNotFoundError, WellFormedError
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .kinds import info
-from .module import Module
-from .node import Node
-from .printer import _inline_const, type_str
+from .ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from .ir.kinds import info
+from .ir.module import Module
+from .ir.node import Node
+from .text.printer import _inline_const, type_str
 
 __all__ = ["to_dot", "to_svg", "Graph", "viz", "GraphvizNotFoundError", "MAX_NODES"]
 

@@ -1,11 +1,11 @@
-"""Tests for pyir.diff: exactly the changed region is reported."""
+"""Tests for pyir.analysis.diff: exactly the changed region is reported."""
 
 import pytest
 from hypothesis import given, settings
 
 import pyir
 from pyir import op
-from pyir.diff import changed_nodes, diff, height
+from pyir.analysis.diff import changed_nodes, diff, height
 
 
 def _chain(x, n, swap=None, new_op=op.tanh):

@@ -4,7 +4,7 @@ from html.parser import HTMLParser
 
 import pyir
 from pyir import display, op
-from pyir.diff import diff
+from pyir.analysis.diff import diff
 from pyir.report import ReportInstrument
 from pyir.transform.base import PassContext, Sequential
 

@@ -1,4 +1,4 @@
-"""Tests for pyir.equality: structural and alpha equality, alpha hashing."""
+"""Tests for pyir.analysis.equality: structural and alpha equality, alpha hashing."""
 
 import subprocess
 import sys
@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 import pyir
 from pyir import op
-from pyir.equality import alpha_equal, alpha_hash, structural_equal, structural_hash
-from pyir.functor import ExprMutator
+from pyir.analysis.equality import alpha_equal, alpha_hash, structural_equal, structural_hash
+from pyir.rewrite.functor import ExprMutator
 
 T = (2, 3)
 
@@ -160,7 +160,7 @@ def test_independent_resnets_equal():
 
 _PROG = """
 import pyir
-from pyir.equality import alpha_hash
+from pyir.analysis.equality import alpha_hash
 m = pyir.testing.resnet(2)
 print(alpha_hash(m["main"]).hex())
 """
@@ -207,7 +207,7 @@ def _nested_lets_over_shared(levels, shift=0):
     """``fn(x) { let v0 = x; let v1 = s + v0; ...; v_last }``, ``s`` a ``levels``-long chain on x
     shared by every level; ``shift=1`` makes the last level use v(n-3) instead of v(n-2)."""
     x = pyir.var("x", shape=(2,))
-    with pyir.node.gc_paused():
+    with pyir.ir.node.gc_paused():
         shared = x
         for _ in range(levels):
             shared = op.exp(shared)
@@ -269,8 +269,8 @@ def test_recursive_let_functions_compare_by_binding():
 
 def test_clear_caches_clears_every_cache():
     """issue 10 item 21: no unbounded marker cache is left behind, and clear_caches() empties
-    every cache of pyir.equality."""
-    import pyir.equality as eq
+    every cache of pyir.analysis.equality."""
+    import pyir.analysis.equality as eq
 
     eq.clear_caches()
     a = pyir.transform.ToANormalForm()(pyir.testing.elementwise_chain(20_000))["main"]
@@ -291,7 +291,7 @@ from pyir import op
 def chain(n):
     x = pyir.var("x", shape=(4,))
     vs = [pyir.var("v") for _ in range(n)]
-    with pyir.node.gc_paused():
+    with pyir.ir.node.gc_paused():
         body = vs[-1]
         for i in range(n - 1, 0, -1):
             body = pyir.Let(vs[i], op.nn.relu(vs[i - 1]) if i % 2 else op.tanh(vs[i - 1]), body)
@@ -335,7 +335,7 @@ def _mod(*params_and_body):
 def test_module_functions_take_the_certified_walk(build, monkeypatch):
     """issue 11 item 8: two independent builds of a module compare by the certified walk alone
     (no alpha hash computed, no general walk): the first call costs one pass over the pair."""
-    import pyir.equality as eq
+    import pyir.analysis.equality as eq
 
     eq.clear_caches()
 
@@ -425,7 +425,7 @@ def _variant(data):
 def test_certified_walk_agrees_with_the_general_walk(data):
     """issue 11 item 8: on random pairs of programs (equal up to renaming or not), the certified
     walk and the general walk give the same answer."""
-    from pyir.equality import _closed_walk, _parallel_walk
+    from pyir.analysis.equality import _closed_walk, _parallel_walk
 
     a, b = _variant(data)
     fa, fb = a["main"], b["main"]

@@ -6,8 +6,8 @@ import pytest
 
 import pyir
 from pyir import op
-from pyir.functor import BindingRewriter, Derivations, Rewriter, RoundLineage
-from pyir.traverse import bound_vars, free_vars, iter_calls, post_order, pre_order
+from pyir.ir.traverse import bound_vars, free_vars, iter_calls, post_order, pre_order
+from pyir.rewrite.functor import BindingRewriter, Derivations, Rewriter, RoundLineage
 
 
 def test_post_order_visits_each_distinct_node_once_children_first():

@@ -23,7 +23,7 @@ from xxhash import xxh3_128_digest
 import pyir
 from pyir import op
 from pyir.errors import SerializationError
-from pyir.serialize import _HEADER, _assemble, _sections
+from pyir.serialize.binary import _HEADER, _assemble, _sections
 from pyir.testing import assert_canonical
 
 # -- assert_canonical -------------------------------------------------------------------------------
@@ -75,7 +75,7 @@ def _kinds_seed() -> pyir.Module:
 
 def _history_seed() -> pyir.Module:
     """A small ResNet after two passes, plus a frontend-like record with sources."""
-    from pyir.lineage import PassRecord
+    from pyir.ir.lineage import PassRecord
 
     mod = pyir.testing.resnet(1, channels=2, size=4)
     mod = pyir.transform.SimplifyInference()(pyir.transform.FoldConstant()(mod))
@@ -105,7 +105,7 @@ def test_seeds_are_canonical_and_round_trip():
 
 def _check_loaded(obj) -> None:
     """Whatever loaded is canonical, well-formed, saves again stably and type-checks (or a pyir error)."""
-    assert isinstance(obj, (pyir.Module, pyir.node.Node)), type(obj)
+    assert isinstance(obj, (pyir.Module, pyir.ir.node.Node)), type(obj)
     assert_canonical(obj)  # (a) canonical nodes; (b) the Module / PassRecord constructors accept it
     data = pyir.dumps(obj)  # (c) re-serializable, stably, in both formats
     again = pyir.loads(data)

@@ -24,11 +24,11 @@ from hypothesis import strategies as st
 
 import pyir
 from pyir import Function, If, Let, Module, Tuple, TupleGetItem, Var, const, op
-from pyir.equality import alpha_equal
+from pyir.analysis.equality import alpha_equal
+from pyir.analysis.typecheck import infer_type
 from pyir.errors import ParseError, PyIRError
-from pyir.parser import _TOKEN_RE
-from pyir.typecheck import infer_type
-from pyir.types import TensorType, TupleType
+from pyir.ir.types import TensorType, TupleType
+from pyir.text.parser import _TOKEN_RE
 
 T = TensorType((2,), "float32")
 

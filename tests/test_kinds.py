@@ -1,4 +1,4 @@
-"""Node kinds declared once (pyir.kinds): the declarations, and everything derived from them."""
+"""Node kinds declared once (pyir.ir.kinds): the declarations, and everything derived from them."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 
 import pyir
-from pyir import dims, kinds, op
-from pyir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from pyir.kinds import KINDS, Child, Children, Scalar, field_values, key_bytes
-from pyir.node import F_UNTYPED, Attrs, Node, build, cached_type, digest
-from pyir.types import FuncType, TensorType, TupleType, Type
+from pyir import op
+from pyir.ir import dims, kinds
+from pyir.ir.expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from pyir.ir.kinds import KINDS, Child, Children, Scalar, field_values, key_bytes
+from pyir.ir.node import F_UNTYPED, Attrs, Node, build, cached_type, digest
+from pyir.ir.types import FuncType, TensorType, TupleType, Type
 
 # -- oracles: what the hand-written code said before the kinds were declared ------------------------
 
@@ -138,7 +139,7 @@ def test_registry_lists_every_final_kind_in_declaration_order():
     assert all(name == cls.__name__ for name, cls in KINDS.items())
     assert list(KINDS) == ["Attrs", "TensorType", "TupleType", "FuncType", "Var", "GlobalVar", "Constant",
                            "Op", "Call", "Tuple", "TupleGetItem", "Function", "Let", "If",
-                           "Sym", "AnyDim", "DimFloorDiv", "DimMod", "DimPoly"]  # pyir.dims: imported last
+                           "Sym", "AnyDim", "DimFloorDiv", "DimMod", "DimPoly"]  # pyir.ir.dims: imported last
     assert {name: cls._code for name, cls in KINDS.items() if cls._code is not None} == V1_CODES
     assert len({cls._kind for cls in KINDS.values()}) == len(KINDS)
 
@@ -266,14 +267,14 @@ def test_derived_children_survive_depth():
 
 def test_functor_tables_come_from_the_registry():
     """The visitors' hook tables and the mutators' rebuilds are derived from KINDS."""
-    from pyir import functor
+    from pyir.rewrite import functor
 
     expr_kinds = [k for k in KINDS.values() if issubclass(k, Expr)]
     assert list(functor._KINDS) == expr_kinds and len(expr_kinds) == 10
     assert set(functor._FnMutator._hooks) == set(expr_kinds)
     assert all(functor._REBUILD[k] is kinds.info(k).rebuild for k in KINDS.values() if k._code is not None)
     n = dims.sym("n")
-    assert functor.rebuild(n // 2, {n: dims.sym("k")}) is dims.sym("k") // 2  # pyir.dims, imported later
+    assert functor.rebuild(n // 2, {n: dims.sym("k")}) is dims.sym("k") // 2  # pyir.ir.dims, imported later
     assert functor._REBUILD[Call] is Call._rebuild  # the hand-tuned one
 
     class Every(pyir.ExprMutator):
@@ -287,7 +288,8 @@ def test_functor_tables_come_from_the_registry():
 def test_serializer_tables_come_from_the_registry():
     """Kind codes, names and JSON record sizes derive from the declarations; the binary codes
     are the stable version-1 numbers."""
-    from pyir import serialize, serialize_json
+    from pyir.serialize import binary as serialize
+    from pyir.serialize import json_format as serialize_json
 
     assert serialize._KIND_OF_TYPE == {c: V1_CODES[n] for n, c in KINDS.items() if n in V1_CODES}
     assert {n: k for k, n in enumerate(serialize.KIND_NAMES)} == V1_CODES
@@ -303,7 +305,8 @@ _NODE_ONLY = ("Tuple", "Function", "Let", "If", "TupleType", "FuncType")
 def test_hand_tuned_records_are_the_generic_ones():
     """For the kinds whose fields are all nodes, the hand-tuned binary and JSON records are
     exactly what the generic encoders derive from the declaration."""
-    from pyir import serialize, serialize_json
+    from pyir.serialize import binary as serialize
+    from pyir.serialize import json_format as serialize_json
 
     t = TensorType((2,), "float32")
     x, y, v = pyir.var("x", t), pyir.var("y", t), pyir.Var("v", t)
@@ -373,9 +376,9 @@ spec = importlib.util.spec_from_file_location("pyir", os.path.join(root, "__init
                                               submodule_search_locations=[root])
 pkg = importlib.util.module_from_spec(spec)
 sys.modules["pyir"] = pkg
-from pyir.expr import Expr
-from pyir.kinds import Child, Scalar
-from pyir.node import build
+from pyir.ir.expr import Expr
+from pyir.ir.kinds import Child, Scalar
+from pyir.ir.node import build
 
 
 class Select(Expr, final=True):
@@ -398,7 +401,7 @@ from pyir import op
 x = pyir.var("x", shape=(2,))
 s = Select(op.exp(x), x, 3)
 assert Select(op.exp(x), x, 3) is s and s.children() == (op.exp(x), x)
-assert pyir.node.KINDS["Select"] is Select and Select.__match_args__ == ("value", "default", "index")
+assert pyir.ir.node.KINDS["Select"] is Select and Select.__match_args__ == ("value", "default", "index")
 assert s.replace_children([x, x]) is Select(x, x, 3)
 f = pyir.Function([x], s)
 mod = pyir.Module({"main": f})                       # binders, free variables: derived walks

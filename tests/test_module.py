@@ -125,7 +125,7 @@ def test_free_vars_through_shared_scopes():
 
 
 def _random_expr(rng):
-    from pyir.traverse import post_order
+    from pyir.ir.traverse import post_order
 
     vs = [pyir.var(f"x{i}", shape=(2,)) for i in range(4)]
     pool = list(vs)
@@ -162,8 +162,8 @@ def test_free_vars_agree_with_per_node_sets():
     definition on random DAGs with lets, functions and sharing, in first-use order."""
     import random
 
-    from pyir.node import F_VAR
-    from pyir.traverse import _free_vars_by_sets, _use_children, post_order
+    from pyir.ir.node import F_VAR
+    from pyir.ir.traverse import _free_vars_by_sets, _use_children, post_order
 
     rng = random.Random(10)
     for _ in range(400):
@@ -177,7 +177,7 @@ def test_free_vars_is_linear_in_free_variables():
     10^5-deep let chain using one outer variable at every level (a naive LCA walk is quadratic)."""
     n = 200_000
     xs = [pyir.var(f"x{i}", shape=(2,)) for i in range(n)]
-    with pyir.node.gc_paused():
+    with pyir.ir.node.gc_paused():
         e = xs[0]
         for x in xs[1:]:
             e = op.add(e, x)
@@ -186,7 +186,7 @@ def test_free_vars_is_linear_in_free_variables():
     assert mod["main"].params == tuple(xs)
     x = pyir.var("x", shape=(2,))
     vs = [pyir.var(f"v{i}") for i in range(100_000)]
-    with pyir.node.gc_paused():
+    with pyir.ir.node.gc_paused():
         body = op.add(vs[-1], x)
         for i in range(len(vs) - 1, 0, -1):
             body = pyir.Let(vs[i], op.add(vs[i - 1], x), body)
@@ -240,7 +240,7 @@ def test_building_a_module_one_function_at_a_time_walks_each_function_once(monke
     """Each update checks only the functions it changes (the owner index is carried from the
     parent module): adding n functions one by one walks n functions' binders, not n^2/2
     (4,000 functions took 142 s before, 0.27 s after)."""
-    import pyir.module as module_mod
+    import pyir.ir.module as module_mod
 
     calls = []
     real = module_mod.binders_of

@@ -14,7 +14,7 @@ import pytest
 
 import pyir
 from pyir import op
-from pyir.node import live_node_count
+from pyir.ir.node import live_node_count
 
 
 def _all_kinds():
@@ -232,11 +232,11 @@ def test_intern_table_is_weak():
 
 def test_forced_digest_collisions_keep_interning_exact(monkeypatch):
     """If two different nodes share a digest, both live, with distinct ids; rebuilding finds each."""
-    import pyir.node as node_mod
+    import pyir.ir.node as node_mod
 
     real = node_mod.digest
     monkeypatch.setattr(node_mod, "digest", lambda b: real(b[:1]))  # collide every node of one kind
-    monkeypatch.setattr(pyir.types, "digest", node_mod.digest)
+    monkeypatch.setattr(pyir.ir.types, "digest", node_mod.digest)
     a = pyir.TensorType((3, 1, 7), "float32")
     b = pyir.TensorType((3, 1, 8), "float32")
     assert a is not b and a.id != b.id
@@ -246,13 +246,13 @@ def test_forced_digest_collisions_keep_interning_exact(monkeypatch):
 
 def test_forced_collisions_stay_exact_after_the_chain_head_dies(monkeypatch):
     """A node re-keyed past a collision is still found after the node that held its key is freed."""
-    import pyir.node as node_mod
+    import pyir.ir.node as node_mod
 
     real = node_mod.digest
     collided_before = set(node_mod._collided)
     monkeypatch.setattr(node_mod, "digest", lambda b: real(b[:1]))  # collide every node of one kind
-    monkeypatch.setattr(pyir.types, "digest", node_mod.digest)
-    monkeypatch.setattr(pyir.expr, "digest", node_mod.digest)
+    monkeypatch.setattr(pyir.ir.types, "digest", node_mod.digest)
+    monkeypatch.setattr(pyir.ir.expr, "digest", node_mod.digest)
     monkeypatch.setattr(pyir.op.registry, "digest", node_mod.digest)  # the builders' inlined path
     try:
         a = pyir.TensorType((3, 1, 17), "float32")
@@ -314,7 +314,7 @@ def test_deep_chain_is_freed_without_recursion():
     """Dropping the last reference to a 10^6-deep chain frees it (no RecursionError, no crash)."""
     gc.collect()
     before = live_node_count()
-    with pyir.node.gc_paused():
+    with pyir.ir.node.gc_paused():
         x = pyir.var("x", shape=(2,))
         h = x
         for _ in range(10**6):
@@ -445,7 +445,7 @@ def test_tensor_type_cache_is_exact_bounded_and_weak():
     keeps no type alive."""
     import weakref
 
-    from pyir.types import TENSOR_TYPE_CACHE_MAX, _tt_cache
+    from pyir.ir.types import TENSOR_TYPE_CACHE_MAX, _tt_cache
 
     t = pyir.TensorType((1, 3), "float32")
     assert pyir.TensorType((1, 3), "float32") is t is pyir.TensorType([1, 3])
@@ -560,8 +560,8 @@ def test_a_given_uid_that_is_a_live_nodes_id_is_an_error():
 def test_a_var_built_where_a_node_lives_is_found_past_it(monkeypatch):
     """The (impossible) clash of a fresh uid with a live node's id draws another uid, and a Call
     whose digest is a live var's uid is re-keyed and still found (the collision probe)."""
-    import pyir.expr as expr_mod
-    import pyir.node as node_mod
+    import pyir.ir.expr as expr_mod
+    import pyir.ir.node as node_mod
 
     x = pyir.var("x", shape=(2,))
     c = op.exp(x)
@@ -630,8 +630,8 @@ def test_a_forked_child_draws_other_uids():
 def test_masks_are_shared_ints_equal_to_the_or_of_the_children():
     """Masks are interned (nodes with equal masks share one int object) and still the OR of
     the children's masks and the node's own bit; the mask table is bounded."""
-    import pyir.node as node_mod
-    from pyir.node import F_CONST, F_FUNC, F_LET, F_TUPLE, F_VAR, MASK_TABLE_MAX
+    import pyir.ir.node as node_mod
+    from pyir.ir.node import F_CONST, F_FUNC, F_LET, F_TUPLE, F_VAR, MASK_TABLE_MAX
 
     x, y = pyir.var("x", shape=(4,)), pyir.var("y", shape=(4,))
     relu_bit, exp_bit = pyir.Op("nn.relu")._mask, pyir.Op("exp")._mask
@@ -653,7 +653,7 @@ def test_masks_are_shared_ints_equal_to_the_or_of_the_children():
 def test_builder_twins_never_escape():
     """The fast paths fill nodes in as private twins and turn them into their kind before
     publishing: every node has its kind's exact type and is immutable."""
-    from pyir.node import builder_twin
+    from pyir.ir.node import builder_twin
 
     x = pyir.var("x", shape=(2, 2))
     nodes = [x, pyir.TensorType((7, 7)), op.nn.relu(x), op.add(x, x), op.nn.softmax(x, axis=0),
@@ -698,7 +698,7 @@ def test_scalar_constant_cache_is_exact_bounded_and_weak():
     import struct
     import weakref
 
-    from pyir.expr import CONST_CACHE_MAX, _const_cache
+    from pyir.ir.expr import CONST_CACHE_MAX, _const_cache
 
     nan2 = struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000001))[0]
     values = [0.0, -0.0, 1.0, 1, True, False, 0, float("nan"), float("inf")]
@@ -743,7 +743,7 @@ def test_attrs_cache_is_exact_bounded_and_weak():
     no Attrs alive."""
     import weakref
 
-    from pyir.node import ATTRS_CACHE_MAX, _attrs_cache
+    from pyir.ir.node import ATTRS_CACHE_MAX, _attrs_cache
 
     variants = [{"a": 1}, {"a": 1.0}, {"a": True}, {"a": 0.0}, {"a": -0.0}, {"a": (1, 2)}, {"a": "1"},
                 {"a": None}, {"a": 1, "b": (2, 3)}, {"b": (2, 3), "a": 1}]

@@ -26,7 +26,7 @@ import pytest
 
 import pyir
 from pyir.frontend.onnx import FrontendError, from_onnx, onnx_sources, source_table
-from pyir.traverse import post_order
+from pyir.ir.traverse import post_order
 
 onnx = pytest.importorskip("onnx")  # a test dependency: installed in CI, so this never skips there
 from onnx import helper, numpy_helper, version_converter  # noqa: E402

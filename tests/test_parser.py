@@ -1,4 +1,4 @@
-"""Tests of the text parser (pyir.parser): round trips, errors, depth, fuzzing."""
+"""Tests of the text parser (pyir.text.parser): round trips, errors, depth, fuzzing."""
 
 from __future__ import annotations
 
@@ -17,11 +17,24 @@ from hypothesis import strategies as st
 import pyir
 from pyir import op
 from pyir.errors import ParseError
-from pyir.expr import Call, Constant, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var, const, var
-from pyir.module import Module
-from pyir.parser import MAX_NESTING, parse, parse_expr, parse_type, tokenize
-from pyir.printer import astext
-from pyir.types import FuncType, TensorType, TupleType
+from pyir.ir.expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+    const,
+    var,
+)
+from pyir.ir.module import Module
+from pyir.ir.types import FuncType, TensorType, TupleType
+from pyir.text.parser import MAX_NESTING, parse, parse_expr, parse_type, tokenize
+from pyir.text.printer import astext
 
 T = TensorType((1, 3), "float32")
 

@@ -5,7 +5,7 @@ import pytest
 
 import pyir
 from pyir import op
-from pyir.pattern import (
+from pyir.rewrite.pattern import (
     PatternError,
     is_constant,
     is_expr,
@@ -15,7 +15,7 @@ from pyir.pattern import (
     is_var,
     wildcard,
 )
-from pyir.pattern_rewrite import Rule, rewrite_rules
+from pyir.rewrite.pattern_rewrite import Rule, rewrite_rules
 from pyir.transform.pattern_rewrite import PatternRewrite
 
 X = pyir.var("x", shape=(1, 4, 8, 8))

@@ -147,7 +147,7 @@ def _deep_type(n):
 
 def test_deep_types_print_iteratively():
     """issue 10 item 16: str, astext and type_str of a type nested 10^5 deep (was RecursionError)."""
-    from pyir.printer import type_repr
+    from pyir.text.printer import type_repr
 
     t = _deep_type(N_DEEP)
     s = str(t)
@@ -207,8 +207,8 @@ def test_nested_scopes_print_and_parse_linearly(kind, n):
 
     Before, text and memory grew quadratically with the nesting (2x10^4 ifs: 26 s, 5 GB).
     """
-    from pyir.printer import MAX_INDENT
-    from pyir.traverse import count_nodes
+    from pyir.ir.traverse import count_nodes
+    from pyir.text.printer import MAX_INDENT
 
     small = _nested(kind, 300)
     small_text = small.astext()
@@ -225,7 +225,7 @@ def test_scope_tree_lca():
     """issue 10 item 17: ScopeTree's LCA (jump pointers) matches a naive walk, and takes few steps."""
     import random
 
-    from pyir.traverse import ScopeTree
+    from pyir.ir.traverse import ScopeTree
 
     rng = random.Random(0)
     tree, parent = ScopeTree(), [0]
@@ -331,9 +331,9 @@ def test_nested_tuples_of_functions_print_linearly():
 def test_shared_types_print_once():
     """issue 10 item 16: a type DAG with 2^200 leaves (each level a pair of the one below) prints in
     linear text, in annotations, let annotations, function attributes and alone."""
-    t = pyir.types.TensorType((2, 3))
+    t = pyir.ir.types.TensorType((2, 3))
     for _ in range(200):
-        t = pyir.types.TupleType([t, t])
+        t = pyir.ir.types.TupleType([t, t])
     x, v = pyir.Var("x", t), pyir.Var("v", t)
     f = pyir.Function([x], pyir.Let(v, x, v), t, {"ty": t})
     text = pyir.astext(pyir.Module({"main": f}))
@@ -349,14 +349,14 @@ def test_shared_types_print_once():
 
 def test_types_without_aliases_print_as_before():
     """issue 10 item 16: a large type printed once, or a small type printed often, gets no alias."""
-    big = pyir.types.TupleType([pyir.types.TensorType((1, 3, 224, 224))] * 3)
+    big = pyir.ir.types.TupleType([pyir.ir.types.TensorType((1, 3, 224, 224))] * 3)
     assert len(str(big)) > 80
     x = pyir.Var("x", big)
     once = pyir.astext(pyir.Function([x], x))
     assert once == f"fn (%x: {big}) {{\n  %x\n}}\n"
-    small = pyir.types.TensorType((1, 3, 224, 224))
+    small = pyir.ir.types.TensorType((1, 3, 224, 224))
     ys = [pyir.Var(f"y{i}", small) for i in range(5)]
-    many = pyir.astext(pyir.Function(ys, pyir.Tuple(ys), pyir.types.TupleType([small] * 5)))
+    many = pyir.astext(pyir.Function(ys, pyir.Tuple(ys), pyir.ir.types.TupleType([small] * 5)))
     assert "$" not in many and many.count(str(small)) == 5 + 5
     assert pyir.astext(big) == str(big)
 

@@ -13,10 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import pyir
-from pyir import dims, op
+from pyir import op
 from pyir.errors import FinalKindError
-from pyir.node import MAX_ATTR_DEPTH, MAX_INDEX, Node
-from pyir.types import TENSOR_DTYPES, Type
+from pyir.ir import dims
+from pyir.ir.node import MAX_ATTR_DEPTH, MAX_INDEX, Node
+from pyir.ir.types import TENSOR_DTYPES, Type
 
 BAD = "a\ud800b"  # a lone surrogate: not valid Unicode, cannot be UTF-8 encoded
 

@@ -19,25 +19,16 @@ from hypothesis import strategies as st
 import pyir
 from pyir import op
 from pyir.errors import LineageError, SerializationError
-from pyir.expr import Call, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var, const
-from pyir.functor import rewrite
-from pyir.lineage import Edges, PassRecord
-from pyir.module import Module
-from pyir.node import Attrs
-from pyir.serialize import (
-    FORMAT_VERSION,
-    _assemble,
-    _sections,
-    dumps,
-    from_json,
-    load,
-    loads,
-    save,
-    to_json,
-)
+from pyir.ir.expr import Call, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var, const
+from pyir.ir.lineage import Edges, PassRecord
+from pyir.ir.module import Module
+from pyir.ir.node import Attrs
+from pyir.ir.types import FuncType, TensorType, TupleType
+from pyir.rewrite.functor import rewrite
+from pyir.serialize import FORMAT_VERSION, dumps, from_json, load, loads, save, to_json
+from pyir.serialize.binary import _assemble, _sections
 from pyir.testing import programs, resnet, shared_dag, transformer_block
 from pyir.transform.base import module_pass
-from pyir.types import FuncType, TensorType, TupleType
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -751,7 +742,7 @@ def test_streamed_json_text_is_the_documents_dumps():
     from_json reads it incrementally and accepts the same texts as ``json.loads``."""
     import json
 
-    import pyir.serialize_json as sj
+    import pyir.serialize.json_format as sj
 
     m = pyir.transform.ToANormalForm()(_all_kinds_module())
     x = pyir.var("x", shape=(2,))

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 
 import pyir
 from pyir import op
-from pyir.node import cached_type
+from pyir.analysis.typecheck import TypeContext
+from pyir.ir.node import cached_type
 from pyir.testing import programs
-from pyir.typecheck import TypeContext
 
 
 def test_types_of_every_construct():

@@ -56,9 +56,9 @@ e9 = op.cast(x)  # E: call-arg
 e10 = op.nn.conv2d(data=x, weight=w)  # E: call-arg
 e11 = op.nn.leaky_relu(x, alpha="0.1")  # E: arg-type
 e12 = op.nn.softmax(x, axis=None)  # E: arg-type
-reveal_type(op.nn.relu(x))  # R: pyir.expr.Call
-reveal_type(op.add(x, x))  # R: pyir.expr.Call
-reveal_type(ok1.args)  # R: tuple[pyir.expr.Expr, ...]
+reveal_type(op.nn.relu(x))  # R: pyir.ir.expr.Call
+reveal_type(op.add(x, x))  # R: pyir.ir.expr.Call
+reveal_type(ok1.args)  # R: tuple[pyir.ir.expr.Expr, ...]
 '''
 
 # Node has no catch-all ``__getattr__``: a misspelled field is an error.

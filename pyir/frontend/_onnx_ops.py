@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from .. import op
-from ..expr import Constant, Expr, TupleGetItem
+from ..ir.expr import Constant, Expr, TupleGetItem
+from ..ir.types import TensorType
 from ..op import nn
-from ..types import TensorType
 from .onnx import CONVERTERS, Ctx, FrontendError, _Attrs
 
 Converter = Callable[[Ctx, _Attrs], Any]

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import FrontendError, PyIRError
-from ..expr import Constant, Expr, Function, Tuple, Var
-from ..lineage import PassRecord
-from ..module import Module
-from ..traverse import expr_children
-from ..types import TensorType
+from ..ir.expr import Constant, Expr, Function, Tuple, Var
+from ..ir.lineage import PassRecord
+from ..ir.module import Module
+from ..ir.traverse import expr_children
+from ..ir.types import TensorType
 
 __all__ = ["FrontendError", "from_onnx", "onnx_sources", "source_table"]
 
@@ -292,7 +292,7 @@ def _fold(e: Expr) -> Expr:
     """Evaluate an expression built only from constants (static shape computations)."""
     if type(e) is Constant:
         return e
-    from ..interp import evaluate
+    from ..analysis.interp import evaluate
 
     t = e.checked_type
     if not isinstance(t, TensorType):

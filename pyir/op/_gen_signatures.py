@@ -32,10 +32,10 @@ from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 
-from ..expr import Call, Expr
+from ..ir.expr import Call, Expr
 
 ExprLike: TypeAlias = "Expr | Scalar | np.ndarray[Any, Any] | list[Expr] | tuple[Expr, ...]"
-"""What an operator input may be (``pyir.expr.as_expr``): an expression, a Python or
+"""What an operator input may be (``pyir.ir.expr.as_expr``): an expression, a Python or
 numpy scalar or array (a constant), or a list or tuple of expressions (a tuple)."""
 Scalar: TypeAlias = "bool | int | float | np.generic"
 Int: TypeAlias = "int | np.integer[Any]"
@@ -118,8 +118,6 @@ GENERATED = pathlib.Path(__file__).with_name("_signatures.py")
 
 def main() -> int:
     """Regenerate ``pyir/op/_signatures.py``; with ``--check``, only compare (1 if stale)."""
-    import pyir  # noqa: F401  (registers every operator)
-
     text = render()
     if "--check" in sys.argv[1:]:
         stale = not GENERATED.exists() or GENERATED.read_text(encoding="utf-8") != text

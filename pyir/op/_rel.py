@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import TypeCheckError
-from ..types import TensorType, TupleType, Type
+from ..ir.types import TensorType, TupleType, Type
 
 
 def fail(msg: str) -> TypeCheckError:

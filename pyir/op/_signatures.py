@@ -11,10 +11,10 @@ from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 
-from ..expr import Call, Expr
+from ..ir.expr import Call, Expr
 
 ExprLike: TypeAlias = "Expr | Scalar | np.ndarray[Any, Any] | list[Expr] | tuple[Expr, ...]"
-"""What an operator input may be (``pyir.expr.as_expr``): an expression, a Python or
+"""What an operator input may be (``pyir.ir.expr.as_expr``): an expression, a Python or
 numpy scalar or array (a constant), or a list or tuple of expressions (a tuple)."""
 Scalar: TypeAlias = "bool | int | float | np.generic"
 Int: TypeAlias = "int | np.integer[Any]"

@@ -25,8 +25,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import AttrError, WellFormedError
-from ..node import Attrs
-from ..types import TensorType, TupleType, Type, normalize_dtype
+from ..ir.node import Attrs
+from ..ir.types import TensorType, TupleType, Type, normalize_dtype
 from ._rel import fail, normalize_axis, same_dtype, tensor
 from .registry import REQUIRED, AttrSpec, OpPattern, register_op
 

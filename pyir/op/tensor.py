@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..node import Attrs
-from ..types import TensorType, Type
+from ..ir.node import Attrs
+from ..ir.types import TensorType, Type
 from ._rel import broadcast_shapes, fail, normalize_axis, same_dtype, tensor
 from .registry import AttrSpec, OpPattern, register_op
 
@@ -313,7 +313,7 @@ def _split_sections(attrs: Attrs, dim: int) -> list[int]:
 
 
 def _split_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
-    from ..types import TupleType
+    from ..ir.types import TupleType
 
     t = tensor(types[0])
     ax = normalize_axis(attrs["axis"], t.ndim)

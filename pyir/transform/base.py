@@ -3,7 +3,7 @@
 A pass is a frozen object with a ``name`` and its options as fields, called as
 ``new_mod = pass_(mod)``.  It never modifies its input; a pass that changes
 nothing returns the input module object itself.  Each run that changes the
-module appends one :class:`~pyir.lineage.PassRecord` to the new module's history.
+module appends one :class:`~pyir.ir.lineage.PassRecord` to the new module's history.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from ..errors import PassError, PyIRError
-from ..expr import Function
-from ..lineage import PassRecord, Recorder, current_recorder, recording
-from ..module import Module
-from ..node import gc_paused
+from ..ir.expr import Function
+from ..ir.lineage import PassRecord, Recorder, current_recorder, recording
+from ..ir.module import Module
+from ..ir.node import gc_paused
 
 __all__ = ["Pass", "ModulePass", "FunctionPass", "Sequential", "PassContext", "PassInstrument",
            "TimingInstrument", "PrintIRInstrument", "module_pass", "function_pass"]

@@ -10,15 +10,15 @@ from typing import Any
 
 from xxhash import xxh3_128_digest
 
+from ..analysis.typecheck import TypeContext
 from ..errors import WellFormedError
-from ..expr import Call, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
-from ..functor import Derivations, Rewriter, rebuild
-from ..lineage import current_recorder, derive
-from ..module import Module
-from ..node import F_FUNC, F_IF, F_LET, F_VAR, Node, digest, gc_paused
-from ..traverse import _DONE, ScopeTree, post_order
-from ..typecheck import TypeContext
-from ..types import Type
+from ..ir.expr import Call, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.lineage import current_recorder, derive
+from ..ir.module import Module
+from ..ir.node import F_FUNC, F_IF, F_LET, F_VAR, Node, digest, gc_paused
+from ..ir.traverse import _DONE, ScopeTree, post_order
+from ..ir.types import Type
+from ..rewrite.functor import Derivations, Rewriter, rebuild
 
 # -- inlining and fusion helpers (FuseOps, DefuseOps, Inline) -------------------------
 
@@ -40,7 +40,7 @@ def inline_call(func: Function, args: Sequence[Expr], site: Node) -> Expr:
     and the original uid, so inlining is deterministic and two copies never bind
     the same variable.  Lineage: each copied node (renamed variables included) is
     the body node it copies instantiated at ``site`` (an instance edge,
-    :func:`~pyir.lineage.derive_at`), so a function FuseOps shared between groups
+    :func:`~pyir.ir.lineage.derive_at`), so a function FuseOps shared between groups
     gives back, at each call, the nodes of that call's group.  Nothing derives
     from ``site`` itself through an ordinary edge.  The walk is iterative.
     """

@@ -42,12 +42,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..expr import Expr, Function, Let, Var
-from ..functor import Rewriter
-from ..lineage import eliminate
-from ..module import Module
-from ..node import F_LET, Node
-from ..traverse import global_vars, post_order
+from ..ir.expr import Expr, Function, Let, Var
+from ..ir.lineage import eliminate
+from ..ir.module import Module
+from ..ir.node import F_LET, Node
+from ..ir.traverse import global_vars, post_order
+from ..rewrite.functor import Rewriter
 from .base import ModulePass
 
 __all__ = ["DeadCodeElimination"]

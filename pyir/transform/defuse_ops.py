@@ -21,7 +21,7 @@ The inverse of :class:`~pyir.transform.fuse_ops.FuseOps` (the example is
 Parameters are substituted by the arguments; because nodes are hash-consed,
 ``DefuseOps()(FuseOps()(mod))["main"] is mod["main"]``.  Lineage: each node of
 an inlined body is the body node it copies instantiated at the call being
-inlined (an instance edge, :func:`~pyir.lineage.derive_at`), and each rebuilt
+inlined (an instance edge, :func:`~pyir.ir.lineage.derive_at`), and each rebuilt
 node of the enclosing graph derives from its old version.  So even when
 FuseOps shared one function between several groups, ``find`` on an expression
 of the unfused module returns that very expression after FuseOps + DefuseOps
@@ -34,9 +34,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..expr import Call, Expr, Function
-from ..module import Module
-from ..node import F_FUNC, Node, gc_paused
+from ..ir.expr import Call, Expr, Function
+from ..ir.module import Module
+from ..ir.node import F_FUNC, Node, gc_paused
 from .base import ModulePass
 from .common import expand_calls, replace_body
 

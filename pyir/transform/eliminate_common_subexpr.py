@@ -23,7 +23,7 @@ A binding is replaced by an earlier one in scope (an enclosing ``let`` of the sa
 value, compared after substitution, so chains of duplicates collapse in one run);
 its variable is substituted by the kept variable.  Scopes are lexical: a binding
 inside one ``if`` branch is not reused in the other, and a ``let`` shared by two
-scopes is decided in each (:class:`~pyir.functor.BindingRewriter`).  The walk uses
+scopes is decided in each (:class:`~pyir.rewrite.functor.BindingRewriter`).  The walk uses
 an explicit stack, so million-deep ``let`` chains are fine.  Lineage: the removed variable,
 value and ``let`` derive into the kept variable, value and the rewritten body.
 
@@ -41,10 +41,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..expr import Expr, Function, Let, Var
-from ..functor import BindingRewriter
-from ..module import Module
-from ..node import F_LET
+from ..ir.expr import Expr, Function, Let, Var
+from ..ir.module import Module
+from ..ir.node import F_LET
+from ..rewrite.functor import BindingRewriter
 from .base import FunctionPass
 
 __all__ = ["EliminateCommonSubexpr"]

@@ -16,15 +16,15 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.interp import evaluate
 from ..errors import EvaluationError
-from ..expr import Expr, Function, Tuple, const
-from ..functor import Rewriter
-from ..interp import evaluate
-from ..lineage import derive
-from ..module import Module
-from ..node import F_CONST, F_FUNC, F_GLOBAL, F_IF, F_LET, F_TUPLE, F_VAR, Node
-from ..traverse import post_order
-from ..types import TensorType, TupleType, Type
+from ..ir.expr import Expr, Function, Tuple, const
+from ..ir.lineage import derive
+from ..ir.module import Module
+from ..ir.node import F_CONST, F_FUNC, F_GLOBAL, F_IF, F_LET, F_TUPLE, F_VAR, Node
+from ..ir.traverse import post_order
+from ..ir.types import TensorType, TupleType, Type
+from ..rewrite.functor import Rewriter
 from .base import FunctionPass
 
 __all__ = ["FoldConstant"]

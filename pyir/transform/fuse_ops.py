@@ -73,7 +73,7 @@ Fusion never crosses ``let``, ``if``, tuple or function boundaries.  Lineage:
 the fused call derives from exactly the nodes of its group, the function from
 the nodes of every group it stands for, each parameter from the inputs it
 receives, and each body node from the member it copies in every group -- when
-shared, through a *shared* edge (:func:`~pyir.lineage.derive_shared`), so
+shared, through a *shared* edge (:func:`~pyir.ir.lineage.derive_shared`), so
 that expanding the function at one call (DefuseOps, Inline, which record
 instance edges) gives back the nodes of that call's group only: after
 FuseOps + DefuseOps, ``find`` returns exactly the node one started from.  Each
@@ -85,17 +85,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..analysis.typecheck import infer_type
 from ..errors import PassError, TypeCheckError
-from ..expr import Call, Constant, Expr, Function, Op, Var
-from ..functor import rebuild
-from ..lineage import current_recorder, derive
-from ..module import Module
-from ..node import OP_BIT0, Node, cached_type, digest
-from ..node import gc_paused as no_gc
+from ..ir.expr import Call, Constant, Expr, Function, Op, Var
+from ..ir.lineage import current_recorder, derive
+from ..ir.module import Module
+from ..ir.node import OP_BIT0, Node, cached_type, digest
+from ..ir.node import gc_paused as no_gc
+from ..ir.traverse import post_order
+from ..ir.types import Type
 from ..op.registry import OpPattern
-from ..traverse import post_order
-from ..typecheck import infer_type
-from ..types import Type
+from ..rewrite.functor import rebuild
 from .base import ModulePass
 
 __all__ = ["FuseOps"]

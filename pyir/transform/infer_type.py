@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..expr import Expr, Function
-from ..functor import Rewriter
-from ..module import Module
-from ..node import F_FUNC, Node
-from ..traverse import post_order
-from ..typecheck import TypeContext
-from ..types import FuncType
+from ..analysis.typecheck import TypeContext
+from ..ir.expr import Expr, Function
+from ..ir.module import Module
+from ..ir.node import F_FUNC, Node
+from ..ir.traverse import post_order
+from ..ir.types import FuncType
+from ..rewrite.functor import Rewriter
 from .base import ModulePass
 
 __all__ = ["InferType"]

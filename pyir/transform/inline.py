@@ -26,7 +26,7 @@ no longer referenced from the other functions are removed (``main`` is never
 removed).
 
 Lineage: each copied node is the callee body node it copies instantiated at
-the call (an instance edge, :func:`~pyir.lineage.derive_at`): ``find`` on a node
+the call (an instance edge, :func:`~pyir.ir.lineage.derive_at`): ``find`` on a node
 of an ordinary callee returns every copy, ``origins`` of a copy is the node it
 copies (for a callee whose body FuseOps shared between groups, the node of the
 call's own group).  Rebuilt nodes of the calling functions derive from their old
@@ -41,11 +41,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..expr import Call, Expr, Function, GlobalVar
-from ..lineage import current_recorder
-from ..module import Module
-from ..node import F_GLOBAL, Node, gc_paused
-from ..traverse import global_vars
+from ..ir.expr import Call, Expr, Function, GlobalVar
+from ..ir.lineage import current_recorder
+from ..ir.module import Module
+from ..ir.node import F_GLOBAL, Node, gc_paused
+from ..ir.traverse import global_vars
 from .base import ModulePass
 from .common import expand_calls, replace_body
 

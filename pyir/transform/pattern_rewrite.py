@@ -1,12 +1,13 @@
-"""PatternRewrite: apply rewrite rules (:mod:`pyir.pattern_rewrite`) to the body of every function.
+"""PatternRewrite: apply rewrite rules (:mod:`pyir.rewrite.pattern_rewrite`) to the body of every
+    function.
 
-The rules and their driver live in the rewrite layer (:mod:`pyir.pattern_rewrite`);
+The rules and their driver live in the rewrite layer (:mod:`pyir.rewrite.pattern_rewrite`);
 this is the pass that runs them on a module.  Lineage is recorded by the driver:
 a rewritten node derives from the node it replaces, across rounds.
 
 >>> import pyir
 >>> from pyir import op
->>> from pyir.pattern import is_op, wildcard
+>>> from pyir.rewrite.pattern import is_op, wildcard
 >>> x = wildcard()
 >>> a = pyir.var("a", shape=(2,))
 >>> mod = pyir.Module.from_expr(op.nn.relu(a))
@@ -21,9 +22,9 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from ..expr import Function
-from ..module import Module
-from ..pattern_rewrite import Rule, as_rule, rewrite_function
+from ..ir.expr import Function
+from ..ir.module import Module
+from ..rewrite.pattern_rewrite import Rule, as_rule, rewrite_function
 from .base import FunctionPass
 
 __all__ = ["PatternRewrite"]
@@ -31,7 +32,8 @@ __all__ = ["PatternRewrite"]
 
 @dataclasses.dataclass(frozen=True)
 class PatternRewrite(FunctionPass):
-    """Apply rewrite rules (see :func:`pyir.pattern_rewrite.rewrite_rules`) to the body of every function."""
+    """Apply rewrite rules (see :func:`pyir.rewrite.pattern_rewrite.rewrite_rules`) to the body of
+    every function."""
 
     rules: tuple[Rule, ...] = ()
     max_steps: int = 1000

@@ -10,7 +10,7 @@ Rules (each only when it keeps the result's type, checked with inferred types):
 * ``negative(negative(x))`` -> ``x``; ``cast`` to ``x``'s own dtype -> ``x``;
 * ``clip(clip(x))`` -> one ``clip`` with the composed bounds.
 
-Rules run to a fixpoint (see :func:`pyir.pattern_rewrite.rewrite_rules`), so the pass is
+Rules run to a fixpoint (see :func:`pyir.rewrite.pattern_rewrite.rewrite_rules`), so the pass is
 idempotent; lineage is recorded automatically (``x * 1 -> x`` derives ``x`` from
 the multiply).
 
@@ -46,11 +46,11 @@ from typing import Any
 import numpy as np
 
 from .. import op
-from ..expr import Expr, Function
-from ..module import Module
-from ..pattern import Match, is_constant, is_op, wildcard
-from ..pattern_rewrite import Rule, rewrite_function
-from ..types import TensorType
+from ..ir.expr import Expr, Function
+from ..ir.module import Module
+from ..ir.types import TensorType
+from ..rewrite.pattern import Match, is_constant, is_op, wildcard
+from ..rewrite.pattern_rewrite import Rule, rewrite_function
 from .base import FunctionPass
 
 __all__ = ["SimplifyExpr", "SIMPLIFY_RULES"]

@@ -21,14 +21,14 @@ import dataclasses
 
 import numpy as np
 
+from ..analysis.typecheck import TypeContext
 from ..errors import TypeCheckError
-from ..expr import Call, Expr, Function, Op, Tuple, TupleGetItem, const
-from ..functor import Rewriter
-from ..module import Module
-from ..node import Node
+from ..ir.expr import Call, Expr, Function, Op, Tuple, TupleGetItem, const
+from ..ir.module import Module
+from ..ir.node import Node
+from ..ir.types import TensorType, TupleType
 from ..op import add, divide, expand_dims, multiply, negative, sqrt, subtract
-from ..typecheck import TypeContext
-from ..types import TensorType, TupleType
+from ..rewrite.functor import Rewriter
 from .base import FunctionPass
 
 __all__ = ["SimplifyInference"]

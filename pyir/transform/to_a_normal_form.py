@@ -2,7 +2,7 @@
 
 Calls, tuples, tuple projections, ``if`` and nested functions each get a let
 with a variable annotated with the value's type (when the function type-checks;
-types come from the module's :class:`~pyir.typecheck.TypeContext`),
+types come from the module's :class:`~pyir.analysis.typecheck.TypeContext`),
 in evaluation order.  A shared node is bound once, in the innermost scope that
 encloses all its uses: an expression used only inside one ``if`` branch (or one
 nested function body) is bound there.  Primitive (fused) functions are bound as
@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..expr import Function
-from ..module import Module
+from ..ir.expr import Function
+from ..ir.module import Module
 from .base import FunctionPass
 from .common import let_var, normalize_function
 

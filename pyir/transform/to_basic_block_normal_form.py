@@ -43,9 +43,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..expr import Function
-from ..module import Module
-from ..node import F_IF
+from ..ir.expr import Function
+from ..ir.module import Module
+from ..ir.node import F_IF
 from .base import FunctionPass
 from .common import normalize_function
 

@@ -28,10 +28,10 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from ..expr import Function
-from ..lineage import derive
-from ..module import Module
-from ..node import gc_paused
+from ..ir.expr import Function
+from ..ir.lineage import derive
+from ..ir.module import Module
+from ..ir.node import gc_paused
 from .base import FunctionPass
 from .common import graph_form, record_graph_lineage
 

@@ -4,7 +4,7 @@ import numpy as np
 
 import pyir
 from pyir import op
-from pyir.expr import Call, Constant, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
+from pyir.ir.expr import Call, Constant, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
 from pyir.testing import resnet, shared_dag, transformer_block
 
 MODELS = {

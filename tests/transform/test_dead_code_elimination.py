@@ -6,9 +6,9 @@ from hypothesis import given, settings
 
 import pyir
 from pyir import op
+from pyir.ir.traverse import post_order
 from pyir.testing import check_pass
 from pyir.transform.dead_code_elimination import DeadCodeElimination
-from pyir.traverse import post_order
 
 DCE = DeadCodeElimination
 

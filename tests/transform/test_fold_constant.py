@@ -8,11 +8,11 @@ from hypothesis import given, settings
 
 import pyir
 from pyir import op
-from pyir.node import F_CONST, F_TUPLE
+from pyir.ir.node import F_CONST, F_TUPLE
+from pyir.ir.traverse import iter_calls, post_order
 from pyir.testing import check_pass
 from pyir.transform.fold_constant import FoldConstant
 from pyir.transform.simplify_inference import SimplifyInference
-from pyir.traverse import iter_calls, post_order
 
 
 def _check_pass(mod: pyir.Module) -> pyir.Module:
@@ -113,7 +113,7 @@ def test_random_programs(mod):
     new = _check_pass(mod)
     for n in post_order(new["main"]):
         if isinstance(n, (pyir.Call, pyir.TupleGetItem, pyir.Tuple)) and not (
-                n._mask & (pyir.node.F_VAR | pyir.node.F_GLOBAL | pyir.node.F_FUNC)):
+                n._mask & (pyir.ir.node.F_VAR | pyir.ir.node.F_GLOBAL | pyir.ir.node.F_FUNC)):
             assert not (n._mask & ~(F_CONST | F_TUPLE)), f"unfolded closed node {n!r}"
 
 

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 
 import pyir
 from pyir import op
+from pyir.analysis.interp import evaluate
 from pyir.errors import PassError
-from pyir.expr import Call, Function, Op
-from pyir.interp import evaluate
+from pyir.ir.expr import Call, Function, Op
 from pyir.testing import check_pass, elementwise_chain, programs, random_inputs, resnet, transformer_block
 from pyir.transform.defuse_ops import DefuseOps
 from pyir.transform.fuse_ops import FuseOps

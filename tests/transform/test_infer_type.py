@@ -5,7 +5,7 @@ from hypothesis import given, settings
 
 import pyir
 from pyir import op
-from pyir.expr import Call, Function, Let
+from pyir.ir.expr import Call, Function, Let
 from pyir.testing import programs, resnet, shared_dag, transformer_block
 from pyir.transform.infer_type import InferType
 

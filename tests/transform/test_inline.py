@@ -8,8 +8,8 @@ from hypothesis import given, settings
 
 import pyir
 from pyir import op
-from pyir.expr import Call, Function, GlobalVar, Let, Var
-from pyir.interp import evaluate
+from pyir.analysis.interp import evaluate
+from pyir.ir.expr import Call, Function, GlobalVar, Let, Var
 from pyir.testing import programs, random_inputs, resnet, transformer_block
 from pyir.transform.inline import Inline
 

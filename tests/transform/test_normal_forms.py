@@ -8,7 +8,7 @@ from hypothesis import given, settings
 
 import pyir
 from pyir import op
-from pyir.expr import Function, If, Let
+from pyir.ir.expr import Function, If, Let
 from pyir.testing import programs
 from pyir.transform.to_a_normal_form import ToANormalForm
 from pyir.transform.to_basic_block_normal_form import ToBasicBlockNormalForm

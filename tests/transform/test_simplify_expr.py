@@ -7,10 +7,10 @@ from hypothesis import given, settings
 
 import pyir
 from pyir import op
-from pyir.interp import evaluate
+from pyir.analysis.interp import evaluate
+from pyir.ir.traverse import iter_calls
 from pyir.testing import check_pass
 from pyir.transform.simplify_expr import SimplifyExpr
-from pyir.traverse import iter_calls
 
 
 def _check_pass(mod: pyir.Module) -> pyir.Module:

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 
 import pyir
 from pyir import op
-from pyir.interp import evaluate
+from pyir.analysis.interp import evaluate
+from pyir.ir.traverse import iter_calls, post_order
 from pyir.transform.fold_constant import FoldConstant
 from pyir.transform.simplify_inference import SimplifyInference
-from pyir.traverse import iter_calls, post_order
 
 
 def _snapshot(mod: pyir.Module) -> tuple[list[bytes], str]:

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 
 import pyir
 from pyir import op
-from pyir.expr import Call, Function, If, Let, Tuple, TupleGetItem, Var
+from pyir.ir.expr import Call, Function, If, Let, Tuple, TupleGetItem, Var
 from pyir.testing import programs, resnet
 from pyir.transform.to_a_normal_form import ToANormalForm
 from pyir.transform.to_graph_normal_form import ToGraphNormalForm

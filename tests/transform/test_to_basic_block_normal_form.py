@@ -3,7 +3,7 @@
 from _normal_forms import MODELS, check_pass, if_module
 
 import pyir
-from pyir.expr import Call, If, Let
+from pyir.ir.expr import Call, If, Let
 from pyir.testing import resnet
 from pyir.transform.to_basic_block_normal_form import ToBasicBlockNormalForm
 from pyir.transform.to_graph_normal_form import ToGraphNormalForm

@@ -4,7 +4,7 @@ import pytest
 
 import pyir
 from pyir import op
-from pyir.expr import Function, Let
+from pyir.ir.expr import Function, Let
 from pyir.testing import transformer_block
 from pyir.transform.to_graph_normal_form import ToGraphNormalForm
 

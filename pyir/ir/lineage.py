@@ -57,7 +57,7 @@ from itertools import accumulate
 from types import MappingProxyType
 from typing import Any, overload
 
-from .errors import ImmutableError, LineageError
+from ..errors import ImmutableError, LineageError
 from .node import Node, gc_paused
 
 __all__ = ["PassRecord", "Recorder", "EdgeBuffer", "Edges", "derive", "derive_at", "derive_shared",
@@ -1100,7 +1100,8 @@ class _Back:
         out of the origins "through no shared edge"; an instance edge ``(new, body, site)``
         gives the latter origins of ``body`` and, of the origins of ``site`` (computed apart),
         those from which ``body`` is reached.  Chains within a record are followed; a chain
-        that comes back to a node on it ends at that node.
+        that comes back to a node on it ends at that node as it was before the record (and goes
+        on through the earlier records), as with ordinary edges.
         """
         top = self.producer(target, k)
         if top < 0:
@@ -1129,8 +1130,8 @@ class _Back:
             key = (i, j, full)
             if key in done:
                 continue
-            if key in on_path:  # a cycle within the record: ends at this node
-                out.add(i)
+            if key in on_path:  # a cycle within the record: ends at this node as it was before it
+                stack.append((i, j - 1, full))
                 continue
             on_path.add(key)
             stack.append(key)

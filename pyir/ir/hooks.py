@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .errors import InternalError
+from ..errors import InternalError
 
 __all__ = ["register", "astext", "short_repr", "type_str", "type_repr", "infer_type", "diff_html"]
 
@@ -33,11 +33,11 @@ def _unset(name: str, provider: str) -> Callable[..., Any]:
 
 # slot name -> the module that registers it
 PROVIDERS = {
-    "astext": "pyir.printer",       # str(expr), mod.astext()
-    "short_repr": "pyir.printer",   # repr(expr)
-    "type_str": "pyir.printer",     # str(type)
-    "type_repr": "pyir.printer",    # repr(type)
-    "infer_type": "pyir.typecheck",  # expr.checked_type, mod.type_of, mod.global_type
+    "astext": "pyir.text.printer",       # str(expr), mod.astext()
+    "short_repr": "pyir.text.printer",   # repr(expr)
+    "type_str": "pyir.text.printer",     # str(type)
+    "type_repr": "pyir.text.printer",    # repr(type)
+    "infer_type": "pyir.analysis.typecheck",  # expr.checked_type, mod.type_of, mod.global_type
     "diff_html": "pyir.display",    # Diff._repr_html_
 }
 

@@ -34,13 +34,13 @@ from collections.abc import Iterable, Iterator
 from json.scanner import make_scanner
 from typing import Any
 
-from .errors import SerializationError
-from .expr import Call, Var
-from .kinds import KINDS, info
-from .lineage import PassRecord, thaw_source_value
-from .module import Module
-from .node import Node, gc_paused
-from .serialize import (
+from ..errors import SerializationError
+from ..ir.expr import Call, Var
+from ..ir.kinds import KINDS, info
+from ..ir.lineage import PassRecord, thaw_source_value
+from ..ir.module import Module
+from ..ir.node import Node, gc_paused
+from .binary import (
     _ALIGN,
     _GENERIC,
     _I64_MAX,
@@ -85,7 +85,7 @@ from .serialize import (
 __all__ = ["to_json", "from_json"]
 
 _KIND_OF_NAME = {n: k for k, n in enumerate(KIND_NAMES) if n is not None}
-#: kind code -> the number of fields of its record: its declared fields (pyir.kinds)
+#: kind code -> the number of fields of its record: its declared fields (pyir.ir.kinds)
 _ARITY = {k: len(info(KINDS[n]).fields) for n, k in _KIND_OF_NAME.items()}
 
 JSON_FORMAT = "pyir"

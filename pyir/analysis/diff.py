@@ -38,13 +38,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import hooks
+from ..errors import WellFormedError
+from ..ir import hooks
+from ..ir.expr import Expr, Function
+from ..ir.module import Module
+from ..ir.node import Node
+from ..text.printer import astext
 from .equality import gc_paused
-from .errors import WellFormedError
-from .expr import Expr, Function
-from .module import Module
-from .node import Node
-from .printer import astext
 
 __all__ = ["diff", "Diff", "FunctionDiff", "height", "changed_nodes"]
 
@@ -161,7 +161,7 @@ class FunctionDiff:
         """Number of nodes of ``after`` that were already in ``before`` (walks ``after``)."""
         if self.after is None:
             return 0
-        from .traverse import count_nodes
+        from ..ir.traverse import count_nodes
 
         return count_nodes(self.after) - len(self.new)
 

@@ -6,7 +6,7 @@ A kind declares its fields in its class body, in the order its constructor takes
         __slots__ = ("body", "value", "var")
         _kind = b"L"     # the tag its content id starts with
         _code = 8        # its number in the binary format: stable, never reused (optional)
-        _bit = F_LET     # its summary bit (see pyir.node), if it has one
+        _bit = F_LET     # its summary bit (see pyir.ir.node), if it has one
         _fields = (Child("var", Var, binds=True), Child("value"), Child("body"))
 
 Field declarations:
@@ -44,7 +44,7 @@ What derives from the declaration, per kind (:func:`declare`, run by
   order, and :func:`content_id`, the id itself.  The hand-tuned constructors keep their
   inline key code; the tests check, for random nodes of every kind, that
   ``content_id(n) == n.id``, so the declaration is the specification of the id.
-  ``pyir.node.build`` interns a new kind generically with it;
+  ``pyir.ir.node.build`` interns a new kind generically with it;
 * ``__match_args__`` (the public fields), so ``case Let(var, value, body):`` works;
 * the registry :data:`KINDS` (name -> class, in declaration order), from which the
   serializer's kind tables, the functor's hook tables and the visitors' dispatch derive.
@@ -58,7 +58,7 @@ from typing import Any
 
 from xxhash import xxh3_128_digest
 
-from .errors import InternalError, WellFormedError
+from ..errors import InternalError, WellFormedError
 
 __all__ = ["Field", "Child", "OptionalChild", "Children", "Scalar", "KindInfo", "KINDS", "info",
            "declare", "key_bytes", "key_of", "content_id", "id_of", "shape_key", "field_values",
@@ -388,7 +388,7 @@ def declare(cls: type, sort: type, base_slots: frozenset[str]) -> KindInfo:
 
 def _compile(src: str, fn: str, env: dict[str, Any]) -> Any:
     ns: dict[str, Any] = {}
-    exec(compile(src, f"<pyir.kinds: {fn}>", "exec"), env, ns)  # field names are identifiers
+    exec(compile(src, f"<pyir.ir.kinds: {fn}>", "exec"), env, ns)  # field names are identifiers
     return ns[fn]
 
 

@@ -10,7 +10,7 @@ A dimension is one of
 The symbolic ones are hash-consed nodes like every other pyir node, and every
 expression is kept in one canonical form, so equal expressions are the same object:
 
->>> from pyir.dims import sym, Any, dim_str
+>>> from pyir.ir.dims import sym, Any, dim_str
 >>> n = sym("n")
 >>> n * 3 is 3 * n, (n + 1) * 2 is 2 * n + 2, n + 0 is n, n - n
 (True, True, True, 0)
@@ -59,7 +59,7 @@ Limits
     the nesting depth of an expression.  Build a large sum with :func:`dim_sum` (one
     pass), not with repeated ``+`` (each step copies the sum).
 
-This module imports only :mod:`pyir.errors` and :mod:`pyir.node`.
+This module imports only :mod:`pyir.errors` and :mod:`pyir.ir.node`.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ import typing as _t
 from collections.abc import Iterable, Mapping
 from math import gcd
 
-from .errors import TypeCheckError, WellFormedError
+from ..errors import TypeCheckError, WellFormedError
 from .node import (
     MAX_INDEX,
     Child,

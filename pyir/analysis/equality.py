@@ -54,12 +54,12 @@ from typing import Any
 
 from xxhash import xxh3_128_digest
 
-from .errors import WellFormedError
-from .expr import Call, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
-from .kinds import shape_key
-from .module import Module, _closed_checked
-from .node import F_VAR, Node, gc_paused
-from .traverse import BINDER_BITS, BOUND
+from ..errors import WellFormedError
+from ..ir.expr import Call, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.kinds import shape_key
+from ..ir.module import Module, _closed_checked
+from ..ir.node import F_VAR, Node, gc_paused
+from ..ir.traverse import BINDER_BITS, BOUND
 
 __all__ = ["structural_equal", "structural_hash", "alpha_equal", "alpha_hash", "clear_caches", "gc_paused"]
 

@@ -1,7 +1,7 @@
 """Expressions (Relay names): Var, GlobalVar, Constant, Op, Call, Tuple,
 TupleGetItem, Function, Let, If.
 
-All are hash-consed (see :mod:`pyir.node`): building an expression equal to a
+All are hash-consed (see :mod:`pyir.ir.node`): building an expression equal to a
 live one returns that very object.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import AttrError, UnknownOpError, WellFormedError
 from . import hooks
-from .errors import AttrError, UnknownOpError, WellFormedError
 from .kinds import Child, Children, OptionalChild, Scalar, ranked_dims_key, raw_key, text_key
 from .node import (
     EMPTY_ATTRS,
@@ -231,7 +231,7 @@ def _var_name(name_hint: Any) -> str:
 
 def _var_of_uid(name_hint: str, type_annotation: Type | None, uid: bytes, mask: int) -> Var:
     """The variable ``uid``: the live one (which must have this name and type), or a new one
-    keyed by its uid.  Lock-free like :func:`pyir.node.publish`."""
+    keyed by its uid.  Lock-free like :func:`pyir.ir.node.publish`."""
     n: Any = None
     while True:
         r = _get(uid)
@@ -478,7 +478,7 @@ class Op(Expr, final=True):
         n = _ops_get(name) if type(name) is str else None
         if n is not None:
             return n
-        from .op.registry import get_op_def
+        from .opdef import get_op_def
 
         if type(name) is not str:
             if not isinstance(name, str):

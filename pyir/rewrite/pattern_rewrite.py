@@ -1,15 +1,15 @@
-"""The rewrite-rule driver for :mod:`pyir.pattern`: rules, ``rewrite_rules`` and ``rewrite_function``.
+"""The rewrite-rule driver for :mod:`pyir.rewrite.pattern`: rules, ``rewrite_rules`` and ``rewrite_function``.
 
 A rule is a pattern and a callback ``callback(match) -> Expr | None``.
 :func:`rewrite_rules` applies rules bottom-up (through :class:`~pyir.ExprMutator`,
 so lineage is recorded automatically inside passes) until none fires, skipping
 every subgraph whose operator summary cannot contain a match.  Types in
 patterns and callbacks (``match.type_of``) come from the module's
-:class:`~pyir.typecheck.TypeContext`.  The pass that applies rules to every
+:class:`~pyir.analysis.typecheck.TypeContext`.  The pass that applies rules to every
 function is :class:`pyir.transform.PatternRewrite`.
 
 >>> import pyir
->>> from pyir.pattern import is_op, wildcard
+>>> from pyir.rewrite.pattern import is_op, wildcard
 >>> x = wildcard()
 >>> a = pyir.var("a", shape=(2,))
 >>> rules = [(is_op("negative")(is_op("negative")(x)), lambda m: m[x])]
@@ -23,21 +23,21 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .errors import ImmutableError, RewriteLoopError, WellFormedError
-from .expr import Expr, Function
+from ..analysis.typecheck import TypeContext
+from ..errors import ImmutableError, RewriteLoopError, WellFormedError
+from ..ir.expr import Expr, Function
+from ..ir.lineage import derive
+from ..ir.node import Node
+from ..ir.types import Type
 from .functor import _KINDS, ExprMutator, RoundLineage
-from .lineage import derive
-from .node import Node
 from .pattern import Match, Pattern, PatternError, _key, _simplify_terms, _State
-from .typecheck import TypeContext
-from .types import Type
 
 __all__ = ["Rule", "rewrite_rules", "rewrite_function", "as_rule", "TypeOracle"]
 
 
 def TypeOracle(mod: Any = None, func: Function | None = None) -> TypeContext:
     """The typing context of ``mod`` that also knows the let variables of ``func``
-    (kept for compatibility: use :class:`~pyir.typecheck.TypeContext`)."""
+    (kept for compatibility: use :class:`~pyir.analysis.typecheck.TypeContext`)."""
     ctx = TypeContext.of(mod)
     if func is not None:
         ctx.learn(func)

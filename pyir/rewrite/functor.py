@@ -43,12 +43,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from .errors import WellFormedError
-from .expr import Call, Expr, Let, Op, Var
-from .kinds import KINDS, info
-from .lineage import current_recorder, recording
-from .node import F_LET, Node
-from .traverse import _DONE, post_order
+from ..errors import WellFormedError
+from ..ir.expr import Call, Expr, Let, Op, Var
+from ..ir.kinds import KINDS, info
+from ..ir.lineage import current_recorder, recording
+from ..ir.node import F_LET, Node
+from ..ir.traverse import _DONE, post_order
 
 __all__ = ["ExprVisitor", "ExprMutator", "Rewriter", "BindingRewriter", "Derivations", "RoundLineage",
            "rewrite", "substitute", "rebuild"]
@@ -103,11 +103,11 @@ class ExprVisitor:
 def rebuild(n: Node, memo: dict[Node, Any]) -> Any:
     """``n`` with its children replaced through ``memo`` (``n`` itself if none changed).
 
-    Derived from the kind's declaration (:attr:`pyir.kinds.KindInfo.rebuild`): annotations
+    Derived from the kind's declaration (:attr:`pyir.ir.kinds.KindInfo.rebuild`): annotations
     and scalars are kept, a variable a binder binds must stay a variable.
     """
     r = _REBUILD.get(type(n))
-    if r is None:  # a kind imported after this module (pyir.dims)
+    if r is None:  # a kind imported after this module (pyir.ir.dims)
         r = info(type(n)).rebuild
     return r(n, memo)
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import WellFormedError
 from . import hooks
-from .errors import WellFormedError
 from .kinds import Child, Children, Scalar, dtype_key, packed_dims_key
 from .node import (
     MAX_INDEX,

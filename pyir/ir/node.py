@@ -42,8 +42,8 @@ from typing import Any, ClassVar
 import numpy as np
 from xxhash import xxh3_128_digest
 
+from ..errors import AttrError, FinalKindError, ImmutableError, InternalError, WellFormedError
 from . import kinds
-from .errors import AttrError, FinalKindError, ImmutableError, InternalError, WellFormedError
 from .kinds import KINDS, Scalar
 
 # the declaration vocabulary, re-exported for the kinds defined on top of this module alone
@@ -275,7 +275,7 @@ class Node:
     __slots__ = ("__weakref__", "_mask", "_ty", "id")
     _setters: ClassVar[dict[str, Any]] = {}
     _final: ClassVar[bool] = False  # set by ``class K(Base, final=True)``: no subclasses
-    # The declaration of a kind (see pyir.kinds): its fields, in constructor order, its key
+    # The declaration of a kind (see pyir.ir.kinds): its fields, in constructor order, its key
     # tag, its number in the binary format and its summary bit.
     _fields: ClassVar[tuple[kinds.Field, ...]] = ()
     _kind: ClassVar[bytes] = b"?"
@@ -359,7 +359,7 @@ def build(cls: type[Node], values: Iterable[Any]) -> Any:
 
     Checks each value against its declared field (a node of the field's sort, a tuple of
     them, None for an optional one, a scalar of exactly the declared type), keys the node
-    with :func:`pyir.kinds.id_of`, compares candidates field by field (nodes by identity,
+    with :func:`pyir.ir.kinds.id_of`, compares candidates field by field (nodes by identity,
     scalars by typed equality: ``1``, ``1.0`` and ``True`` differ), and sets the summary
     mask to the kind's bit OR-ed with its children's masks.  (For a kind with a hand-tuned
     constructor, ``build`` finds the very node the constructor built -- the tests check it --

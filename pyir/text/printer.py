@@ -44,14 +44,26 @@ from typing import Any
 
 import numpy as np
 
-from . import hooks
-from .errors import InternalError, TypeCheckError
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .kinds import info
-from .node import Attrs, Node, _typed_equal
-from .op.registry import REQUIRED
-from .traverse import ScopeTree
-from .types import FuncType, TensorType, TupleType, Type
+from ..errors import InternalError, TypeCheckError
+from ..ir import hooks
+from ..ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from ..ir.kinds import info
+from ..ir.node import Attrs, Node, _typed_equal
+from ..ir.traverse import ScopeTree
+from ..ir.types import FuncType, TensorType, TupleType, Type
+from ..op.registry import REQUIRED
 
 __all__ = ["astext", "type_str", "type_repr", "short_repr", "format_attr_value", "is_plain_name",
            "quote_name", "INLINE_LIMIT", "MAX_INDENT"]
@@ -837,7 +849,7 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
     ``show_meta_data=False`` replaces the section by a one-line note (that is
     what ``str()`` and notebooks show).
     """
-    from .module import Module
+    from ..ir.module import Module
 
     if isinstance(obj, Type):
         types = _TypeAliases()

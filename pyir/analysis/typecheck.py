@@ -20,12 +20,24 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import hooks
-from .errors import InternalError, PyIRError, TypeCheckError, UnknownOpError, WellFormedError
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .node import F_GLOBAL, F_LET, F_UNTYPED, Node, _set_ty, cached_type
-from .traverse import post_order
-from .types import FuncType, TensorType, TupleType, Type
+from ..errors import InternalError, PyIRError, TypeCheckError, UnknownOpError, WellFormedError
+from ..ir import hooks
+from ..ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from ..ir.node import F_GLOBAL, F_LET, F_UNTYPED, Node, _set_ty, cached_type
+from ..ir.traverse import post_order
+from ..ir.types import FuncType, TensorType, TupleType, Type
 
 __all__ = ["infer_type", "check_call", "TypeContext"]
 
@@ -38,13 +50,13 @@ _REL_MEMO_MAX = 65536
 
 
 def _fmt(t: Type) -> str:
-    from .printer import type_str
+    from ..text.printer import type_str
 
     return type_str(t)
 
 
 def _where(node: Node) -> str:
-    from .printer import short_repr
+    from ..text.printer import short_repr
 
     return short_repr(node)
 

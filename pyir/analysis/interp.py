@@ -14,11 +14,23 @@ from typing import Any
 
 import numpy as np
 
-from .errors import EvaluationError, InternalError, PyIRError
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .module import Module
-from .node import Node
-from .types import TensorType, TupleType, Type
+from ..errors import EvaluationError, InternalError, PyIRError
+from ..ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from ..ir.module import Module
+from ..ir.node import Node
+from ..ir.types import TensorType, TupleType, Type
 
 __all__ = ["evaluate", "Closure"]
 
@@ -92,7 +104,7 @@ def _apply_op(call: Call, args: list[Any]) -> Any:
         raise
     except Exception as e:
         shapes = ", ".join(str(getattr(a, "shape", type(a).__name__)) for a in args)
-        from .printer import short_repr
+        from ..text.printer import short_repr
 
         raise EvaluationError(f"{odef.name} failed on inputs of shapes ({shapes}): "
                               f"{type(e).__name__}: {e}\n  in {short_repr(call)}") from e
@@ -214,7 +226,7 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
     >>> evaluate(f, np.array([1, 2], "float32"))
     array([2., 4.], dtype=float32)
     """
-    from .traverse import check_binders
+    from ..ir.traverse import check_binders
 
     mod: Module | None = None
     if isinstance(program, Module):

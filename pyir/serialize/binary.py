@@ -15,7 +15,7 @@ node through the normal constructors: within one process
 A module's pass history (:attr:`Module.pass_records`) is stored too, so
 lineage queries (``mod.find`` ...) work after a round trip.
 
-:func:`loads` returns what was dumped: a :class:`~pyir.module.Module` for a
+:func:`loads` returns what was dumped: a :class:`~pyir.ir.module.Module` for a
 module, the node itself for a single node (expression, type or ``Attrs``).
 
 Binary layout, version 2 (all integers little-endian)::
@@ -76,8 +76,8 @@ import numpy as np
 from pyrsistent import pvector
 from xxhash import xxh3_128_digest
 
-from .errors import InternalError, LineageError, PyIRError, SerializationError
-from .expr import (
+from ..errors import InternalError, LineageError, PyIRError, SerializationError
+from ..ir.expr import (
     Call,
     Constant,
     Expr,
@@ -91,14 +91,14 @@ from .expr import (
     Var,
     make_call,
 )
-from .kinds import KINDS, KindInfo, info
-from .lineage import EdgeBuffer, Edges, PassRecord, thaw_source_value
-from .module import Module
-from .node import MAX_ATTR_DEPTH, Attrs, Node, gc_paused
-from .traverse import post_order
-from .types import TENSOR_DTYPES, FuncType, TensorType, TupleType
+from ..ir.kinds import KINDS, KindInfo, info
+from ..ir.lineage import EdgeBuffer, Edges, PassRecord, thaw_source_value
+from ..ir.module import Module
+from ..ir.node import MAX_ATTR_DEPTH, Attrs, Node, gc_paused
+from ..ir.traverse import post_order
+from ..ir.types import TENSOR_DTYPES, FuncType, TensorType, TupleType
 
-__all__ = ["save", "load", "dumps", "loads", "to_json", "from_json", "FORMAT_VERSION", "MAGIC"]
+__all__ = ["save", "load", "dumps", "loads", "FORMAT_VERSION", "MAGIC"]
 
 MAGIC = b"PYIR"
 FORMAT_VERSION = 2
@@ -108,7 +108,7 @@ FLAG_MODULE = 1  # the root is a Module (else a single node)
 _KNOWN_FLAGS = FLAG_MODULE
 _ALIGN = 16
 
-# Node kind codes: each kind's declared ``_code`` (pyir.kinds), stable across versions.  The
+# Node kind codes: each kind's declared ``_code`` (pyir.ir.kinds), stable across versions.  The
 # kinds below have hand-tuned records; any other declared kind is stored generically from its
 # declaration (see "generic records").
 K_VAR, K_GLOBAL, K_CONST, K_OP, K_CALL = Var._code, GlobalVar._code, Constant._code, Op._code, Call._code
@@ -155,7 +155,7 @@ _dtype_ok: dict[str, np.dtype] = {}
 
 def _check_dtype(name: Any) -> np.dtype:
     """The (little-endian) numpy dtype for a stored dtype name: one of the tensor dtypes
-    (:data:`pyir.types.TENSOR_DTYPES`); nothing else is given to numpy."""
+    (:data:`pyir.ir.types.TENSOR_DTYPES`); nothing else is given to numpy."""
     dt = _dtype_ok.get(name) if type(name) is str else None
     if dt is not None:
         return dt
@@ -704,7 +704,7 @@ def load(path_or_file: str | os.PathLike[str] | IO[bytes]) -> Any:
 def _build(c: _Columns) -> Any:
     """Construct the nodes, the root and the history from decoded columns."""
     kinds, ints, strs, ids, blob, flags = c.kinds, c.ints, c.strs, c.ids, c.blob, c.flags
-    with gc_paused():  # see pyir.node.gc_paused: nodes are acyclic
+    with gc_paused():  # see pyir.ir.node.gc_paused: nodes are acyclic
         try:
             nodes, p = _build_nodes(kinds, ints, strs, ids, blob)
             root, p = _build_root(nodes, ints, strs, p, flags)
@@ -1132,21 +1132,7 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"non-finite number {name} (not JSON)")
 
 
-# -- JSON (in pyir.serialize_json) ----------------------------------------------------------------
-
-
-def to_json(obj: Module | Node, *, indent: int | None = None) -> str:
-    """The node table of a module (or node) as JSON text; see :mod:`pyir.serialize_json`."""
-    from .serialize_json import to_json as _to_json
-
-    return _to_json(obj, indent=indent)
-
-
-def from_json(text: str | bytes) -> Any:
-    """Rebuild what :func:`to_json` wrote (a Module or a single node); SerializationError if invalid."""
-    from .serialize_json import from_json as _from_json
-
-    return _from_json(text)
+# -- JSON (in pyir.serialize.json_format) ----------------------------------------------------------------
 
 
 # -- pickle ------------------------------------------------------------------------------------------

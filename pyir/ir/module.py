@@ -13,8 +13,8 @@ from typing import Any
 
 from pyrsistent import PMap, PVector, pmap, pvector
 
+from ..errors import ImmutableError, InternalError, TypeCheckError, WellFormedError
 from . import hooks
-from .errors import ImmutableError, InternalError, TypeCheckError, WellFormedError
 from .expr import Expr, Function, GlobalVar, Var
 from .lineage import find as _find
 from .lineage import history as _history
@@ -256,10 +256,10 @@ class Module:
         """The type of an expression of this module (global calls resolved here)."""
         return hooks.infer_type(expr, self)
 
-    # -- lineage and history (see pyir.lineage) ----------------------------------------------------
+    # -- lineage and history (see pyir.ir.lineage) ----------------------------------------------------
     @property
     def pass_records(self) -> PVector:
-        """The :class:`~pyir.lineage.PassRecord` of every pass that produced this module, oldest first."""
+        """The :class:`~pyir.ir.lineage.PassRecord` of every pass that produced this module, oldest first."""
         return self._history
 
     def find(self, expr_or_id: Any) -> list[Expr]:
@@ -283,7 +283,7 @@ class Module:
 
     # -- text --------------------------------------------------------------------------------------
     def astext(self, **kw: Any) -> str:
-        """Relay-like text of the whole module (see :func:`pyir.printer.astext`)."""
+        """Relay-like text of the whole module (see :func:`pyir.text.printer.astext`)."""
         return hooks.astext(self, **kw)
 
     def __str__(self) -> str:

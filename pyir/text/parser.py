@@ -1,4 +1,4 @@
-"""The text parser: reads back exactly what :mod:`pyir.printer` writes.
+"""The text parser: reads back exactly what :mod:`pyir.text.printer` writes.
 
 ::
 
@@ -59,12 +59,24 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import ParseError, PyIRError
-from .expr import Call, Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var
-from .module import Module
-from .node import gc_paused as _gc_paused
+from ..errors import ParseError, PyIRError
+from ..ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
+from ..ir.module import Module
+from ..ir.node import gc_paused as _gc_paused
+from ..ir.types import FuncType, TensorType, TupleType, Type, normalize_dtype
 from .printer import is_plain_name
-from .types import FuncType, TensorType, TupleType, Type, normalize_dtype
 
 __all__ = ["parse", "parse_expr", "parse_type", "tokenize", "Token", "Parser", "MAX_NESTING"]
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from operator import attrgetter
 from typing import Any
 
-from .errors import InternalError
+from ..errors import InternalError
 from .expr import Call, Expr, Function, GlobalVar, Let, Op, Var
 from .kinds import KINDS, KindInfo, info
 from .node import Node
@@ -169,7 +169,7 @@ for _ki in _binder_kinds().values():
     BINDER_BITS |= _ki.bit
 if set(BOUND) != {Function, Let} or not BINDER_BITS:  # pragma: no cover - a new binder kind
     raise InternalError("a binder kind other than Function and Let needs a summary bit and its scoping "
-                        "rule in traverse._scope_walk and the alpha walks of pyir.equality")
+                        "rule in traverse._scope_walk and the alpha walks of pyir.analysis.equality")
 
 
 def _use_children(n: Node) -> tuple[Node, ...]:
@@ -537,7 +537,7 @@ def check_binders(expr: Expr) -> None:
     binder node shared by several parents is fine.)  Iterative; skips every
     subgraph without a function or a let.
     """
-    from .errors import WellFormedError
+    from ..errors import WellFormedError
 
     if not (expr._mask & BINDER_BITS) or expr in _binders_checked:
         return

@@ -35,20 +35,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from .errors import ImmutableError, PatternError, PyIRError
-from .expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
-from .node import (
-    F_CONST,
-    F_GETITEM,
-    F_TUPLE,
-    F_VAR,
-    OP_BIT0,
-    Node,
-    normalize_attr_value,
-)
-from .types import TensorType, Type, normalize_dtype
+from ..errors import ImmutableError, PatternError, PyIRError
+from ..ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
+from ..ir.node import F_CONST, F_GETITEM, F_TUPLE, F_VAR, OP_BIT0, Node, normalize_attr_value
+from ..ir.types import TensorType, Type, normalize_dtype
 
-# The last line of names is loaded lazily from pyir.pattern_rewrite (which imports this module).
+# The last line of names is loaded lazily from pyir.rewrite.pattern_rewrite (which imports this module).
 __all__ = ["Pattern", "PatternError", "Match", "wildcard", "is_op", "is_expr", "is_constant", "is_var",
            "is_tuple", "is_tuple_get_item"]
 

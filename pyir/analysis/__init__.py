@@ -1,0 +1,1 @@
+"""The analysis layer: type inference, the reference interpreter, equality and diff."""

@@ -1,0 +1,1 @@
+"""The rewrite layer: visitors and mutators, the pattern language and rewrite rules."""
