@@ -132,14 +132,16 @@ class Expr(Node):
 
 
 def _uid_source() -> Any:
-    """A fresh source of 16-byte uids: a random 64-bit prefix, then a counter (big-endian).
+    """A fresh source of 16-byte uids: a counter in the low 64 bits over a random 64-bit prefix,
+    little-endian (so the leading bytes, which reprs and messages show, differ between variables).
 
     Each uid is one call of C code (``map`` over ``itertools.count``), so uids are unique
     across threads without a lock.
     """
-    start = (int.from_bytes(os.urandom(8), "big") << 64) + 1
+    seed = int.from_bytes(os.urandom(16), "big")
+    start = ((seed >> 64) << 64) + (seed & ((1 << 62) - 1)) + 1  # counter from a random start < 2^62
     to_bytes: Any = int.to_bytes
-    return map(to_bytes, itertools.count(start), itertools.repeat(16), itertools.repeat("big")).__next__
+    return map(to_bytes, itertools.count(start), itertools.repeat(16), itertools.repeat("little")).__next__
 
 
 _next_uid = _uid_source()
