@@ -227,6 +227,18 @@ def _compose(back: dict[bytes, tuple[bytes, ...]], edges: Iterable[tuple[bytes, 
 # -- the mutator --------------------------------------------------------------------------------
 
 
+
+def _hook_result(mutator: Any, n: Node, result: Any, updated: Expr) -> Expr:
+    """What a visit hook's return value stands for: None keeps ``updated``; anything but an
+    expression is a WellFormedError naming the hook.  (Off the path of hooks that return
+    ``updated`` itself.)"""
+    if result is None:
+        return updated
+    if not isinstance(result, Expr):
+        raise WellFormedError(f"{type(mutator).__name__}.visit_{type(n).__name__} returned {result!r}, "
+                              "not an expression")
+    return result
+
 class ExprMutator:
     """Rewrite a DAG bottom-up; see the module docstring.
 
@@ -331,11 +343,7 @@ class ExprMutator:
                     self.original = n
                     result = h(self, updated)
                     if result is not updated:
-                        if result is None:
-                            result = updated
-                        elif not isinstance(result, Expr):
-                            raise WellFormedError(f"{type(self).__name__}.visit_{k.__name__} returned "
-                                                  f"{result!r}, not an expression")
+                        result = _hook_result(self, n, result, updated)
                 else:
                     result = updated
                 memo[n] = result
@@ -505,11 +513,7 @@ class Rewriter(ExprMutator):
                     self.original = n
                     result = h(self, updated)
                     if result is not updated:
-                        if result is None:
-                            result = updated
-                        elif not isinstance(result, Expr):
-                            raise WellFormedError(f"{type(self).__name__}.visit_{type(n).__name__} "
-                                                  f"returned {result!r}, not an expression")
+                        result = _hook_result(self, n, result, updated)
                 else:
                     result = updated
                 memo[n] = result
