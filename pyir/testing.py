@@ -17,12 +17,14 @@ examples and benchmarks (and for users testing their own passes).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from . import op
+from .errors import WellFormedError
+from .ir.dims import substitute
 from .ir.expr import Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var, const, var
 from .ir.module import Module
 from .ir.node import gc_paused
@@ -132,19 +134,32 @@ PROGRAM_SHAPE = (1, 2, 4, 4)
 _T = TensorType(PROGRAM_SHAPE, "float32")
 
 
-def random_inputs(mod: Module, seed: int = 0) -> list[np.ndarray]:
-    """Seeded random inputs for ``mod["main"]`` (standard normal floats)."""
+def random_inputs(mod: Module, seed: int = 0, shapes: Mapping[str, int] | None = None) -> list[np.ndarray]:
+    """Seeded random inputs for ``mod["main"]`` (standard normal floats; ints in [0, 5), bools).
+
+    ``shapes`` gives the value of each symbolic dimension (``{"batch": 2}``); a parameter whose
+    shape stays symbolic or unknown raises WellFormedError."""
     rng = np.random.default_rng(seed)
     out = []
     for p in mod["main"].params:
         t = p.type_annotation
-        assert isinstance(t, TensorType), "random_inputs needs tensor parameters"
+        if not isinstance(t, TensorType):
+            raise WellFormedError(f"random_inputs needs tensor parameters, %{p.name_hint} is {t}")
+        shape: list[int] = []
+        for d in t.shape:
+            v = substitute(d, shapes or {})
+            if type(v) is not int:
+                break
+            shape.append(v)
+        if len(shape) != t.ndim:
+            raise WellFormedError(f"random_inputs: %{p.name_hint} has shape {t}; give the value of every "
+                                  f"symbolic dimension with shapes={{...}}")
         if t.dtype == "bool":
-            out.append(rng.integers(0, 2, t.shape).astype(bool))
+            out.append(rng.integers(0, 2, shape).astype(bool))
         elif np.dtype(t.dtype).kind in "iu":
-            out.append(rng.integers(0, 5, t.shape).astype(t.dtype))
+            out.append(rng.integers(0, 5, shape).astype(t.dtype))
         else:
-            out.append(rng.standard_normal(t.shape).astype(t.dtype))
+            out.append(rng.standard_normal(shape).astype(t.dtype))
     return out
 
 

@@ -37,7 +37,9 @@ def shape_of(e: Expr) -> tuple[int, ...]:
     t = e.checked_type
     if not isinstance(t, TensorType):
         raise FrontendError(f"expected a tensor, got {t}")
-    return t.shape
+    if not t.static:
+        raise FrontendError(f"expected a static shape, got {t}")
+    return t.shape  # type: ignore[return-value]
 
 
 def dtype_of(e: Expr) -> str:

@@ -64,6 +64,7 @@ This module imports only :mod:`pyir.errors` and :mod:`pyir.ir.node`.
 
 from __future__ import annotations
 
+import json
 import operator
 import typing as _t
 from collections.abc import Iterable, Mapping
@@ -1141,7 +1142,7 @@ def _needs_parens(arg: Dim) -> bool:
     return type(arg) is DimPoly and (len(arg.terms) > 1 or arg.const != 0 or arg.terms[0][1] < 0)
 
 
-def _poly_pieces(p: DimPoly) -> list[str | Dim]:
+def _poly_pieces(p: DimPoly, text: bool = False) -> list[str | Dim]:
     items: list[tuple[bool, list[str | Dim]]] = []
     for m, a in p.terms:
         mag = -a if a < 0 else a
@@ -1151,8 +1152,8 @@ def _poly_pieces(p: DimPoly) -> list[str | Dim]:
             if i:
                 pieces.append(" * ")
             if type(atom) is Sym:
-                pieces.append(atom.name)
-            elif multi:
+                pieces.append(_text_name(atom.name) if text else atom.name)
+            elif multi and not text:
                 pieces += ["(", atom, ")"]
             else:
                 pieces.append(atom)
@@ -1176,11 +1177,22 @@ def _poly_pieces(p: DimPoly) -> list[str | Dim]:
     return out
 
 
-def dim_str(d: DimLike, limit: int | None = None) -> str:
+def _text_name(name: str) -> str:
+    """A symbol's name in pyir's text: as it is if the lexer reads it as one identifier,
+    else a JSON string (non-ASCII names; ``inf`` and ``nan``, which lex as numbers)."""
+    if name.isascii() and name not in ("inf", "nan"):
+        return name
+    return json.dumps(name, ensure_ascii=False)
+
+
+def dim_str(d: DimLike, limit: int | None = None, text: bool = False) -> str:
     """The canonical text of a dimension: ``3``, ``n``, ``n * 3 + 1``, ``(n + 1) // 2``, ``?``.
 
     The text is a Python expression with the same value (Python's precedence: ``*``,
     ``//`` and ``%`` bind tighter than ``+`` and ``-``, and associate to the left).
+    With ``text=True`` it is the spelling of pyir's text format (and TVM's):
+    ``floordiv(n + 1, 2)``, ``floormod(n, 4)`` (``//`` starts a comment there, ``%`` a
+    variable), and names that are not ASCII are quoted (``"批"``).
     Built iteratively, in time linear in its length; with ``limit``, text longer than
     ``limit`` characters is cut and ends with ``...``.
 
@@ -1199,9 +1211,12 @@ def dim_str(d: DimLike, limit: int | None = None) -> str:
         if isinstance(y, str):
             s = y
         elif isinstance(y, Sym):
-            s = y.name
+            s = _text_name(y.name) if text else y.name
         elif isinstance(y, DimPoly):
-            stack.extend(reversed(_poly_pieces(y)))
+            stack.extend(reversed(_poly_pieces(y, text)))
+            continue
+        elif text and isinstance(y, (DimFloorDiv, DimMod)):
+            stack += [f", {y.divisor})", y.arg, "floordiv(" if isinstance(y, DimFloorDiv) else "floormod("]
             continue
         elif isinstance(y, (DimFloorDiv, DimMod)):
             op = " // " if isinstance(y, DimFloorDiv) else " % "

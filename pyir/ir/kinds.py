@@ -98,9 +98,14 @@ def dtype_key(name: str) -> bytes:
 _PACKS = [struct.Struct(f"<{k}q").pack for k in range(33)]
 
 
-def packed_dims_key(dims: tuple[int, ...]) -> bytes:
+def packed_dims_key(dims: tuple[Any, ...]) -> bytes:
     """A shape as ``(`` then each dimension as a little-endian int64 (its rank implied by the
-    length: only for the last key field -- a TensorType's)."""
+    length: only for the last key field -- a TensorType's).  A shape with a symbolic dimension
+    is ``[`` then, per dimension, ``i`` and the int64 or ``d`` and the dimension's 16-byte id
+    (so static shapes keep their ids, and the two encodings never meet)."""
+    for d in dims:
+        if type(d) is not int:
+            return b"[" + b"".join([b"i" + _PACKS[1](d) if type(d) is int else b"d" + d.id for d in dims])
     return b"(" + (_PACKS[len(dims)](*dims) if len(dims) < 33 else struct.pack(f"<{len(dims)}q", *dims))
 
 

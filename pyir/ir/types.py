@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import WellFormedError
 from . import hooks
+from .dims import Dim, DimLike, Sym, as_dim, dim_prod
 from .kinds import Child, Children, Scalar, dtype_key, packed_dims_key
 from .node import (
     MAX_INDEX,
@@ -75,6 +76,7 @@ _tt_cache_get = _tt_cache.get
 _PACK_MAX_RANK = 32
 _PACKS = [struct.Struct(f"<{k}q").pack for k in range(_PACK_MAX_RANK + 1)]
 _TT_PREFIX = {name: b"t" + name.encode() + b"(" for name in TENSOR_DTYPES}
+_TT_SYM_PREFIX = {name: b"t" + name.encode() for name in TENSOR_DTYPES}  # then packed_dims_key's "["
 
 
 def _pack_dims(shp: tuple[int, ...]) -> bytes:
@@ -94,10 +96,17 @@ class Type(Node):
 
 
 class TensorType(Type, final=True):
-    """A tensor of static ``shape`` and ``dtype``; ``TensorType(())`` is a scalar.
+    """A tensor of ``shape`` and ``dtype``; ``TensorType(())`` is a scalar.
+
+    A dimension is an int, a symbolic dimension (``sym("n")``, or its name as a str, and
+    arithmetic over symbols: ``n * 3``) or :data:`~pyir.ir.dims.Any` (unknown, printed ``?``);
+    see :mod:`pyir.ir.dims`.  Static shapes hold plain ints.
 
     >>> TensorType((1, 3), "float32") is TensorType([1, 3])
     True
+    >>> from pyir.ir.dims import sym
+    >>> TensorType(("batch", 3)).shape == (sym("batch"), 3), TensorType(("batch", 3)).static
+    (True, False)
     """
 
     __slots__ = ("dtype", "shape")
@@ -105,10 +114,10 @@ class TensorType(Type, final=True):
     _code = 10
     _fields = (Scalar("shape", tuple, key=packed_dims_key), Scalar("dtype", str, key=dtype_key))
     _key_order = ("dtype", "shape")
-    shape: tuple[int, ...]
+    shape: tuple[DimLike, ...]
     dtype: str
 
-    def __new__(cls, shape: Sequence[int] = (), dtype: Any = "float32") -> TensorType:
+    def __new__(cls, shape: Sequence[DimLike | str] = (), dtype: Any = "float32") -> TensorType:
         if type(shape) is tuple and type(dtype) is str:
             # the hit path: a tuple of exact ints and a str seen before (exact ints only, as
             # (True,) == (1,) == (1.0,); checked before hashing, so no deep tuple is hashed)
@@ -146,6 +155,8 @@ class TensorType(Type, final=True):
                                 _tt_cache[(shape, dtype)] = ref
                                 return n
         elif type(shape) is not tuple:
+            if isinstance(shape, str):
+                raise WellFormedError(f"TensorType shape must be a sequence of dimensions, got {shape!r:.80}")
             try:
                 shape = tuple(shape)
             except TypeError:
@@ -159,12 +170,19 @@ class TensorType(Type, final=True):
         return len(self.shape)
 
     @property
-    def size(self) -> int:
-        """Number of elements."""
+    def size(self) -> DimLike:
+        """Number of elements (an int for a static shape, else a dimension expression or Any)."""
         n = 1
         for d in self.shape:
+            if type(d) is not int:
+                return dim_prod(self.shape)
             n *= d
         return n
+
+    @property
+    def static(self) -> bool:
+        """Whether every dimension is an int."""
+        return all(type(d) is int for d in self.shape)
 
     def __repr__(self) -> str:
         return f"TensorType({self.shape!r}, {self.dtype!r})"
@@ -177,19 +195,20 @@ def _tensor_type(shape: tuple[Any, ...], dtype: Any) -> TensorType:
     """The general TensorType path: validates and converts ``shape`` and ``dtype``, probes the
     table (collisions included) and caches exact inputs."""
     shp = shape
+    static = True
     for d in shape:
         if type(d) is not int:
-            if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
-                raise WellFormedError(f"TensorType shape must hold ints, got {safe_repr(shape)}")
-            shp = tuple(int(x) for x in shape)  # numpy ints -> ints
+            shp = tuple([_dim(x) for x in shape])  # numpy ints -> ints, names -> symbols
+            static = all(type(x) is int for x in shp)
             break
-    for d in shp:
-        if not 0 <= d <= MAX_INDEX:
-            raise WellFormedError(f"TensorType dimensions must be in [0, 2**63), got {short_int(d)}")
+    else:
+        for d in shp:
+            if not 0 <= d <= MAX_INDEX:
+                raise WellFormedError(f"TensorType dimensions must be in [0, 2**63), got {short_int(d)}")
     dt = _DTYPE_MEMO.get(dtype) if type(dtype) is str else None
     if dt is None:
         dt = normalize_dtype(dtype)
-    key = digest(_TT_PREFIX[dt] + _pack_dims(shp))
+    key = digest(_TT_PREFIX[dt] + _pack_dims(shp) if static else _TT_SYM_PREFIX[dt] + packed_dims_key(shp))
     r = _get(key)
     n: Any = None if r is None else r()
     if n is None or type(n) is not TensorType or n.shape != shp or n.dtype != dt:
@@ -201,6 +220,16 @@ def _tensor_type(shape: tuple[Any, ...], dtype: Any) -> TensorType:
             _tt_cache.clear()
         _tt_cache[(shp, dtype)] = r
     return n
+
+
+def _dim(d: Any) -> DimLike:
+    """One dimension of a TensorType shape: an int in [0, 2**63), a Dim, or a symbol's name."""
+    if type(d) is str:
+        return Sym(d)
+    if isinstance(d, (Dim, int)) or (hasattr(type(d), "__index__") and not isinstance(d, bool)):
+        return as_dim(d, "TensorType dimension")
+    raise WellFormedError(f"TensorType shape must hold dimensions (ints, symbols such as sym('n') or "
+                          f"their names, Any), got {safe_repr(d)} of type {type(d).__name__}")
 
 
 _TensorTypeB = builder_twin(TensorType)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import TypeCheckError
+from ..ir.dims import DimLike, broadcast, dim_str
 from ..ir.types import TensorType, TupleType, Type
 
 
@@ -28,18 +29,41 @@ def same_dtype(types: Sequence[TensorType]) -> str:
     return types[0].dtype
 
 
-def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
-    """Numpy broadcasting of two shapes, or a TypeCheckError."""
-    out = []
+def shape_str(shape: Sequence[DimLike]) -> str:
+    """A shape as the text shows it: ``(1, 3)``, ``(n, 3)``, ``(?,)``."""
+    items = [str(d) if type(d) is int else dim_str(d, 40) for d in shape]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def static_shape(t: TensorType, what: str = "input") -> tuple[int, ...]:
+    """``t``'s shape if every dimension is an int, else a TypeCheckError (for the relations
+    that do not yet handle symbolic or unknown dimensions)."""
+    shape = t.shape
+    for d in shape:
+        if type(d) is not int:
+            raise fail(f"{what} must have a static shape here (symbolic and unknown dimensions are "
+                       f"not supported by this operator yet), got {shape_str(shape)}")
+    return shape  # type: ignore[return-value]
+
+
+def broadcast_shapes(a: Sequence[DimLike], b: Sequence[DimLike]) -> tuple[DimLike, ...]:
+    """Numpy broadcasting of two shapes (symbolic dimensions by :func:`pyir.ir.dims.broadcast`),
+    or a TypeCheckError."""
+    out: list[DimLike] = []
     for i in range(1, max(len(a), len(b)) + 1):
         x = a[-i] if i <= len(a) else 1
         y = b[-i] if i <= len(b) else 1
-        if x == y or y == 1:
+        if x is y or y == 1:
             out.append(x)
         elif x == 1:
             out.append(y)
+        elif type(x) is int and type(y) is int:
+            raise fail(f"shapes {shape_str(a)} and {shape_str(b)} do not broadcast")
         else:
-            raise fail(f"shapes {tuple(a)} and {tuple(b)} do not broadcast")
+            try:
+                out.append(broadcast(x, y))
+            except TypeCheckError:
+                raise fail(f"shapes {shape_str(a)} and {shape_str(b)} do not broadcast") from None
     return tuple(reversed(out))
 
 

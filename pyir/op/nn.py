@@ -25,9 +25,10 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import AttrError, WellFormedError
+from ..ir.dims import DimLike, dim_prod
 from ..ir.node import Attrs
 from ..ir.types import TensorType, TupleType, Type, normalize_dtype
-from ._rel import fail, normalize_axis, same_dtype, tensor
+from ._rel import fail, normalize_axis, same_dtype, static_shape, tensor
 from .registry import REQUIRED, AttrSpec, OpPattern, register_op
 
 if TYPE_CHECKING:  # the builders' typed signatures (generated, see _signature.py)
@@ -95,7 +96,7 @@ def _float_tensor(op: str, t: Type, what: str = "data") -> TensorType:
     return tt
 
 
-def _vector_arg(op: str, t: Type, what: str, size: int, data: TensorType, axis: int) -> TensorType:
+def _vector_arg(op: str, t: Type, what: str, size: DimLike, data: TensorType, axis: int) -> TensorType:
     """``t`` must be a 1-D tensor of ``size`` elements with the dtype of ``data``."""
     v = tensor(t, what)
     if v.shape != (size,):
@@ -197,8 +198,8 @@ def _conv2d_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         raise fail(f"conv2d: weight must be 4-D OIHW {where}")
     if d.dtype != w.dtype:
         raise fail(f"conv2d: data dtype {d.dtype} != weight dtype {w.dtype} {where}")
-    n, c, h, wd = d.shape
-    o, i, kh, kw = w.shape
+    n, c, h, wd = static_shape(d, "data")
+    o, i, kh, kw = static_shape(w, "weight")
     g = attrs["groups"]
     if c != i * g:
         raise fail(f"conv2d: input channels {c} != weight in-channels {i} x groups {g} {where}")
@@ -285,7 +286,7 @@ def _pool_rel(name: str) -> _Rel:
         d = tensor(types[0], "data")
         if d.ndim != 4:
             raise fail(f"{name}: data must be 4-D NCHW, got shape {d.shape}")
-        n, c, h, w = d.shape
+        n, c, h, w = static_shape(d, "data")
         oh, ow = _pool_out_hw(attrs, h, w)
         if oh < 1 or ow < 1:
             raise fail(f"{name}: pool_size {attrs['pool_size']} (dilation {attrs['dilation']}) does not fit "
@@ -593,10 +594,7 @@ def _batch_flatten_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     d = tensor(types[0], "data")
     if d.ndim < 1:
         raise fail(f"batch_flatten: data must have rank >= 1, got shape {d.shape}")
-    rest = 1
-    for s in d.shape[1:]:
-        rest *= s
-    return TensorType((d.shape[0], rest), d.dtype)
+    return TensorType((d.shape[0], dim_prod(d.shape[1:])), d.dtype)
 
 
 def _batch_flatten(attrs: Attrs, x: np.ndarray) -> np.ndarray:
@@ -631,7 +629,7 @@ def _pad_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     pairs = _pad_pairs(pw)
     mode = attrs["pad_mode"]
     for i, ((b, e), s) in enumerate(zip(pairs, d.shape)):
-        if mode == "reflect" and (b or e) and max(b, e) >= s:
+        if mode == "reflect" and (b or e) and type(s) is int and max(b, e) >= s:
             raise fail(f"pad: reflect padding {(b, e)} on axis {i} needs it < the dimension {s} "
                        f"(data {d.shape})")
         if mode == "edge" and (b or e) and s == 0:

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..ir.dims import dim_sum
 from ..ir.node import Attrs
 from ..ir.types import TensorType, Type
-from ._rel import broadcast_shapes, fail, normalize_axis, same_dtype, tensor
+from ._rel import broadcast_shapes, fail, normalize_axis, same_dtype, static_shape, tensor
 from .registry import AttrSpec, OpPattern, register_op
 
 if TYPE_CHECKING:  # the builders' typed signatures (generated, see _signature.py)
@@ -196,7 +197,7 @@ def _infer_reshape(src: tuple[int, ...], newshape: tuple[int, ...]) -> tuple[int
 
 def _reshape_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     t = tensor(types[0])
-    return TensorType(_infer_reshape(t.shape, attrs["newshape"]), t.dtype)
+    return TensorType(_infer_reshape(static_shape(t), attrs["newshape"]), t.dtype)
 
 
 reshape: _sig.Reshape = register_op(
@@ -241,7 +242,7 @@ def _concat_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         if t.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(t.shape, ts[0].shape)) if i != ax):
             raise fail(f"cannot concatenate shapes {[x.shape for x in ts]} on axis {attrs['axis']}")
     shape = list(ts[0].shape)
-    shape[ax] = int(np.sum([t.shape[ax] for t in ts], dtype=np.int64))  # `sum` is the reduction op here
+    shape[ax] = dim_sum([t.shape[ax] for t in ts])
     return TensorType(shape, dt)
 
 
@@ -287,7 +288,7 @@ def _squeeze_axes(attrs: Attrs, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def _squeeze_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     t = tensor(types[0])
-    axes = _squeeze_axes(attrs, t.shape)
+    axes = _squeeze_axes(attrs, static_shape(t))
     return TensorType(tuple(d for i, d in enumerate(t.shape) if i not in axes), t.dtype)
 
 
@@ -318,7 +319,7 @@ def _split_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     t = tensor(types[0])
     ax = normalize_axis(attrs["axis"], t.ndim)
     fields = []
-    for s in _split_sections(attrs, t.shape[ax]):
+    for s in _split_sections(attrs, static_shape(t)[ax]):
         shape = list(t.shape)
         shape[ax] = s
         fields.append(TensorType(shape, t.dtype))
@@ -354,8 +355,9 @@ def _slices(attrs: Attrs, shape: tuple[int, ...]) -> tuple[slice, ...]:
 
 def _strided_slice_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     t = tensor(types[0])
-    sl = _slices(attrs, t.shape)
-    shape = tuple(len(range(*s.indices(d))) for s, d in zip(sl, t.shape))
+    src = static_shape(t)
+    sl = _slices(attrs, src)
+    shape = tuple(len(range(*s.indices(d))) for s, d in zip(sl, src))
     return TensorType(shape, t.dtype)
 
 

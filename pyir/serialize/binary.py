@@ -77,6 +77,7 @@ from pyrsistent import pvector
 from xxhash import xxh3_128_digest
 
 from ..errors import InternalError, LineageError, PyIRError, SerializationError
+from ..ir.dims import Dim
 from ..ir.expr import (
     Call,
     Constant,
@@ -1158,6 +1159,8 @@ def _register_pickling() -> None:
         kinds.append(cls)
         todo.extend(cls.__subclasses__())
     for cls in kinds:
+        if issubclass(cls, Dim):  # dimensions pickle by their own __reduce__ (name, terms)
+            continue
         copyreg.pickle(cls, _reduce_module if cls is Module else _reduce_node)
 
 

@@ -60,6 +60,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import ParseError, PyIRError
+from ..ir.dims import Any as AnyDim
+from ..ir.dims import DimLike, Sym, dim_add, dim_floordiv, dim_mod, dim_mul, dim_sub
 from ..ir.expr import (
     Call,
     Constant,
@@ -110,6 +112,7 @@ _TOKEN_RE = re.compile(
     r"|(?P<LC>\{)|(?P<RC>\})|(?P<COLON>:)|(?P<ARROW>->)|(?P<DOT>\.)"
     r"|(?P<STR>" + _STRING + r")"
     r"|(?P<METASEC>\#\[metadata\])"
+    r"|(?P<QMARK>\?)|(?P<STAR>\*)|(?P<PLUS>\+)|(?P<MINUS>-)"
     r"|(?P<EOF>\Z)"
     r"|(?P<BADCOMMENT>/\*)"
     r"|(?P<BADSTR>\")"
@@ -117,6 +120,7 @@ _TOKEN_RE = re.compile(
     re.DOTALL,
 )
 _BATCH = 4096
+_DIM_OPS = {"+": dim_add, "-": dim_sub, "*": dim_mul, "floordiv": dim_floordiv, "floormod": dim_mod}
 _LOOKAHEAD = 2
 
 _DESCR = {"LP": "'('", "RP": "')'", "COMMA": "','", "SEMI": "';'", "EQ": "'='", "LB": "'['",
@@ -124,7 +128,7 @@ _DESCR = {"LP": "'('", "RP": "')'", "COMMA": "','", "SEMI": "';'", "EQ": "'='", 
           "LOCAL": "a %name", "GLOBAL": "a @name", "NUM": "a number", "IDENT": "an identifier",
           "STR": "a string", "META": "a meta[...] reference", "EOF": "end of input",
           "METASEC": "'#[metadata]'", "ALIAS": "a type alias $name", "BIND": "a binding '%name ='",
-          "CALLEE": "a call",
+          "CALLEE": "a call", "QMARK": "'?'", "STAR": "'*'", "PLUS": "'+'", "MINUS": "'-'",
           "KEY": "an attribute 'name='", "NUMLIST": "a list of numbers", "TENSOR": "a tensor literal"}
 
 _NUM_RE = re.compile(r"(-?(?:0[xX][0-9A-Fa-f]+|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan))"
@@ -438,20 +442,106 @@ class Parser:
             self.parse_token("SEMI", "after a type alias declaration")
             self.type_aliases[name] = (t, p)
 
-    def parse_shape(self) -> tuple[int, ...]:
-        """``(d0, d1, ...)``: ``()``, ``(5)``, ``(5,)``, ``(1, 3)``."""
+    def parse_shape(self) -> tuple[DimLike, ...]:
+        """``(d0, d1, ...)``: ``()``, ``(5)``, ``(5,)``, ``(1, 3)``, ``(?, n * 3)``."""
         self.parse_token("LP", "opening a shape")
-        dims: list[int] = []
+        dims: list[DimLike] = []
         while self.tok[0] != "RP":
-            p = self.tok[2]
-            d = self.parse_int("a dimension")
-            if d < 0:
-                raise self.error(f"negative dimension {d}", p)
-            dims.append(d)
+            dims.append(self.parse_dim())
             if self.parse_optional_token("COMMA") is None:
                 break
         self.parse_token("RP", "closing a shape")
         return tuple(dims)
+
+    def parse_dim(self) -> DimLike:
+        """One dimension: an integer, a symbol (``n``, ``"批"``), ``?``, or an expression over
+        them with ``+ - *``, parentheses, ``floordiv(a, b)`` and ``floormod(a, b)`` (built and
+        simplified by :mod:`pyir.ir.dims`).  Operator precedence parsing with explicit stacks
+        (no recursion with the nesting)."""
+        vals: list[DimLike] = []
+        # operators: ("+" | "-" | "*", pos), ("(", pos), or ("floordiv" | "floormod", pos, args so far)
+        ops: list[list[Any]] = []
+        operand = True
+        while True:
+            k, s, p = self.tok
+            if operand:
+                if k == "NUM":
+                    if not s.lstrip("-").isdigit():
+                        raise self.expected("a dimension (an integer, a symbol, ? or an expression)")
+                    if s.startswith("-"):
+                        raise self.error(f"negative dimension {s}", p)
+                    vals.append(self._int(s, p))
+                elif k == "IDENT" and "." not in s:
+                    vals.append(self.build(Sym, p, s))
+                elif k == "STR":
+                    vals.append(self.build(Sym, p, json.loads(s)))
+                elif k == "QMARK":
+                    vals.append(AnyDim)
+                elif k == "LP":
+                    self._nest()
+                    ops.append(["(", p])
+                    self.advance()
+                    continue
+                elif k == "CALLEE" and s[:-1] in ("floordiv", "floormod"):
+                    self._nest()
+                    ops.append([s[:-1], p, 0])
+                    self.advance()
+                    continue
+                else:
+                    raise self.expected("a dimension (an integer, a symbol, ? or an expression)")
+                self.advance()
+                operand = False
+                continue
+            if k == "PLUS" or k == "MINUS" or k == "STAR" or (k == "NUM" and s.startswith("-")
+                                                              and s[1:].isdigit()):
+                op = "+" if k == "PLUS" else "*" if k == "STAR" else "-"
+                prec = 2 if op == "*" else 1
+                while ops and ops[-1][0] in ("+", "-", "*") and (2 if ops[-1][0] == "*" else 1) >= prec:
+                    self._dim_apply(vals, ops.pop())
+                ops.append([op, p])
+                if k == "NUM":  # ``n -5`` lexes as a name and a negative number
+                    vals.append(self._int(s[1:], p))
+                    self.advance()
+                    continue
+                self.advance()
+                operand = True
+                continue
+            if k == "RP" or k == "COMMA":
+                while ops and ops[-1][0] in ("+", "-", "*"):
+                    self._dim_apply(vals, ops.pop())
+                if not ops:
+                    break  # the shape's own ',' or ')'
+                top = ops[-1]
+                if k == "COMMA":
+                    if top[0] == "(" or top[2] >= 1:
+                        raise self.expected("')'")
+                    top[2] += 1
+                    self.advance()
+                    operand = True
+                    continue
+                ops.pop()
+                self.depth -= 1
+                if top[0] != "(":
+                    if top[2] != 1:
+                        raise self.error(f"{top[0]} takes 2 arguments", top[1])
+                    self._dim_apply(vals, top)
+                self.advance()
+                continue
+            if any(o[0] not in ("+", "-", "*") for o in ops):
+                raise self.expected("')'")
+            break
+        while ops:
+            self._dim_apply(vals, ops.pop())
+        return vals[0]
+
+    def _dim_apply(self, vals: list[DimLike], op: list[Any]) -> None:
+        b = vals.pop()
+        a = vals.pop()
+        f = _DIM_OPS[op[0]]
+        try:
+            vals.append(f(a, b))
+        except PyIRError as e:
+            raise self.error(str(e), op[1]) from e
 
     def parse_dtype(self) -> str:
         """A dtype name (``float32``, ``bool``, ...)."""

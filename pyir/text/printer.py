@@ -46,6 +46,7 @@ import numpy as np
 
 from ..errors import InternalError, TypeCheckError
 from ..ir import hooks
+from ..ir.dims import dim_str
 from ..ir.expr import (
     Call,
     Constant,
@@ -142,7 +143,8 @@ def _type_text(t: Type, names: dict[Type, str] | None) -> str:
         k = type(x)
         if k is TensorType:
             shape = x.shape
-            emit("Tensor[(%s), %s]" % (", ".join([str(d) for d in shape]), x.dtype))
+            emit("Tensor[(%s), %s]" % (", ".join([str(d) if type(d) is int else dim_str(d, text=True)
+                                                  for d in shape]), x.dtype))
         elif k is TupleType:
             fs = x.fields
             push(",)" if len(fs) == 1 else ")")

@@ -40,13 +40,14 @@ def _closed(n: Node) -> bool:
 
 
 def _num_elements(t: Type) -> int:
-    """Number of scalar elements of a (possibly tuple) type, iteratively."""
+    """Number of scalar elements of a (possibly tuple) type, iteratively (2**62 for a symbolic shape)."""
     total = 0
     stack = [t]
     while stack:
         s = stack.pop()
         if isinstance(s, TensorType):
-            total += int(np.prod(s.shape, dtype=np.int64))
+            size = s.size
+            total += size if type(size) is int else 1 << 62  # symbolic: never small enough to fold
         elif isinstance(s, TupleType):
             stack.extend(s.fields)
     return total

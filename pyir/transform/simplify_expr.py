@@ -83,9 +83,9 @@ def _identity_with(value: float) -> Any:
 
 def _reshape_reshape(m: Match) -> Expr | None:
     t = m.type_of(m.expr)
-    if type(t) is not TensorType:
+    if type(t) is not TensorType or not t.static:
         return None
-    return op.reshape(m[_x], newshape=t.shape)
+    return op.reshape(m[_x], newshape=t.shape)  # type: ignore[arg-type]
 
 
 def _reshape_same(m: Match) -> Expr | None:
