@@ -31,6 +31,8 @@ from .errors import (
     UnknownOpError,
     WellFormedError,
 )
+from .ir import dims
+from .ir.dims import Any, Dim, sym
 from .ir.expr import (
     Call,
     Constant,
@@ -82,7 +84,7 @@ __all__ = [
     "InternalError",
     # nodes, types, expressions
     "op", "Node", "Attrs", "live_node_count",
-    "Type", "TensorType", "TupleType", "FuncType",
+    "Type", "TensorType", "TupleType", "FuncType", "dims", "Dim", "sym", "Any",
     "Expr", "Var", "GlobalVar", "Constant", "Op", "Call", "Tuple", "TupleGetItem", "Function",
     "Let", "If", "var", "const", "as_expr", "Module",
     # analysis and traversal
