@@ -1159,7 +1159,7 @@ def _register_pickling() -> None:
         kinds.append(cls)
         todo.extend(cls.__subclasses__())
     for cls in kinds:
-        if issubclass(cls, Dim):  # dimensions pickle by their own __reduce__ (name, terms)
+        if Dim in cls.__mro__:  # dimensions pickle by their own __reduce__ (name, terms)
             continue
         copyreg.pickle(cls, _reduce_module if cls is Module else _reduce_node)
 
