@@ -61,7 +61,7 @@ import numpy as np
 
 from ..errors import ParseError, PyIRError
 from ..ir.dims import Any as AnyDim
-from ..ir.dims import DimLike, Sym, dim_add, dim_floordiv, dim_mod, dim_mul, dim_sub
+from ..ir.dims import DimLike, Sym, dim_add, dim_floordiv, dim_mod, dim_mul, dim_sub, dim_sum
 from ..ir.expr import (
     Call,
     Constant,
@@ -120,6 +120,17 @@ _TOKEN_RE = re.compile(
     re.DOTALL,
 )
 _BATCH = 4096
+class _DimSum:
+    """A sum being parsed: the terms added and subtracted so far (``at``: the last ``-``)."""
+
+    __slots__ = ("at", "neg", "pos")
+
+    def __init__(self, first: DimLike) -> None:
+        self.pos: list[DimLike] = [first]
+        self.neg: list[DimLike] = []
+        self.at = 0
+
+
 _DIM_OPS = {"+": dim_add, "-": dim_sub, "*": dim_mul, "floordiv": dim_floordiv, "floormod": dim_mod}
 _LOOKAHEAD = 2
 
@@ -458,7 +469,7 @@ class Parser:
         them with ``+ - *``, parentheses, ``floordiv(a, b)`` and ``floormod(a, b)`` (built and
         simplified by :mod:`pyir.ir.dims`).  Operator precedence parsing with explicit stacks
         (no recursion with the nesting)."""
-        vals: list[DimLike] = []
+        vals: list[Any] = []  # operands: dimensions and pending sums
         # operators: ("+" | "-" | "*", pos), ("(", pos), or ("floordiv" | "floormod", pos, args so far)
         ops: list[list[Any]] = []
         operand = True
@@ -525,6 +536,8 @@ class Parser:
                     if top[2] != 1:
                         raise self.error(f"{top[0]} takes 2 arguments", top[1])
                     self._dim_apply(vals, top)
+                else:
+                    vals[-1] = self._dim_value(vals[-1])
                 self.advance()
                 continue
             if any(o[0] not in ("+", "-", "*") for o in ops):
@@ -532,16 +545,34 @@ class Parser:
             break
         while ops:
             self._dim_apply(vals, ops.pop())
-        return vals[0]
+        return self._dim_value(vals[0])
 
-    def _dim_apply(self, vals: list[DimLike], op: list[Any]) -> None:
-        b = vals.pop()
-        a = vals.pop()
-        f = _DIM_OPS[op[0]]
+    def _dim_apply(self, vals: list[Any], op: list[Any]) -> None:
+        """Reduce ``op`` on the top of ``vals``.  Sums stay pending (:class:`_DimSum`) until their
+        value is needed, so a sum of k terms costs two passes, not k copies."""
+        b = self._dim_value(vals.pop())
+        if op[0] == "+" or op[0] == "-":
+            a = vals[-1]
+            if type(a) is not _DimSum:
+                a = vals[-1] = _DimSum(a)
+            (a.pos if op[0] == "+" else a.neg).append(b)
+            if op[0] == "-":
+                a.at = op[1]
+            return
+        a = self._dim_value(vals.pop())
         try:
-            vals.append(f(a, b))
+            vals.append(_DIM_OPS[op[0]](a, b))
         except PyIRError as e:
             raise self.error(str(e), op[1]) from e
+
+    def _dim_value(self, v: Any) -> DimLike:
+        """A pending sum's value: (sum of the added terms) - (sum of the subtracted ones)."""
+        if type(v) is not _DimSum:
+            return v
+        try:
+            return dim_sub(dim_sum(v.pos), dim_sum(v.neg)) if v.neg else dim_sum(v.pos)
+        except PyIRError as e:
+            raise self.error(str(e), v.at) from e
 
     def parse_dtype(self) -> str:
         """A dtype name (``float32``, ``bool``, ...)."""
