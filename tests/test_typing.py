@@ -131,17 +131,21 @@ def test_generated_signatures_up_to_date() -> None:
     assert committed == _gen_signatures.render(), "stale: run python -m pyir.op._gen_signatures"
 
 
+_BUILDER_MODULES = (nn, tensor, op.shape, op.image, op.dyn)
+
+
 def test_every_builder_annotated_with_its_protocol() -> None:
-    """issue 11 item 4: each public builder in nn.py / tensor.py is declared with the
-    generated protocol of its own operator, and every registered operator has a builder."""
+    """issue 11 item 4: each public builder in nn.py / tensor.py / shape.py / image.py / dyn.py is
+    declared with the generated protocol of its own operator, and every registered operator has a
+    builder."""
     seen = set()
-    for mod in (nn, tensor):
+    for mod in _BUILDER_MODULES:
         for name in mod.__all__:
             b = getattr(mod, name)
             opname = b.op.name
             assert mod.__annotations__.get(name) == f"_sig.{_signature.protocol_name(opname)}", name
             seen.add(opname)
-    assert seen == set(_gen_signatures.builtin_ops()) and len(seen) == 66
+    assert seen == set(_gen_signatures.builtin_ops()) and len(seen) == 88
     assert seen <= set(list_ops())
     assert op.add is tensor.add and op.nn.conv2d is nn.conv2d
 
@@ -156,10 +160,10 @@ def test_runtime_signatures() -> None:
     assert str(inspect.signature(op.concatenate)) == "(*data: ExprLike, axis: Int = 0) -> Call"
     assert str(inspect.signature(op.nn.relu)) == "(data: ExprLike, /) -> Call"
     assert "pool_size: Ints," in str(inspect.signature(op.nn.max_pool2d))  # required: no default
+    builders = {getattr(m, n).op.name: getattr(m, n) for m in _BUILDER_MODULES for n in m.__all__}
     for name in _gen_signatures.builtin_ops():
         odef = get_op_def(name)
-        mod, attr = (nn, name[3:]) if name.startswith("nn.") else (tensor, name)
-        params = inspect.signature(getattr(mod, attr)).parameters
+        params = inspect.signature(builders[name]).parameters
         kw = {p.name: p.default for p in params.values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
         assert kw == {s.name: (inspect.Parameter.empty if s.default is REQUIRED else s.default)
                       for s in odef.attrs}

@@ -84,7 +84,10 @@ def _check_input(i: int, p: Var, value: Any) -> Any:
     t = p.type_annotation
     if isinstance(t, TensorType):
         arr = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=t.dtype)
-        if arr.shape != t.shape or arr.dtype.name != t.dtype:
+        if arr.shape != t.shape and not t.static and len(arr.shape) == t.ndim and all(
+                type(d) is not int or d == a for d, a in zip(t.shape, arr.shape)):
+            pass  # symbolic or unknown dimensions take the array's (symbols are not yet related)
+        elif arr.shape != t.shape or arr.dtype.name != t.dtype:
             raise EvaluationError(
                 f"input {i} (%{p.name_hint}): expected Tensor[{t.shape}, {t.dtype}], "
                 f"got an array of shape {arr.shape} and dtype {arr.dtype.name}")

@@ -4,13 +4,15 @@
 Each builder returns an interned :class:`pyir.Call`.
 """
 
-from . import _signature, nn, tensor
+from . import _signature, dyn, image, nn, shape, tensor
 from .registry import AttrSpec, OpDef, OpPattern, get_op_def, list_ops, register_op
+from .shape import *  # noqa: F403
+from .shape import __all__ as _shape_all
 from .tensor import *  # noqa: F403
 from .tensor import __all__ as _tensor_all
 
-_signature.attach(nn)
-_signature.attach(tensor)
+for _m in (nn, tensor, shape, image, dyn):
+    _signature.attach(_m)
 
-__all__ = ["nn", "AttrSpec", "OpDef", "OpPattern", "get_op_def", "list_ops", "register_op",
-           *_tensor_all]
+__all__ = ["nn", "image", "dyn", "AttrSpec", "OpDef", "OpPattern", "get_op_def", "list_ops", "register_op",
+           *_tensor_all, *_shape_all]

@@ -41,11 +41,34 @@ class Add(Protocol):
         ...
 
 
+class Arange(Protocol):
+    """The builder of ``arange``."""
+
+    def __call__(
+        self,
+        *,
+        start: Float = 0.0,
+        stop: Float,
+        step: Float = 1.0,
+        dtype: DType = 'float32',
+    ) -> Call:
+        """``start, start + step, ...`` up to (excluding) ``stop``."""
+        ...
+
+
 class Argmax(Protocol):
     """The builder of ``argmax``."""
 
     def __call__(self, data: ExprLike, /, *, axis: Int = 0, keepdims: Bool = False) -> Call:
         """Index of the maximum along ``axis`` (int64)."""
+        ...
+
+
+class BroadcastTo(Protocol):
+    """The builder of ``broadcast_to``."""
+
+    def __call__(self, data: ExprLike, /, *, shape: Ints) -> Call:
+        """Broadcast ``data`` to ``shape`` (numpy rules)."""
         ...
 
 
@@ -97,6 +120,159 @@ class Divide(Protocol):
         ...
 
 
+class DynArange(Protocol):
+    """The builder of ``dyn.arange``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        /,
+        *,
+        dtype: DType = 'float32',
+    ) -> Call:
+        """``arange`` with run-time ``start``, ``stop`` and ``step`` (scalars)."""
+        ...
+
+
+class DynBroadcastTo(Protocol):
+    """The builder of ``dyn.broadcast_to``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """``broadcast_to`` a run-time ``shape`` (1-D integer tensor)."""
+        ...
+
+
+class DynFull(Protocol):
+    """The builder of ``dyn.full``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, dtype: str = '') -> Call:
+        """A tensor of a run-time shape filled with the scalar ``fill_value``.
+
+        ``dtype``: a dtype; '' for fill_value's
+        """
+        ...
+
+
+class DynImageResize2d(Protocol):
+    """The builder of ``dyn.image.resize2d``."""
+
+    def __call__(
+        self,
+        lhs: ExprLike,
+        rhs: ExprLike,
+        /,
+        *,
+        layout: str = 'NCHW',
+        method: str = 'linear',
+        coordinate_transformation_mode: str = 'half_pixel',
+        rounding_method: str = '',
+    ) -> Call:
+        """``image.resize2d`` to a run-time ``size`` (2 integers).
+
+        ``method``: nearest_neighbor or linear
+        ``coordinate_transformation_mode``: half_pixel, align_corners, asymmetric or pytorch_half_pixel
+        ``rounding_method``: nearest: '', round, floor, ceil, round_prefer_floor, round_prefer_ceil
+        """
+        ...
+
+
+class DynNnPad(Protocol):
+    """The builder of ``dyn.nn.pad``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        /,
+        *,
+        pad_mode: str = 'constant',
+    ) -> Call:
+        """``nn.pad`` with a run-time ``pad_width`` (integer tensor of shape (rank, 2)) and ``pad_value``.
+
+        ``pad_mode``: constant, edge or reflect
+        """
+        ...
+
+
+class DynOneHot(Protocol):
+    """The builder of ``dyn.one_hot``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        /,
+        *,
+        axis: Int = -1,
+        dtype: DType = 'float32',
+    ) -> Call:
+        """``one_hot`` with a run-time ``depth`` (integer scalar)."""
+        ...
+
+
+class DynOnes(Protocol):
+    """The builder of ``dyn.ones``."""
+
+    def __call__(self, data: ExprLike, /, *, dtype: DType = 'float32') -> Call:
+        """A tensor of ones of a run-time shape."""
+        ...
+
+
+class DynReshape(Protocol):
+    """The builder of ``dyn.reshape``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """``reshape`` to a run-time ``newshape`` (1-D integer tensor; 0 copies, -1 infers a dimension)."""
+        ...
+
+
+class DynStridedSlice(Protocol):
+    """The builder of ``dyn.strided_slice``."""
+
+    def __call__(self, input0: ExprLike, input1: ExprLike, input2: ExprLike, input3: ExprLike, /) -> Call:
+        """``x[begin:end:strides]`` on the leading axes, with run-time 1-D integer bounds."""
+        ...
+
+
+class DynTile(Protocol):
+    """The builder of ``dyn.tile``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """``tile`` with run-time ``reps`` (1-D integer tensor)."""
+        ...
+
+
+class DynTopk(Protocol):
+    """The builder of ``dyn.topk``."""
+
+    def __call__(
+        self,
+        lhs: ExprLike,
+        rhs: ExprLike,
+        /,
+        *,
+        axis: Int = -1,
+        ret_type: str = 'both',
+        is_ascend: Bool = False,
+        dtype: DType = 'int32',
+    ) -> Call:
+        """``topk`` with a run-time ``k`` (integer scalar; < 1 takes the whole axis)."""
+        ...
+
+
+class DynZeros(Protocol):
+    """The builder of ``dyn.zeros``."""
+
+    def __call__(self, data: ExprLike, /, *, dtype: DType = 'float32') -> Call:
+        """A tensor of zeros of a run-time shape."""
+        ...
+
+
 class Equal(Protocol):
     """The builder of ``equal``."""
 
@@ -137,6 +313,17 @@ class Floor(Protocol):
         ...
 
 
+class Full(Protocol):
+    """The builder of ``full``."""
+
+    def __call__(self, data: ExprLike, /, *, shape: Ints, dtype: str = '') -> Call:
+        """A tensor of ``shape`` filled with the scalar ``fill_value``.
+
+        ``dtype``: a dtype; '' for fill_value's
+        """
+        ...
+
+
 class Greater(Protocol):
     """The builder of ``greater``."""
 
@@ -150,6 +337,29 @@ class GreaterEqual(Protocol):
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
         """Broadcasting ``a >= b`` (bool)."""
+        ...
+
+
+class ImageResize2d(Protocol):
+    """The builder of ``image.resize2d``."""
+
+    def __call__(
+        self,
+        data: ExprLike,
+        /,
+        *,
+        size: Ints,
+        layout: str = 'NCHW',
+        method: str = 'linear',
+        coordinate_transformation_mode: str = 'half_pixel',
+        rounding_method: str = '',
+    ) -> Call:
+        """Resize the spatial dimensions of a 4-D image to ``size`` (nearest neighbour or bilinear).
+
+        ``method``: nearest_neighbor or linear
+        ``coordinate_transformation_mode``: half_pixel, align_corners, asymmetric or pytorch_half_pixel
+        ``rounding_method``: nearest: '', round, floor, ceil, round_prefer_floor, round_prefer_ceil
+        """
         ...
 
 
@@ -548,6 +758,32 @@ class NotEqual(Protocol):
         ...
 
 
+class OneHot(Protocol):
+    """The builder of ``one_hot``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        /,
+        *,
+        depth: Int,
+        axis: Int = -1,
+        dtype: DType = 'float32',
+    ) -> Call:
+        """``on_value`` where ``indices`` hits position i of a new ``depth``-long axis, else ``off_value``."""
+        ...
+
+
+class Ones(Protocol):
+    """The builder of ``ones``."""
+
+    def __call__(self, *, shape: Ints, dtype: DType = 'float32') -> Call:
+        """A tensor of ones of ``shape`` and ``dtype``."""
+        ...
+
+
 class OnesLike(Protocol):
     """The builder of ``ones_like``."""
 
@@ -593,6 +829,14 @@ class Rsqrt(Protocol):
 
     def __call__(self, data: ExprLike, /) -> Call:
         """Elementwise ``1 / sqrt(x)``."""
+        ...
+
+
+class ShapeOf(Protocol):
+    """The builder of ``shape_of``."""
+
+    def __call__(self, data: ExprLike, /, *, dtype: DType = 'int64') -> Call:
+        """The shape of ``data`` as a 1-D integer tensor (known statically when the shape is)."""
         ...
 
 
@@ -693,6 +937,32 @@ class Tanh(Protocol):
         ...
 
 
+class Tile(Protocol):
+    """The builder of ``tile``."""
+
+    def __call__(self, data: ExprLike, /, *, reps: Ints) -> Call:
+        """Repeat ``data`` ``reps[i]`` times along each axis (numpy's ``tile``)."""
+        ...
+
+
+class Topk(Protocol):
+    """The builder of ``topk``."""
+
+    def __call__(
+        self,
+        data: ExprLike,
+        /,
+        *,
+        k: Int = 1,
+        axis: Int = -1,
+        ret_type: str = 'both',
+        is_ascend: Bool = False,
+        dtype: DType = 'int32',
+    ) -> Call:
+        """The ``k`` largest (``is_ascend``: smallest) elements along ``axis`` and their indices."""
+        ...
+
+
 class Transpose(Protocol):
     """The builder of ``transpose``."""
 
@@ -706,6 +976,14 @@ class Where(Protocol):
 
     def __call__(self, condition: ExprLike, lhs: ExprLike, rhs: ExprLike, /) -> Call:
         """Select from ``a`` where ``condition`` holds, else from ``b``."""
+        ...
+
+
+class Zeros(Protocol):
+    """The builder of ``zeros``."""
+
+    def __call__(self, *, shape: Ints, dtype: DType = 'float32') -> Call:
+        """A tensor of zeros of ``shape`` and ``dtype``."""
         ...
 
 

@@ -20,8 +20,10 @@ from .base import (
     function_pass,
     module_pass,
 )
+from .bind_shapes import BindShapes
 from .dead_code_elimination import DeadCodeElimination
 from .defuse_ops import DefuseOps
+from .dynamic_to_static import DynamicToStatic
 from .eliminate_common_subexpr import EliminateCommonSubexpr
 from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps
@@ -39,5 +41,5 @@ __all__ = [
     "TimingInstrument", "PrintIRInstrument", "module_pass", "function_pass",
     "InferType", "SimplifyInference", "FoldConstant", "SimplifyExpr", "EliminateCommonSubexpr",
     "DeadCodeElimination", "FuseOps", "DefuseOps", "ToANormalForm", "ToBasicBlockNormalForm",
-    "ToGraphNormalForm", "Inline", "PatternRewrite",
+    "ToGraphNormalForm", "Inline", "PatternRewrite", "BindShapes", "DynamicToStatic",
 ]

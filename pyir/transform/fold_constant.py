@@ -53,6 +53,12 @@ def _num_elements(t: Type) -> int:
     return total
 
 
+def _fits(shape: tuple[int, ...], t: TensorType) -> bool:
+    """Whether an evaluated ``shape`` is one of the shapes of the symbolic type ``t`` (its int
+    dimensions equal; a symbol or ``?`` takes any value -- the folded constant is static)."""
+    return len(shape) == t.ndim and all(type(d) is not int or d == s for s, d in zip(shape, t.shape))
+
+
 def _to_expr(value: Any, ty: Type) -> Expr:
     """The constant expression of an evaluated ``value`` of type ``ty`` (iterative for nested tuples)."""
     # Build bottom-up: a post-order over (value, type) pairs.
@@ -74,7 +80,7 @@ def _to_expr(value: Any, ty: Type) -> Expr:
                     stack.append((fv, ft, False))
         elif isinstance(t, TensorType):
             arr = np.asarray(v)
-            if arr.shape != t.shape:
+            if arr.shape != t.shape and not _fits(arr.shape, t):
                 raise EvaluationError(f"FoldConstant: evaluation gave shape {arr.shape}, "
                                       f"but the type says {t.shape}")
             if arr.dtype.name != t.dtype:

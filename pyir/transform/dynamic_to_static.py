@@ -1,0 +1,106 @@
+"""``DynamicToStatic``: turn dynamic operators whose shape arguments are known into static ones.
+
+In rounds, until nothing changes:
+
+* closed computations over constants are folded (:class:`FoldConstant`; shape
+  arithmetic such as ``concatenate(shape_of(x)[:1], [12])`` becomes a constant);
+* ``shape_of(x)`` where ``x``'s type has a static shape becomes that constant;
+* a ``dyn.*`` call whose shape arguments are constants becomes the static operator
+  (``dyn.reshape(x, [2, 3])`` -> ``reshape(x, newshape=(2, 3))``; the table is
+  :data:`pyir.op.dyn.TO_STATIC`), so its output type is static again and the next
+  round can see the shapes that depend on it.
+
+After :class:`BindShapes`, a program exported with dynamic shapes becomes the static
+program ``FoldConstant`` and ``FuseOps`` expect.  Lineage: each static call derives from the
+dynamic call it replaces, each folded constant from what it folds.
+
+Example (``tests/golden/DynamicToStatic/docstring.txt``, run by ``tests/test_golden.py``)::
+
+    # before
+    def @main(%x: Tensor[(2, 3), float32]) {
+      %0 = shape_of(%x);
+      %1 = dyn.ones(%0);
+      %2 = add(%x, %1);
+      %3 = dyn.reshape(%2, tensor([3, 2], int64));
+      nn.relu(%3)
+    }
+
+    # after DynamicToStatic() (the ones, now closed, are folded)
+    def @main(%x: Tensor[(2, 3), float32]) {
+      %0 = add(%x, meta[Constant][0]);
+      %1 = reshape(%0, newshape=[3, 2]);
+      nn.relu(%1)
+    }
+    #[metadata]
+    meta[Constant][0] = float32 (2, 3) "AACAPwAAgD8AAIA/AACAPwAAgD8AAIA/"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..errors import PyIRError
+from ..ir.expr import Call, Expr, Function, Op, const
+from ..ir.module import Module
+from ..ir.node import Node
+from ..ir.types import TensorType
+from ..op.dyn import TO_STATIC
+from ..rewrite.functor import Rewriter
+from .base import FunctionPass
+from .fold_constant import FoldConstant
+
+__all__ = ["DynamicToStatic"]
+
+_SHAPE_OF = Op("shape_of")
+_MASK = _SHAPE_OF._mask
+for _op in TO_STATIC:
+    _MASK |= _op._mask
+
+
+class _Static(Rewriter):
+    def should_visit(self, node: Node) -> bool:
+        return bool(node._mask & _MASK)
+
+    def visit_Call(self, call: Call) -> Expr:
+        op = call.op
+        if op is _SHAPE_OF:
+            try:
+                t = call.args[0].checked_type
+            except PyIRError:
+                return call
+            if type(t) is TensorType and t.static:
+                return const(np.asarray(t.shape, dtype=call.attrs["dtype"]))
+            return call
+        to_static = TO_STATIC.get(op)  # type: ignore[call-overload]
+        if to_static is None:
+            return call
+        try:
+            new = to_static(call)
+        except PyIRError:  # e.g. a shape constant the static operator rejects: leave it dynamic
+            return call
+        return call if new is None else new
+
+
+@dataclasses.dataclass(frozen=True)
+class DynamicToStatic(FunctionPass):
+    """Replace ``shape_of`` of static shapes by constants and ``dyn.*`` calls with constant
+    shape arguments by static operators, folding the shape computations in between, until a
+    round changes nothing (at most ``max_rounds``).  A function without ``shape_of`` or a
+    dynamic operator is returned as it is (nothing folded)."""
+
+    max_rounds: int = 16
+
+    def transform_function(self, func: Function, mod: Module, name: str) -> Function:
+        """``func`` with its dynamic operators made static where their arguments are known."""
+        if not func._mask & _MASK:  # no shape_of and no dynamic operator: nothing to do
+            return func
+        fold = FoldConstant()
+        for _ in range(self.max_rounds):
+            folded = fold.transform_function(func, mod, name)
+            new = _Static().visit(folded)
+            if new is folded:
+                return folded
+            func = new
+        return func
