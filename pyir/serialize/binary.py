@@ -38,6 +38,19 @@ Node records in ``ints`` (children are indices of earlier nodes; ``-1`` = none):
     Function [nparams, *params, body, ret_type, attrs]   Let [var, value, body]   If [cond, then, else]
     FuncType [nargs, *args, ret]   Attrs [n, (name, tagged value)*]
 
+Symbolic dimensions (:mod:`pyir.ir.dims`) are nodes of the table too, children first, with
+kind codes of their own (64-68), only in **version 3**: a payload is version 3 exactly when
+its table holds a dimension node (static programs stay version 2, byte for byte; a
+version-2 payload with dimension nodes, or a version-3 one without, is refused, so every
+loaded payload saves again identically)::
+
+    Sym [name]   AnyDim []   DimFloorDiv / DimMod [arg, divisor]
+    DimPoly [const, nterms, (degree, *atoms, coef)*]
+    TensorType [dtype, ndim, *shape]   a dimension >= 0 is an int, -1 - j is dimension node j
+
+Each dimension record is built by the dims constructors and must be the canonical form of
+what it builds (terms sorted, nonzero coefficients, reduced divisions; else SerializationError).
+
 A call signature (target, attribute set and arity, as node indices and a count) is
 stored once for all the calls that share it, and checked once on load (target kind,
 arity, attributes normalized by the operator's schema, as ``Call`` does), when a
@@ -77,7 +90,7 @@ from pyrsistent import pvector
 from xxhash import xxh3_128_digest
 
 from ..errors import InternalError, LineageError, PyIRError, SerializationError
-from ..ir.dims import Dim
+from ..ir.dims import AnyDim, Dim, DimFloorDiv, DimMod, DimPoly, Sym, dim_floordiv, dim_mod
 from ..ir.expr import (
     Call,
     Constant,
@@ -103,6 +116,10 @@ __all__ = ["save", "load", "dumps", "loads", "FORMAT_VERSION", "MAGIC"]
 
 MAGIC = b"PYIR"
 FORMAT_VERSION = 2
+#: The version written for (and only for) payloads whose node table holds symbolic dimension
+#: nodes (pyir.ir.dims): static programs keep version 2 and their bytes; an older pyir refuses
+#: a symbolic payload by its version.
+SYMBOLIC_FORMAT_VERSION = 3
 _HEADER = struct.Struct("<4sHHQ16s")
 _SECTIONS = struct.Struct("<6Q")
 FLAG_MODULE = 1  # the root is a Module (else a single node)
@@ -123,6 +140,18 @@ KIND_NAMES: tuple[str | None, ...] = tuple(
 #: kind code -> 1 for the expression kinds (what a call argument may be), else 0
 _IS_EXPR = bytes(int(any(k == code and issubclass(c, Expr) for c, k in _KIND_OF_TYPE.items()))
                  for code in range(256))
+# Dimension kinds (pyir.ir.dims) carry no declared ``_code``: the binary format numbers them
+# here, in a block of its own (the expression and type kinds take the next free low numbers).
+K_SYM, K_ANYDIM, K_DIMPOLY, K_FLOORDIV, K_MOD = 64, 65, 66, 67, 68
+_DIM_KIND_OF_TYPE: dict[type, int] = {Sym: K_SYM, AnyDim: K_ANYDIM, DimPoly: K_DIMPOLY,
+                                      DimFloorDiv: K_FLOORDIV, DimMod: K_MOD}
+DIM_KIND_NAMES: dict[int, str] = {k: c.__name__ for c, k in _DIM_KIND_OF_TYPE.items()}
+if set(_DIM_KIND_OF_TYPE.values()) & set(_KIND_OF_TYPE.values()):  # pragma: no cover
+    raise InternalError(f"a declared node kind takes a binary code of the dimension kinds "
+                        f"{sorted(DIM_KIND_NAMES)}: give it another _code")
+#: the bytes that are not dimension kind codes (``kinds.translate(None, _NOT_DIM)`` keeps the dims)
+_NOT_DIM = bytes(k for k in range(256) if k not in DIM_KIND_NAMES)
+_ATOMS = (Sym, DimFloorDiv, DimMod)
 _GENERIC: dict[int, KindInfo] = {  # the kinds stored generically, by code
     k: info(c) for c, k in _KIND_OF_TYPE.items()
     if c not in (Var, GlobalVar, Constant, Op, Call, Tuple, TupleGetItem, Function, Let, If, TensorType,
@@ -214,6 +243,19 @@ def _node_table(roots: list[Node]) -> list[Node]:
     return post_order(roots, children=_refs)  # type: ignore[arg-type]
 
 
+def _format_refs(n: Node) -> tuple[Node, ...]:
+    """:func:`_refs`, plus the dimension nodes of a symbolic TensorType's shape (the formats
+    store them as nodes of the table; :func:`_node_table` keeps to the declared fields)."""
+    if type(n) is TensorType:
+        return tuple([d for d in n.shape if isinstance(d, Dim)])
+    return _refs(n)
+
+
+def _format_table(roots: list[Node]) -> list[Node]:
+    """Every node the formats store for ``roots`` (dimension nodes included), children first."""
+    return post_order(roots, children=_format_refs)  # type: ignore[arg-type]
+
+
 #: Stack marker of the encoder's walk: the node just below it is emitted when it is popped.
 _DONE: Any = object()
 
@@ -292,6 +334,7 @@ def _encode(obj: Module | Node) -> _Columns:
     blob: list[Any] = []
     blob_len = 0
     kind_of = _KIND_OF_TYPE
+    version = FORMAT_VERSION
     cnt = 0
     stack: list[Any] = list(reversed(roots))
     pop = stack.pop
@@ -363,7 +406,7 @@ def _encode(obj: Module | Node) -> _Columns:
             elif t is Constant or t is Op:  # no references
                 pend = []
             else:
-                pend = [c for c in _refs(n) if c not in ix]
+                pend = [c for c in _format_refs(n) if c not in ix]
             if pend:
                 push(n)
                 push(DONE)
@@ -383,8 +426,12 @@ def _encode(obj: Module | Node) -> _Columns:
         else:
             k = kind_of.get(t)  # type: ignore[assignment]
             if k is None:
-                raise SerializationError(f"cannot serialize node of type {t.__name__}")
-            if k == K_CONST:
+                k = _DIM_KIND_OF_TYPE.get(t)
+                if k is None:
+                    raise SerializationError(f"cannot serialize node of type {t.__name__}")
+                version = SYMBOLIC_FORMAT_VERSION
+                _dim_record(n, k, ix, S, ints)
+            elif k == K_CONST:
                 arr = n.data  # C-contiguous, native byte order
                 if _BIG_ENDIAN:  # pragma: no cover
                     arr = arr.astype(arr.dtype.newbyteorder("<"))
@@ -425,7 +472,14 @@ def _encode(obj: Module | Node) -> _Columns:
             elif k == K_IF:
                 ints += (ix[n.cond], ix[n.true_branch], ix[n.false_branch])
             elif k == K_TENSOR_T:
-                ints += (S(n.dtype), len(n.shape), *n.shape)
+                shp = n.shape
+                ints += (S(n.dtype), len(shp))
+                for d in shp:
+                    if type(d) is not int:  # a symbolic shape: dimension nodes as -1 - index
+                        ints += [d if type(d) is int else -1 - ix[d] for d in shp]
+                        break
+                else:
+                    ints += shp
             elif k == K_FUNC_T:
                 ats = n.arg_types
                 ints.append(len(ats))
@@ -452,16 +506,36 @@ def _encode(obj: Module | Node) -> _Columns:
     head = [len(sig_of)]
     head += sigs
     head += ints
-    return _Columns(flags, bytes(kinds), head, strs, ids.items, blob)
+    return _Columns(flags, bytes(kinds), head, strs, ids.items, blob, version)
+
+
+def _dim_record(n: Any, k: int, ix: dict[Node, int], S: _Strings, ints: list[int]) -> None:
+    """Append the record of dimension node ``n`` (kind code ``k``)::
+
+        Sym [name]   AnyDim []   DimFloorDiv / DimMod [arg, divisor]
+        DimPoly [const, nterms, (degree, *atoms, coef)*]
+    """
+    if k == K_SYM:
+        ints.append(S(n.name))
+    elif k == K_DIMPOLY:
+        terms = n.terms
+        ints += (n.const, len(terms))
+        for m, c in terms:
+            ints.append(len(m))
+            ints += [ix[a] for a in m]
+            ints.append(c)
+    elif k != K_ANYDIM:  # DimFloorDiv, DimMod
+        ints += (ix[n.arg], n.divisor)
 
 
 class _Columns:
     """The decoded (or to-be-encoded) content of a payload."""
 
-    __slots__ = ("flags", "kinds", "ints", "strs", "ids", "blob")
+    __slots__ = ("flags", "kinds", "ints", "strs", "ids", "blob", "version")
 
     def __init__(self, flags: int, kinds: bytes, ints: list[int], strs: list[str], ids: list[bytes],
-                 blob: Any) -> None:
+                 blob: Any, version: int = FORMAT_VERSION) -> None:
+        self.version = version  # FORMAT_VERSION, or SYMBOLIC_FORMAT_VERSION with dimension nodes
         self.flags = flags
         self.kinds = kinds
         self.ints = ints
@@ -485,7 +559,7 @@ def _assemble(c: _Columns) -> bytes:
     head = _SECTIONS.pack(len(c.kinds), len(ints_b), len(lens_b), len(strdata), len(ids_b) + pad,
                           len(blob_b))
     payload = b"".join((head, c.kinds, ints_b, lens_b, strdata, ids_b, b"\0" * pad, blob_b))
-    return _HEADER.pack(MAGIC, FORMAT_VERSION, c.flags, len(payload), xxh3_128_digest(payload)) + payload
+    return _HEADER.pack(MAGIC, c.version, c.flags, len(payload), xxh3_128_digest(payload)) + payload
 
 
 def _i64_bytes(values: list[int]) -> bytes:
@@ -630,11 +704,12 @@ def _sections(data: Any) -> _Columns:
     magic, version, flags, plen, checksum = _HEADER.unpack_from(mv)
     if magic != MAGIC:
         raise SerializationError(f"not a pyir file: magic {bytes(magic)!r}, expected {MAGIC!r}")
-    if version != FORMAT_VERSION:
+    if version != FORMAT_VERSION and version != SYMBOLIC_FORMAT_VERSION:
         older = ("; it was written by an older pyir, whose to_json text this pyir reads"
                  if version < FORMAT_VERSION else "")
         raise SerializationError(f"unsupported format version {version} (this pyir reads version "
-                                 f"{FORMAT_VERSION}{older})")
+                                 f"{FORMAT_VERSION}; {SYMBOLIC_FORMAT_VERSION} with symbolic dimensions"
+                                 f"{older})")
     if flags & ~_KNOWN_FLAGS:
         raise SerializationError(f"unknown flags 0x{flags:04x}")
     if n - _HEADER.size != plen:
@@ -660,7 +735,7 @@ def _sections(data: Any) -> _Columns:
     ids_raw = bytes(ids_mv)
     ids_raw = ids_raw[:len(ids_raw) - len(ids_raw) % 16]  # alignment padding follows the ids
     ids = [ids_raw[i:i + 16] for i in range(0, len(ids_raw), 16)]
-    return _Columns(flags, bytes(kinds_mv), ints, strs, ids, blob)
+    return _Columns(flags, bytes(kinds_mv), ints, strs, ids, blob, version)
 
 
 def _decode_strings(lens: list[int], data: memoryview) -> list[str]:
@@ -705,9 +780,16 @@ def load(path_or_file: str | os.PathLike[str] | IO[bytes]) -> Any:
 def _build(c: _Columns) -> Any:
     """Construct the nodes, the root and the history from decoded columns."""
     kinds, ints, strs, ids, blob, flags = c.kinds, c.ints, c.strs, c.ids, c.blob, c.flags
+    symbolic = bool(kinds.translate(None, _NOT_DIM))  # the table holds dimension nodes
+    if symbolic != (c.version == SYMBOLIC_FORMAT_VERSION):  # one version per content: saves identically
+        raise SerializationError(
+            f"format version {c.version} with symbolic dimension nodes (they need version "
+            f"{SYMBOLIC_FORMAT_VERSION})" if symbolic else
+            f"format version {c.version} without symbolic dimension nodes (version "
+            f"{SYMBOLIC_FORMAT_VERSION} is for payloads with them; static ones are version {FORMAT_VERSION})")
     with gc_paused():  # see pyir.ir.node.gc_paused: nodes are acyclic
         try:
-            nodes, p = _build_nodes(kinds, ints, strs, ids, blob)
+            nodes, p = _build_nodes(kinds, ints, strs, ids, blob, symbolic)
             root, p = _build_root(nodes, ints, strs, p, flags)
             history, p = _build_history(ints, strs, ids, blob, p)
             if p != len(ints):
@@ -739,7 +821,7 @@ def _idx(j: int, i: int) -> int:
 
 
 def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], ids: list[bytes],
-                 blob: Any) -> tuple[list[Node], int]:
+                 blob: Any, symbolic: bool = False) -> tuple[list[Node], int]:
     nodes: list[Any] = []  # the nodes built so far (kinds[j] says the class of nodes[j])
     push = nodes.append
     nsig = ints[0] if ints else -1
@@ -873,8 +955,12 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], ids: list[bytes
                     raise _Bad(f"TensorType fields out of range: dtype {s}, ndim {nd}")
                 shape = tuple(ints[p + 2:p + 2 + nd])
                 p += 2 + nd
-                if len(shape) != nd or any(d < 0 for d in shape):
+                if len(shape) != nd:
                     raise _Bad(f"invalid TensorType shape {shape}")
+                if any(d < 0 for d in shape):
+                    if not symbolic:
+                        raise _Bad(f"invalid TensorType shape {shape}")
+                    shape = tuple([d if d >= 0 else _dim_at(-1 - d, i, kinds, nodes) for d in shape])
                 _check_dtype(strs[s])
                 push(TensorType(shape, strs[s]))
             elif k == K_FUNC_T:
@@ -882,6 +968,9 @@ def _build_nodes(kinds: bytes, ints: list[int], strs: list[str], ids: list[bytes
                 ret = nodes[_idx(ints[p], i)]
                 p += 1
                 push(FuncType([nodes[j] for j in ats], ret))
+            elif k in DIM_KIND_NAMES:
+                n, p = _dim_node(k, ints, p, i, kinds, nodes, strs)
+                push(n)
             else:
                 gen = _GENERIC.get(k)
                 if gen is None:
@@ -920,8 +1009,59 @@ def _call_sig(s: int, nsig: int, ints: list[int], i: int, nodes: list[Node]) -> 
 
 
 def _kind_name(k: int) -> str:
-    name = KIND_NAMES[k] if 0 <= k < len(KIND_NAMES) else None
+    name = KIND_NAMES[k] if 0 <= k < len(KIND_NAMES) else DIM_KIND_NAMES.get(k)
     return name if name is not None else f"kind {k}"
+
+
+# -- dimension records -------------------------------------------------------------------------------
+# Loaded is constructed: each record goes through the dims constructors, and a record that is not
+# the canonical form of what it builds (terms out of order, a zero coefficient, a reducible
+# division, an Any factor ...) is refused, so every loaded payload saves again identically.
+
+
+def _dim_at(j: int, i: int, kinds: bytes, nodes: list[Node]) -> Any:
+    """Node ``j`` (< ``i``), which must be a dimension node."""
+    if not 0 <= j < i or kinds[j] not in DIM_KIND_NAMES:
+        raise _Bad(f"dimension reference {j} is not an earlier dimension node")
+    return nodes[j]
+
+
+def _dim_node(k: int, ints: list[int], p: int, i: int, kinds: bytes, nodes: list[Node],
+              strs: list[str]) -> tuple[Node, int]:
+    """Decode the dimension record of kind ``k`` at ``ints[p]``: the node and the next position."""
+    if k == K_SYM:
+        s = ints[p]
+        if not 0 <= s < len(strs):
+            raise _Bad(f"string reference {s} out of range")
+        return Sym(strs[s]), p + 1
+    if k == K_ANYDIM:
+        return AnyDim(), p
+    if k == K_DIMPOLY:
+        const, nt = ints[p], ints[p + 1]
+        p += 2
+        if not 1 <= nt <= (len(ints) - p) // 3:
+            raise _Bad(f"DimPoly with {nt} terms")
+        terms = []
+        for _ in range(nt):
+            deg = ints[p]
+            if not 1 <= deg <= len(ints) - p - 2:
+                raise _Bad(f"DimPoly monomial of degree {deg}")
+            mono = tuple([_dim_at(j, i, kinds, nodes) for j in ints[p + 1:p + 1 + deg]])
+            for a in mono:
+                if type(a) not in _ATOMS:
+                    raise _Bad(f"a DimPoly factor is a {type(a).__name__}, not a symbol or a // or % atom")
+            terms.append((mono, ints[p + 1 + deg]))
+            p += 2 + deg
+        r: Any = DimPoly(const, terms)
+        if type(r) is not DimPoly or r.const != const or r.terms != tuple(terms):
+            raise _Bad(f"DimPoly record is not canonical (it builds {r})")
+        return r, p
+    arg, div = _dim_at(ints[p], i, kinds, nodes), ints[p + 1]
+    cls = DimFloorDiv if k == K_FLOORDIV else DimMod
+    r = (dim_floordiv if k == K_FLOORDIV else dim_mod)(arg, div)
+    if type(r) is not cls or r.arg is not arg or r.divisor != div:
+        raise _Bad(f"{DIM_KIND_NAMES[k]} record is not canonical (it builds {r})")
+    return r, p + 2
 
 
 # -- generic records, from the kinds' declarations -------------------------------------------------

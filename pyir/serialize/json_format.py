@@ -10,6 +10,11 @@ document (``indent`` for pretty-printing)::
      "nodes": [["TensorType", "float32", [1, 3]], ["Var", "x", "<uid hex>", 0], ["Op", "nn.relu"],
                ["Attrs", []], ["Call", 2, 3, [1]], ["Function", [1], 4, null, 3], ...]}
 
+A document with symbolic dimensions is ``"version": 2`` (static ones stay version 1):
+dimension nodes are records ``["Sym", "n"]``, ``["AnyDim"]``, ``["DimFloorDiv", arg, 2]``,
+``["DimMod", arg, 4]``, ``["DimPoly", const, [[[atom, ...], coef], ...]]``, and a TensorType
+shape holds ints and ``["ref", index]`` of dimension nodes.
+
 Node records are ``[kind, fields...]`` with children as indices of earlier
 records; constants are ``["Constant", dtype, shape, base64 of little-endian
 bytes]``; attribute values are tagged (``["int", 1]``, ``["float", 1.0]``,
@@ -42,15 +47,21 @@ from ..ir.module import Module
 from ..ir.node import Node, gc_paused
 from .binary import (
     _ALIGN,
+    _DIM_KIND_OF_TYPE,
     _GENERIC,
     _I64_MAX,
     _I64_MIN,
     _KIND_OF_TYPE,
     _MAX_ATTR_DEPTH,
+    _NOT_DIM,
+    DIM_KIND_NAMES,
     FLAG_MODULE,
+    FORMAT_VERSION,
+    K_ANYDIM,
     K_ATTRS,
     K_CALL,
     K_CONST,
+    K_DIMPOLY,
     K_FUNC,
     K_FUNC_T,
     K_GETITEM,
@@ -58,11 +69,13 @@ from .binary import (
     K_IF,
     K_LET,
     K_OP,
+    K_SYM,
     K_TENSOR_T,
     K_TUPLE,
     K_TUPLE_T,
     K_VAR,
     KIND_NAMES,
+    SYMBOLIC_FORMAT_VERSION,
     V_BIGINT,
     V_FALSE,
     V_FLOAT,
@@ -77,8 +90,8 @@ from .binary import (
     _Columns,
     _edge_parts,
     _float_bits,
+    _format_table,
     _no_constant,
-    _node_table,
     _Strings,
 )
 
@@ -92,6 +105,11 @@ JSON_FORMAT = "pyir"
 #: Version of the JSON document layout (independent of the binary format's version: the binary
 #: layout changed in version 2, the JSON document did not).
 JSON_VERSION = 1
+#: The document version written for (and only for) documents with symbolic dimension nodes
+#: (as binary version 3 is): static documents keep version 1 and their text.
+JSON_SYMBOLIC_VERSION = 2
+_DIM_KIND_OF_NAME = {n: k for k, n in DIM_KIND_NAMES.items()}
+_DIM_ARITY = {K_SYM: 1, K_ANYDIM: 0, K_DIMPOLY: 2}  # DimFloorDiv and DimMod: 2 (arg, divisor)
 
 
 def _json_value(v: Any, ix: dict[Node, int]) -> Any:
@@ -118,7 +136,10 @@ def _json_value(v: Any, ix: dict[Node, int]) -> Any:
 def _node_record(n: Node, ix: dict[Node, int]) -> list[Any]:
     k = _KIND_OF_TYPE.get(type(n))
     if k is None:
-        raise SerializationError(f"cannot serialize node of type {type(n).__name__}")
+        k = _DIM_KIND_OF_TYPE.get(type(n))
+        if k is None:
+            raise SerializationError(f"cannot serialize node of type {type(n).__name__}")
+        return _dim_json(n, k, ix)
     name = type(n).__name__
     if k == K_VAR:
         ta = n.type_annotation  # type: ignore[attr-defined]
@@ -146,12 +167,26 @@ def _node_record(n: Node, ix: dict[Node, int]) -> list[Any]:
     if k == K_IF:
         return [name, ix[n.cond], ix[n.true_branch], ix[n.false_branch]]  # type: ignore[attr-defined]
     if k == K_TENSOR_T:
-        return [name, n.dtype, list(n.shape)]  # type: ignore[attr-defined]
+        return [name, n.dtype, [d if type(d) is int else ["ref", ix[d]]  # type: ignore[attr-defined]
+                                for d in n.shape]]  # type: ignore[attr-defined]
     if k == K_FUNC_T:
         return [name, [ix[a] for a in n.arg_types], ix[n.ret_type]]  # type: ignore[attr-defined]
     if k == K_ATTRS:
         return [name, [[key, _json_value(v, ix)] for key, v in n.items()]]  # type: ignore[attr-defined]
     return _generic_json(n, name, ix)
+
+
+def _dim_json(n: Any, k: int, ix: dict[Node, int]) -> list[Any]:
+    """A dimension node's record: ``["Sym", name]``, ``["AnyDim"]``, ``["DimFloorDiv", arg,
+    divisor]``, ``["DimMod", arg, divisor]``, ``["DimPoly", const, [[[atoms], coef], ...]]``."""
+    name = DIM_KIND_NAMES[k]
+    if k == K_SYM:
+        return [name, n.name]
+    if k == K_ANYDIM:
+        return [name]
+    if k == K_DIMPOLY:
+        return [name, n.const, [[[ix[a] for a in m], c] for m, c in n.terms]]
+    return [name, ix[n.arg], n.divisor]
 
 
 def _generic_json(n: Node, name: str, ix: dict[Node, int]) -> list[Any]:
@@ -265,9 +300,11 @@ def to_json(obj: Module | Node, *, indent: int | str | None = None) -> str:
         roots = [obj]
     else:
         raise SerializationError(f"can only serialize a Module or a Node, got {type(obj).__name__}")
-    table = _node_table(roots)
+    table = _format_table(roots)
     w = _Writer(indent)
-    doc: dict[str, Any] = {"format": JSON_FORMAT, "version": JSON_VERSION}
+    symbolic = any(type(n) in _DIM_KIND_OF_TYPE for n in table)
+    doc: dict[str, Any] = {"format": JSON_FORMAT,
+                           "version": JSON_SYMBOLIC_VERSION if symbolic else JSON_VERSION}
     with gc_paused():
         ix = {n: i for i, n in enumerate(table)}
         if isinstance(obj, Module):
@@ -334,7 +371,7 @@ def from_json(text: str | bytes) -> Any:
     try:
         cols = _JsonColumns()
         with gc_paused():
-            flags = cols.read(_Reader(text))
+            flags, version = cols.read(_Reader(text))
     except SerializationError:
         raise
     except _Syntax as e:
@@ -346,7 +383,7 @@ def from_json(text: str | bytes) -> Any:
     except Exception as e:  # defensive: every defect must surface as a SerializationError
         raise SerializationError(f"invalid pyir JSON: {type(e).__name__}: {e}") from e
     return _build(_Columns(flags, bytes(cols.kinds), cols.ints, cols.S.items,
-                           cols.ids.items, bytes(cols.blob)))
+                           cols.ids.items, bytes(cols.blob), version))
 
 
 class _Syntax(Exception):
@@ -484,6 +521,17 @@ def _ref_or_null(x: Any, what: str) -> int:
 _HEX_DIGITS = frozenset("0123456789abcdef")
 
 
+def _dim_ref(x: list[Any]) -> int:
+    """A symbolic dimension of a TensorType shape, ``["ref", index]``, as the binary column
+    holds it (``-1 - index``)."""
+    if len(x) != 2 or x[0] != "ref":
+        raise _Bad(f"a TensorType dimension is an integer or [\"ref\", node index], got {x!r:.60}")
+    j = _int(x[1], "TensorType dimension reference")
+    if j < 0:
+        raise _Bad(f"TensorType dimension reference {j} out of range")
+    return -1 - j
+
+
 def _hex_id(x: Any, what: str) -> bytes:
     """A 16-byte id written as exactly 32 lowercase hex digits (as ``to_json`` writes them)."""
     if type(x) is str and len(x) == 32 and _HEX_DIGITS.issuperset(x):
@@ -505,8 +553,8 @@ class _JsonColumns:
         self.blob = bytearray()
         self.sigs: dict[tuple[int, int, int], int] = {}  # call signature (op, attrs, nargs) -> index
 
-    def read(self, r: _Reader) -> int:
-        """Convert the document being read by ``r``; the flags of the columns."""
+    def read(self, r: _Reader) -> tuple[int, int]:
+        """Convert the document being read by ``r``; the flags and binary version of the columns."""
         if r.peek() != "{":
             r.value()
             r.end()
@@ -530,13 +578,21 @@ class _JsonColumns:
         r.end()
         if top.get("format") != JSON_FORMAT:
             raise _Bad("not a pyir JSON document (missing \"format\": \"pyir\")")
-        if top.get("version") != JSON_VERSION:
-            raise _Bad(f"unsupported format version {top.get('version')!r} "
-                       f"(this pyir reads JSON version {JSON_VERSION})")
+        version = top.get("version")
+        if type(version) is not int or version not in (JSON_VERSION, JSON_SYMBOLIC_VERSION):
+            raise _Bad(f"unsupported format version {version!r} (this pyir reads JSON version "
+                       f"{JSON_VERSION}; {JSON_SYMBOLIC_VERSION} with symbolic dimensions)")
         if node_cols is None:
             _list(top.get("nodes"), "nodes")  # raises: not a list
             raise _Bad("nodes must be a list")  # pragma: no cover
         self.kinds, self.ints, self.blob = node_cols
+        symbolic = bool(bytes(self.kinds).translate(None, _NOT_DIM))
+        if symbolic != (version == JSON_SYMBOLIC_VERSION):  # one version per content: saves identically
+            raise _Bad(f"JSON version {version} with symbolic dimension nodes (they need version "
+                       f"{JSON_SYMBOLIC_VERSION})" if symbolic else
+                       f"JSON version {version} without symbolic dimension nodes (version "
+                       f"{JSON_SYMBOLIC_VERSION} is for documents with them)")
+        bversion = SYMBOLIC_FORMAT_VERSION if symbolic else FORMAT_VERSION
         out = self.ints
         if "functions" in top:
             funcs = top["functions"]
@@ -550,10 +606,10 @@ class _JsonColumns:
                 if "history" in top:  # present but not a list (a list is read incrementally)
                     _list(top["history"], "history")
             self._emit_history(hist)
-            return FLAG_MODULE
+            return FLAG_MODULE, bversion
         out.append(_int(top.get("node"), "node"))
         out.append(0)
-        return 0
+        return 0, bversion
 
     def _nodes(self, r: _Reader) -> tuple[bytearray, list[int], bytearray]:
         self.kinds, self.ints, self.blob = bytearray(), [], bytearray()
@@ -612,8 +668,12 @@ class _JsonColumns:
 
     def _node(self, rec: Any) -> None:
         rec = _list(rec, "node record")
-        if not rec or type(rec[0]) is not str or rec[0] not in _KIND_OF_NAME:
+        if not rec or type(rec[0]) is not str or (rec[0] not in _KIND_OF_NAME
+                                                  and rec[0] not in _DIM_KIND_OF_NAME):
             raise _Bad(f"unknown node kind {rec[0] if rec else None!r:.60}")
+        if rec[0] in _DIM_KIND_OF_NAME:
+            self._dim(_DIM_KIND_OF_NAME[rec[0]], rec)
+            return
         k = _KIND_OF_NAME[rec[0]]
         f = rec[1:]
         arity = _ARITY[k]
@@ -655,7 +715,8 @@ class _JsonColumns:
         elif k in (K_LET, K_IF):
             out += [_int(j, f"{rec[0]} field") for j in f]
         elif k == K_TENSOR_T:
-            shape = [_int(d, "TensorType shape") for d in _list(f[1], "TensorType shape")]
+            shape = [_int(d, "TensorType shape") if type(d) is not list else _dim_ref(d)
+                     for d in _list(f[1], "TensorType shape")]
             out += (S(_str(f[0], "TensorType dtype")), len(shape), *shape)
         elif k == K_FUNC_T:
             self._refs(f[0], "FuncType args")
@@ -678,6 +739,30 @@ class _JsonColumns:
                     raise _Bad("Attrs items are [name, value] pairs")
                 out.append(S(_str(item[0], "attribute name")))
                 self._value(item[1], 0)
+
+    def _dim(self, k: int, rec: list[Any]) -> None:
+        """A dimension node's record, as the binary columns hold it (see binary._dim_record)."""
+        f = rec[1:]
+        arity = _DIM_ARITY.get(k, 2)
+        if len(f) != arity:
+            raise _Bad(f"{rec[0]} record needs {arity} fields, got {len(f)}")
+        self.kinds.append(k)
+        out = self.ints
+        if k == K_SYM:
+            out.append(self.S(_str(f[0], "Sym name")))
+        elif k == K_DIMPOLY:
+            terms = _list(f[1], "DimPoly terms")
+            out += (_int(f[0], "DimPoly constant"), len(terms))
+            for t in terms:
+                t = _list(t, "DimPoly term")
+                if len(t) != 2:
+                    raise _Bad("DimPoly terms are [[atoms], coefficient] pairs")
+                atoms = [_int(j, "DimPoly atom") for j in _list(t[0], "DimPoly monomial")]
+                out.append(len(atoms))
+                out += atoms
+                out.append(_int(t[1], "DimPoly coefficient"))
+        elif k != K_ANYDIM:
+            out += (_int(f[0], f"{rec[0]} arg"), _int(f[1], f"{rec[0]} divisor"))
 
     def _value(self, v: Any, depth: int) -> None:
         v = _list(v, "attribute value")
