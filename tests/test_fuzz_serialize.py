@@ -23,7 +23,8 @@ from xxhash import xxh3_128_digest
 import pyir
 from pyir import op
 from pyir.errors import SerializationError
-from pyir.serialize.binary import _HEADER, _assemble, _sections
+from pyir.ir.dims import Any, AnyDim, DimFloorDiv, DimMod, DimPoly, Sym, dim_floordiv, dim_mod, sym
+from pyir.serialize.binary import _HEADER, DIM_KIND_NAMES, _assemble, _format_table, _sections
 from pyir.testing import assert_canonical
 
 # -- assert_canonical -------------------------------------------------------------------------------
@@ -86,8 +87,23 @@ def _history_seed() -> pyir.Module:
     return mod._derive(mod.functions(), history=mod.pass_records.append(rec))
 
 
+def _symbolic_seed() -> pyir.Module:
+    """Symbolic shapes (issue 12): every dimension kind, shared symbols, non-ASCII names, a
+    symbolic type in an attribute, a typed helper with a symbolic return type.  (No dimension
+    directly in an attribute: pyir.testing.assert_canonical does not rebuild dims kinds yet.)"""
+    n, b = sym("n"), sym("批")
+    t1 = pyir.TensorType(("batch", n * 3 + 1, Any), "float32")
+    t2 = pyir.TensorType(("batch", (n + 1) // 2 * b, n % 4, n * n - n + 2), "float16")
+    x, y, hy = pyir.Var("x", t1), pyir.Var("y", t2), pyir.Var("hy", t2)
+    helper = pyir.Function([hy], op.tanh(hy), t2)
+    call = pyir.Call(pyir.GlobalVar("helper"), [y], {"t": t1, "k": (t2, 1)})
+    main = pyir.Function([x, y], pyir.Tuple([op.nn.relu(x), op.add(x, x), call]))
+    return pyir.Module({"main": main, "helper": helper})
+
+
 SEEDS = [_kinds_seed(), _history_seed(), op.nn.conv2d(pyir.var("d", shape=(1, 1, 3, 3)),
-                                                      pyir.const(np.ones((1, 1, 1, 1), "float32")))]
+                                                      pyir.const(np.ones((1, 1, 1, 1), "float32"))),
+         _symbolic_seed()]
 PAYLOADS = [pyir.dumps(s) for s in SEEDS]
 DOCS = [pyir.to_json(s) for s in SEEDS]
 
@@ -103,10 +119,29 @@ def test_seeds_are_canonical_and_round_trip():
 # -- the oracle -----------------------------------------------------------------------------------------
 
 
+def _assert_dims_canonical(obj) -> None:
+    """Every dimension node the formats store for ``obj`` is what its constructor builds."""
+    roots = [obj[k] for k in obj.names()] if isinstance(obj, pyir.Module) else [obj]
+    for d in _format_table(roots):
+        t = type(d)
+        if t is Sym:
+            again = Sym(d.name)
+        elif t is AnyDim:
+            again = AnyDim()
+        elif t is DimPoly:
+            again = DimPoly(d.const, d.terms)
+        elif t in (DimFloorDiv, DimMod):
+            again = (dim_floordiv if t is DimFloorDiv else dim_mod)(d.arg, d.divisor)
+        else:
+            continue
+        assert again is d, f"{d!r} is not canonical: its constructor builds {again!r}"
+
+
 def _check_loaded(obj) -> None:
     """Whatever loaded is canonical, well-formed, saves again stably and type-checks (or a pyir error)."""
     assert isinstance(obj, (pyir.Module, pyir.ir.node.Node)), type(obj)
     assert_canonical(obj)  # (a) canonical nodes; (b) the Module / PassRecord constructors accept it
+    _assert_dims_canonical(obj)  # (a) for the dimension nodes (symbolic shapes)
     data = pyir.dumps(obj)  # (c) re-serializable, stably, in both formats
     again = pyir.loads(data)
     assert pyir.dumps(again) == data
@@ -145,7 +180,9 @@ _INTERESTING_INTS = [0, 1, 2, 3, 4, -1, -2, 16, 64, 65, 255, 2**31, 2**53 + 1, 2
 _INTERESTING_STRS = ["", "main", "helper", "x", "float32", "float64", "int64", "bool", "float16",
                      "complex64", "object", "float", "f4", "nn.relu", "nn.conv2d", "add", "padding",
                      "strides", "NaN", "[NaN]", "[1e999]", "[[1,2]]", "[{}]", "{}", "[]", "\ud800",
-                     "a b", "-5", "99999999999999999999", "--1", "\u0661", "1" * 5000, "from_onnx"]
+                     "a b", "-5", "99999999999999999999", "--1", "\u0661", "1" * 5000, "from_onnx",
+                     "n", "batch", "批", "inf", "nan", "_", "1n", "n m", "Sym", "DimPoly", "AnyDim",
+                     "DimFloorDiv", "DimMod", "ref"]
 
 
 def _pos(data, n: int) -> int:
@@ -163,7 +200,7 @@ def _mutate_columns(data, cols) -> None:
     """
     ints, strs = cols.ints, cols.strs
     what = data.draw(st.sampled_from(["int", "int", "int", "swap", "kind", "str", "insert", "delete",
-                                      "blob", "ids", "flags", "kinds_len", "sig"]))
+                                      "blob", "ids", "flags", "kinds_len", "sig", "version"]))
     if what in ("int", "swap", "insert", "delete") and not ints:
         what = "kind"
     if what == "sig":  # a field of a call signature (target, attributes, arity: the head of ints)
@@ -184,8 +221,11 @@ def _mutate_columns(data, cols) -> None:
     elif what == "kind":
         kinds = bytearray(cols.kinds)
         if kinds:
-            kinds[_pos(data, len(kinds))] = data.draw(st.integers(0, 15))
+            kinds[_pos(data, len(kinds))] = data.draw(st.one_of(st.integers(0, 15),
+                                                                st.sampled_from(sorted(DIM_KIND_NAMES))))
         cols.kinds = bytes(kinds)
+    elif what == "version":  # 2 (static) <-> 3 (symbolic), or another
+        cols.version = data.draw(st.sampled_from([2, 3, 1, 4]))
     elif what == "str":
         value = data.draw(st.one_of(st.sampled_from(_INTERESTING_STRS), st.sampled_from(strs or [""]),
                                     st.text(max_size=12)))
