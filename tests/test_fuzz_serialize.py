@@ -12,6 +12,7 @@ that type-check or fail with pyir errors only.  Budget: see ``tests/_fuzz.py``.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -25,7 +26,7 @@ from pyir import op
 from pyir.errors import SerializationError
 from pyir.ir.dims import Any, AnyDim, DimFloorDiv, DimMod, DimPoly, Sym, dim_floordiv, dim_mod, sym
 from pyir.serialize.binary import _HEADER, DIM_KIND_NAMES, _assemble, _format_table, _sections
-from pyir.testing import assert_canonical
+from pyir.testing import _rebuild, assert_canonical
 
 # -- assert_canonical -------------------------------------------------------------------------------
 
@@ -137,11 +138,32 @@ def _assert_dims_canonical(obj) -> None:
         assert again is d, f"{d!r} is not canonical: its constructor builds {again!r}"
 
 
+_DIM_KIND_MESSAGE = re.compile(r"is a (Sym|AnyDim|DimPoly|DimFloorDiv|DimMod), not one of pyir's node kinds")
+
+
+def _assert_canonical(obj) -> None:
+    """assert_canonical, for payloads with a dimension node where it does not look (an attribute
+    value referring to a Sym ...): pyir.testing's rebuild does not know the dims kinds yet, so
+    then every node of the table is rebuilt here (dims by their constructors)."""
+    try:
+        assert_canonical(obj)
+    except AssertionError as e:
+        if not _DIM_KIND_MESSAGE.search(str(e)):
+            raise
+        roots = [obj[k] for k in obj.names()] if isinstance(obj, pyir.Module) else [obj]
+        for n in _format_table(roots):
+            if not isinstance(n, pyir.Dim):
+                again = _rebuild(n)
+                assert again is n, f"{n!r} is not canonical: its constructor builds {again!r}"
+        if isinstance(obj, pyir.Module):
+            pyir.Module(dict(obj.items()))
+    _assert_dims_canonical(obj)  # (a) for the dimension nodes (symbolic shapes)
+
+
 def _check_loaded(obj) -> None:
     """Whatever loaded is canonical, well-formed, saves again stably and type-checks (or a pyir error)."""
     assert isinstance(obj, (pyir.Module, pyir.ir.node.Node)), type(obj)
-    assert_canonical(obj)  # (a) canonical nodes; (b) the Module / PassRecord constructors accept it
-    _assert_dims_canonical(obj)  # (a) for the dimension nodes (symbolic shapes)
+    _assert_canonical(obj)  # (a) canonical nodes; (b) the Module / PassRecord constructors accept it
     data = pyir.dumps(obj)  # (c) re-serializable, stably, in both formats
     again = pyir.loads(data)
     assert pyir.dumps(again) == data

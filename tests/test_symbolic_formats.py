@@ -96,7 +96,8 @@ def test_records_are_readable_in_json():
     assert doc["nodes"] == [["Sym", "batch"], ["Sym", "n"], ["DimPoly", 1, [[[1], 3]]], ["AnyDim"],
                             ["TensorType", "float32", [["ref", 0], ["ref", 2], ["ref", 3], 5]]]
     doc = json.loads(pyir.to_json(pyir.TensorType(((n + 1) // 2, n % 4 * WIDE))))
-    assert doc["nodes"][:4] == [["Sym", "n"], ["DimPoly", 1, [[[0], 1]]], ["DimFloorDiv", 1, 2], ["Sym", "批"]]
+    assert doc["nodes"][:4] == [["Sym", "n"], ["DimPoly", 1, [[[0], 1]]], ["DimFloorDiv", 1, 2],
+                                ["Sym", "批"]]
 
 
 def test_dimensions_in_attributes_round_trip():
@@ -151,7 +152,8 @@ def test_static_programs_keep_their_bytes_and_version():
     is binary version 3 and JSON version 2."""
     mod = _static_module()
     assert pyir.dumps(mod) == _STATIC_V2 and pyir.to_json(mod) == _STATIC_JSON
-    assert pyir.loads(_STATIC_V2)["main"] is mod["main"] and pyir.from_json(_STATIC_JSON)["main"] is mod["main"]
+    assert pyir.loads(_STATIC_V2)["main"] is mod["main"]
+    assert pyir.from_json(_STATIC_JSON)["main"] is mod["main"]
     assert _HEADER.unpack_from(pyir.dumps(_symbolic_module()))[1] == SYMBOLIC_FORMAT_VERSION == 3
     assert FORMAT_VERSION == 2 and (JSON_VERSION, JSON_SYMBOLIC_VERSION) == (1, 2)
     assert json.loads(pyir.to_json(_symbolic_module()))["version"] == 2
@@ -239,7 +241,7 @@ def test_non_canonical_dimension_records_are_refused():
         "a constant": [5, 1, 1, jn, 0],
     }
     for what, new in bad.items():
-        with pytest.raises(SerializationError, match="not canonical|DimPoly|dimension"):
+        with pytest.raises(SerializationError, match=r"is not canonical \(it builds"):
             pyir.loads(_payload(t, poly_edit(new)))
     # a reducible division: n * 2 // 2 is n; a divisor of 1 or 0
     fd = pyir.TensorType(((n * 2 + 1) // 4,))
