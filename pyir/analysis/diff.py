@@ -40,9 +40,11 @@ from typing import Any
 
 from ..errors import WellFormedError
 from ..ir import hooks
-from ..ir.expr import Expr, Function
+from ..ir.dims import dim_str
+from ..ir.expr import Expr, Function, Var
 from ..ir.module import Module
 from ..ir.node import Node
+from ..ir.types import TensorType
 from ..text.printer import astext
 from .equality import gc_paused
 
@@ -165,6 +167,38 @@ class FunctionDiff:
 
         return count_nodes(self.after) - len(self.new)
 
+    @property
+    def type_changes(self) -> list[str]:
+        """Readable changes of declared types: a function's parameters (by position) and return
+        type, and variables matched by name among the removed and new nodes, each as
+        ``%x: dimension 0: batch -> n`` (or the whole types when ranks differ).
+
+        >>> import pyir
+        >>> f = lambda s: pyir.Function([x := pyir.var("x", shape=(s, 3))], pyir.op.nn.relu(x))
+        >>> pyir.diff(f("batch"), f("n")).functions["<expr>"].type_changes
+        ['%x: dimension 0: batch -> n']
+        """
+        out: list[str] = []
+        b, a = self.before, self.after
+        pairs: list[tuple[str, Any, Any]] = []
+        seen: set[tuple[int, int]] = set()
+        if type(b) is Function and type(a) is Function:
+            if len(b.params) == len(a.params):
+                for p, q in zip(b.params, a.params):
+                    pairs.append((f"%{q.name_hint}", p.type_annotation, q.type_annotation))
+                    seen.add((id(p), id(q)))
+            pairs.append(("return type", b.ret_type, a.ret_type))
+        olds = _vars_by_name(self.removed)
+        news = _vars_by_name(self.new)
+        for name in sorted(set(olds) & set(news)):
+            p, q = olds[name], news[name]
+            if (id(p), id(q)) not in seen:
+                pairs.append((f"%{name}", p.type_annotation, q.type_annotation))
+        for what, t0, t1 in pairs:
+            if t0 is not t1:
+                out.append(f"{what}: {_type_change(t0, t1)}")
+        return out
+
 
 @dataclass
 class Diff:
@@ -204,6 +238,7 @@ class Diff:
         for name in self.changed:
             fd = self.functions[name]
             out.append(f"~ @{name}: {len(fd.new)} new, {len(fd.removed)} removed nodes")
+            out.extend(f"    {c}" for c in fd.type_changes)
         return "\n".join(out)
 
     def text_pair(self, name: str) -> tuple[list[str], list[str]]:
@@ -227,6 +262,42 @@ class Diff:
 
     def _repr_html_(self) -> str:
         return hooks.diff_html(self)
+
+
+def _vars_by_name(nodes: list[Node]) -> dict[str, Var]:
+    """The variables among ``nodes`` whose name is unique there, by name."""
+    out: dict[str, Var] = {}
+    dup: set[str] = set()
+    for n in nodes:
+        if type(n) is Var:
+            if n.name_hint in out:
+                dup.add(n.name_hint)
+            out[n.name_hint] = n
+    for d in dup:
+        del out[d]
+    return out
+
+
+_LIMIT = 120  # characters of a dimension or type quoted in a change
+
+
+def _type_change(t0: Any, t1: Any) -> str:
+    """``dimension 1: n * 3 -> n * 3 + 1``, ``dtype float32 -> float16``, or both types."""
+    if type(t0) is TensorType and type(t1) is TensorType and len(t0.shape) == len(t1.shape):
+        parts = [f"dimension {i}: {dim_str(d0, _LIMIT)} -> {dim_str(d1, _LIMIT)}"
+                 for i, (d0, d1) in enumerate(zip(t0.shape, t1.shape)) if d0 is not d1 and d0 != d1]
+        if t0.dtype != t1.dtype:
+            parts.append(f"dtype {t0.dtype} -> {t1.dtype}")
+        if parts:
+            return ", ".join(parts)
+    return f"{_type_text(t0)} -> {_type_text(t1)}"
+
+
+def _type_text(t: Any) -> str:
+    if t is None:
+        return "(none)"
+    s = str(t)
+    return s if len(s) <= _LIMIT else s[:_LIMIT] + "..."
 
 
 def _lines(e: Expr | None, name: str) -> list[str]:
