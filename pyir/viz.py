@@ -53,9 +53,15 @@ def _call_label(n: Any) -> str:
     return n.op.name if type(n.op) is Op else "call"
 
 
+_TYPE_LABEL = 80  # characters of a variable's type in its label (a long symbolic shape is cut)
+
+
 def _var_label(n: Any) -> str:
     t = n.type_annotation
-    return "%" + n.name_hint + (f"\n{type_str(t)}" if t is not None else "")
+    if t is None:
+        return "%" + n.name_hint
+    ts = type_str(t)
+    return "%" + n.name_hint + "\n" + (ts if len(ts) <= _TYPE_LABEL else ts[:_TYPE_LABEL - 3] + "...")
 
 
 def _const_label(n: Any) -> str:

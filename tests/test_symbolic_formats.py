@@ -387,3 +387,40 @@ def test_deep_chain_with_a_symbolic_batch_dimension():
     assert pyir.loads(data)["main"] is mod["main"]
     assert pyir.from_json(pyir.to_json(mod))["main"] is mod["main"]
     assert pickle.loads(pickle.dumps(mod["main"].body)) is mod["main"].body
+
+
+# -- display, pictures, reports ---------------------------------------------------------------------
+
+
+def test_html_shows_symbolic_types():
+    mod = pyir.transform.InferType()(_symbolic_module())
+    h = mod._repr_html_()
+    assert "Tensor[(batch, n * 3 + 1, ?), float32]" in h  # the types, highlighted as types
+    assert "&quot;批&quot; * floordiv(n + 1, 2)" in h and "&quot;inf&quot;" in h  # escaped
+    assert h.count('<span class="ty"') >= 3
+    assert "floormod(n, 4)" in mod["main"]._repr_html_()
+
+
+def test_dot_shows_symbolic_types():
+    dot = pyir.viz.to_dot(_symbolic_module())
+    assert 'label="%x\\nTensor[(batch, n * 3 + 1, ?), float32]"' in dot
+    assert '\\"批\\"' in dot and '\\"inf\\"' in dot  # quoted names, escaped for DOT
+    big = pyir.var("big", shape=(sum((sym(f"s{i}") * (i + 2) for i in range(40)), start=n),))
+    label = next(ln for ln in pyir.viz.to_dot(op.nn.relu(big)).splitlines() if "%big" in ln)
+    assert "..." in label and len(label) < 300  # a long symbolic shape is cut in the label
+
+
+def test_pass_report_and_diff_html_of_symbolic_modules():
+    from pyir.report import ReportInstrument
+    from pyir.transform.base import PassContext
+
+    rep = ReportInstrument()
+    x = pyir.var("x", shape=(BATCH, 4))
+    mod = pyir.Module.from_expr(op.nn.relu(op.nn.relu(x)))
+    with PassContext(instruments=[rep]):
+        out = pyir.transform.Sequential([pyir.transform.InferType(), pyir.transform.FuseOps()])(mod)
+    assert [r.name for r in rep.rows] == ["InferType", "FuseOps"] and "FuseOps" in rep._repr_html_()
+    y = pyir.var("x", shape=(n, 4))
+    d = pyir.diff(mod, pyir.Module.from_expr(op.nn.relu(op.nn.relu(y))))
+    assert "%x: dimension 0: batch -> n" in d.summary() and "%x: dimension 0: batch -&gt; n" in d._repr_html_()
+    assert "Tensor[(batch, 4), float32]" in out._repr_html_()
