@@ -403,6 +403,7 @@ def _alpha_walk(root: Expr, seed: dict[Sym, tuple[Sym, int]] | None = None) -> b
     cache: Any = _hash_cache if not seed else {}
     sm = _SymMarks(seed)
     tid = sm.tid
+    sbound = sm.bound  # the same dict all along (bind / unbind update it in place)
     fsigs: list[tuple[bytes, int, list[Sym]]] = []  # per Function being hashed: its signature
     _bound = BOUND  # binder kind -> the variables a node binds (from the declarations)
     bound: dict[Var, tuple[bytes, int]] = {}
@@ -470,9 +471,12 @@ def _alpha_walk(root: Expr, seed: dict[Sym, tuple[Sym, int]] | None = None) -> b
                 else:
                     opd = b"e" + kids[0][0]
                     hs = [c[0] for c in kids[1:]]
-                ah, slv = tid(n.attrs)
-                if slv > lv:
-                    lv = slv
+                if sbound:  # symbols bound: the attributes renamed
+                    ah, slv = tid(n.attrs)
+                    if slv > lv:
+                        lv = slv
+                else:
+                    ah = n.attrs.id
                 h = _digest(b"".join((b"C%d:" % len(hs), opd, ah, *hs)))
             elif k is Tuple:
                 h = _digest(b"".join((b"T%d:" % len(kids), *[c[0] for c in kids])))
@@ -488,9 +492,13 @@ def _alpha_walk(root: Expr, seed: dict[Sym, tuple[Sym, int]] | None = None) -> b
                     lv = slv
                 h = _digest(b"".join((b"F%d:" % len(n.params), sig, kids[0][0])))
             elif k is Let:
-                ah, slv = tid(n.var.type_annotation)
-                if slv > lv:
-                    lv = slv
+                if sbound:
+                    ah, slv = tid(n.var.type_annotation)
+                    if slv > lv:
+                        lv = slv
+                else:
+                    t = n.var.type_annotation
+                    ah = t.id if t is not None else _NONE
                 h = _digest(b"L" + ah + kids[0][0] + kids[1][0])
             else:  # any other kind, from its declaration: its shape, then its children's hashes
                 h = _digest(b"".join((b"N%d:" % nk, shape_key(n), *[c[0] for c in kids])))
