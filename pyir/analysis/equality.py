@@ -10,6 +10,10 @@
   must be the same object, unless ``map_free_vars=True`` (then they are mapped
   consistently and bijectively, again with identical annotations).
 * :func:`alpha_hash` is a 128-bit digest invariant under alpha-renaming.
+* Symbolic dimensions (issue 12): a symbol first appearing in a Function's parameter
+  annotations is bound by it, so a consistent renaming of such symbols is alpha-equivalent
+  (a free symbol must be the same); in a module the parameters' symbols are the module's,
+  paired across all its functions.  See "symbols" below for the rule and its limits.
 
 How the alpha hash is computed
 ------------------------------
