@@ -112,7 +112,7 @@ from ..ir.node import MAX_ATTR_DEPTH, Attrs, Node, gc_paused
 from ..ir.traverse import post_order
 from ..ir.types import TENSOR_DTYPES, FuncType, TensorType, TupleType
 
-__all__ = ["save", "load", "dumps", "loads", "FORMAT_VERSION", "MAGIC"]
+__all__ = ["save", "load", "dumps", "loads", "FORMAT_VERSION", "SYMBOLIC_FORMAT_VERSION", "MAGIC"]
 
 MAGIC = b"PYIR"
 FORMAT_VERSION = 2
