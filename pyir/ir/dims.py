@@ -808,7 +808,8 @@ def _binop(a: object, b: object, op: str) -> DimLike:
     y = b if isinstance(b, Dim) else as_dim(b, where)
     if op == "//" or op == "%":
         if y == 0:
-            raise WellFormedError(f"dimension arithmetic: division by zero in {_short(x)} {op} 0")
+            shown = f"({_short(x)})" if isinstance(x, Dim) and _needs_parens(x) else _short(x)
+            raise WellFormedError(f"dimension arithmetic: division by zero in {shown} {op} 0")
         if x is _ANY or y is _ANY:
             return _ANY
         if isinstance(y, int):
