@@ -17,7 +17,7 @@ a rewrite builds from them, cached, with global calls typed through the module.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..errors import InternalError, PyIRError, TypeCheckError, UnknownOpError, WellFormedError
@@ -317,8 +317,16 @@ class TypeContext:
         """The typing context of ``mod`` (a fresh one for ``None``)."""
         return cls(mod)
 
-    def check(self, func: Function) -> Type:
-        """Type-check ``func``, a function of the module; its FuncType (raises TypeCheckError)."""
+    def check(self, func: Function, order: Sequence[Node] | None = None) -> Type:
+        """Type-check ``func``, a function of the module; its FuncType (raises TypeCheckError).
+
+        ``order``, if given, is a walk of ``func.body`` the caller already has (distinct
+        nodes, children before parents; it may leave subgraphs out, those are typed on
+        demand).  A function whose types need no context (no global call, no let, every
+        variable annotated) is then typed along it in one loop, without a walk of its own.
+        """
+        if order is not None and not func._mask & (_CONTEXT | F_LET):
+            return _check_along(func, order)
         return infer_type(func, self.mod)
 
     def learn(self, func: Function) -> None:
@@ -374,10 +382,14 @@ class TypeContext:
 
     def type_of(self, e: Expr) -> Type:
         """The type of ``e`` (raises TypeCheckError when it cannot be typed)."""
+        k = type(e)
+        if k is Var:  # never cached: its annotation or its let's value (no cache miss to pay)
+            t = e.type_annotation  # type: ignore[attr-defined]
+            if t is not None:
+                return t
         t = self.known(e)
         if t is not None:
             return t
-        k = type(e)
         if k is Var:
             t = self.var_type(e)  # type: ignore[arg-type]
             if t is None:
@@ -456,6 +468,82 @@ class TypeContext:
 
 
 _LEAVES = (Var, GlobalVar, Op)
+
+
+def _check_along(func: Function, order: Sequence[Node]) -> Type:
+    """:meth:`TypeContext.check` of a function without context (no global call, no let, no
+    unannotated variable: every type is structural, cached on its node), along ``order``.
+
+    One loop, children first, without the walk's stack or a cache probe per node (a probe of
+    an untyped node costs a raised AttributeError): each node of ``order`` is typed from its
+    children's types (a node typed before gets the same type again: relations are pure and
+    memoized, types hash-consed); a child outside ``order`` is typed on demand.  Same types,
+    same errors as :func:`infer_type` (which it falls back to when the body is typed already).
+    """
+    t = cached_type(func)
+    if t is not None:
+        return t
+    body = func.body
+    if type(body) is Var or cached_type(body) is not None:
+        return infer_type(func)  # nothing to walk below the function
+    for p in func.params:  # as infer_type: before the body
+        if p.type_annotation is None:
+            raise TypeCheckError(f"parameter %{p.name_hint} of {_where(func)} has no type annotation")
+    tys: dict[Node, Type] = {}
+    get = tys.get
+    memo_get = _rel_memo.get
+
+    def tyof(n: Node) -> Type:
+        t = get(n)
+        if t is not None:
+            return t
+        k = type(n)
+        if k is Var:
+            t = n.type_annotation  # type: ignore[attr-defined]
+            if t is None:  # pragma: no cover - an unannotated variable sets F_UNTYPED: not here
+                raise InternalError(f"untyped %{n.name_hint} below a function without context")  # type: ignore[attr-defined]
+            return t
+        if k is Op:
+            raise TypeCheckError(f"operator {n.name} used as a value (call it instead)")  # type: ignore[attr-defined]
+        t = cached_type(n)
+        if t is None:  # a subgraph the caller's walk left out (a constant, a primitive function)
+            t = infer_type(n)  # type: ignore[arg-type]
+        tys[n] = t
+        return t
+
+    for n in order:
+        k = type(n)
+        if k is Call:
+            op = n.op  # type: ignore[attr-defined]
+            if type(op) is Op:
+                ats = []
+                for a in n.args:  # type: ignore[attr-defined]
+                    t = get(a)
+                    ats.append(tyof(a) if t is None else t)
+                arg_types = tuple(ats)
+                t = memo_get((op, n.attrs, arg_types))  # type: ignore[attr-defined]
+                if t is None:
+                    t = check_call(n, arg_types)  # type: ignore[arg-type]
+                _set_ty(n, t)
+                tys[n] = t
+                continue
+        elif k is Var or k is Op or k is GlobalVar:
+            continue
+        elif k is Function:
+            for p in n.params:  # type: ignore[attr-defined]
+                if p.type_annotation is None:
+                    raise TypeCheckError(f"parameter %{p.name_hint} of {_where(n)} has no type annotation")
+        elif k is Constant:
+            t = cached_type(n)
+            if t is not None:
+                tys[n] = t
+                continue
+        t = _compute(n, tyof)
+        _set_ty(n, t)
+        tys[n] = t
+    t = _compute(func, tyof)
+    _set_ty(func, t)
+    return t
 
 
 def _in_module(mod: Any, func: Function) -> bool:

@@ -85,14 +85,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..analysis.typecheck import infer_type
-from ..errors import PassError, TypeCheckError
-from ..ir.expr import Call, Constant, Expr, Function, Op, Var
+from ..analysis.typecheck import TypeContext
+from ..errors import PassError
+from ..ir.expr import Call, Constant, Expr, Function, Op, Var, make_call
 from ..ir.lineage import current_recorder, derive
 from ..ir.module import Module
-from ..ir.node import OP_BIT0, Node, cached_type, digest
+from ..ir.node import EMPTY_ATTRS, OP_BIT0, Node, digest
 from ..ir.node import gc_paused as no_gc
-from ..ir.traverse import post_order
 from ..ir.types import Type
 from ..op.registry import OpPattern
 from ..rewrite.functor import rebuild
@@ -110,19 +109,6 @@ _INJECTIVE = int(OpPattern.INJECTIVE)
 _COMM_REDUCE = int(OpPattern.COMM_REDUCE)
 _OUT_FUSABLE = int(OpPattern.OUT_ELEMWISE_FUSABLE)
 
-
-
-def _is_op_call(n: Node) -> bool:
-    return type(n) is Call and type(n.op) is Op
-
-
-def _is_primitive(n: Node) -> bool:
-    return type(n) is Function and bool(n.attrs.get("Primitive"))
-
-
-def _stop(n: Node) -> bool:
-    """Do not descend into subgraphs without operator calls, nor into primitive functions."""
-    return not (n._mask >> OP_BIT0) or _is_primitive(n)
 
 
 def _kind_of(pattern: int) -> int:
@@ -174,12 +160,13 @@ class _Shared:
 
 
 class _Group:
-    __slots__ = ("root", "kind", "members")
+    __slots__ = ("root", "kind", "members", "seen")
 
     def __init__(self, root: Call, kind: int) -> None:
         self.root = root
         self.kind = kind
-        self.members: list[Call] = [root]
+        self.members: list[Call] = [root]  # while grouping: in the order they joined
+        self.seen: list[Call] = []  # while fusing: the members met so far, in post-order
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,86 +206,51 @@ class FuseOps(ModulePass):
     def fuse_function(self, func: Function, mod: Module) -> Function:
         """``func`` with its operator calls fused (the same object if there is none outside
         primitive functions)."""
-        order = post_order(func.body, stop=_stop)
-        consumers = self._consumers(order, func.body)
-        if not consumers:
+        work, calls, consumers = _walk(func.body)
+        if not calls:
             return func
-        groups = self._group(order, consumers)
+        types = TypeContext.of(mod)
+        types.check(func, work)  # along the walk: no second one (nor a stack) for the types
+        groups = self._group(calls, consumers)
         del consumers
-        pos = {}  # post-order position of the members of groups of several calls (to sort them)
-        for i, n in enumerate(order):
-            g = groups.get(n)
-            if g is not None and len(g.members) > 1:
-                pos[n] = i
-        types = _Types(func, mod)
+        type_of = types.type_of
         cache: dict[bytes, _Shared] | None = {} if self.share_functions else None
-        memo: dict[Node, Any] = {}
-        for n in order:
-            g = groups.get(n)
-            if g is None:
-                if not n.children() or _stop(n):
-                    memo[n] = n
-                else:
-                    new = rebuild(n, memo)
-                    memo[n] = new
-                    if new is not n:
-                        derive(new, n)
-            elif g.root is n:
-                memo[n] = self._fuse_group(g, memo, types, pos, cache)
-                for m in g.members:  # done with this group (its members came before its root)
-                    del groups[m]
-        new_body = memo[func.body]
         rec = current_recorder()
-        if cache and rec is not None:
+        edges = rec.edges if rec is not None else None
+        fuse_group = self._fuse_group
+        memo = _Memo()  # rebuilt node -> its new version (a node not in it is unchanged)
+        for n in work:  # children first
+            g = groups.get(n)
+            if g is None:  # a node other than an operator call: its children rebuilt
+                new = rebuild(n, memo)
+                if new is not n:
+                    memo[n] = new
+                    if edges is not None:
+                        derive(new, n)
+            elif g.root is not n:
+                g.seen.append(n)  # members in post-order (producers first), the root last
+            else:
+                members = g.seen
+                members.append(n)
+                memo[n] = fuse_group(members, memo, type_of, cache, edges)
+        body = func.body
+        new_body = memo[body]
+        if cache and edges is not None:
             for sh in cache.values():
-                sh.flush(rec.edges)
+                sh.flush(edges)
         del cache
-        if new_body is func.body:
+        if new_body is body:
             return func
         return derive(Function(func.params, new_body, func.ret_type, func.attrs), func)  # type: ignore[return-value]
 
-    @staticmethod
-    def _consumers(order: list[Any], root: Expr) -> dict[Node, Any]:
-        """Operator call -> its consumer (one node), a list of distinct consumers, or _EXTERNAL."""
-        cons: dict[Node, Any] = {}
-        for n in order:
-            if not (n._mask >> OP_BIT0):
-                continue
-            k = type(n)
-            op_call = k is Call and type(n.op) is Op
-            if k is Function and n.attrs.get("Primitive"):
-                continue
-            for c in (n.args if op_call else n.children()):
-                if type(c) is not Call or type(c.op) is not Op:
-                    continue
-                if not op_call:
-                    cons[c] = _EXTERNAL
-                    continue
-                cur = cons.get(c)
-                if cur is None:
-                    cons[c] = n
-                elif cur is _EXTERNAL or cur is n:
-                    pass
-                elif type(cur) is list:
-                    if cur[-1] is not n:  # repeated uses by one consumer are consecutive
-                        cur.append(n)
-                else:
-                    cons[c] = [cur, n]
-        if _is_op_call(root):
-            cons[root] = _EXTERNAL
-        return cons
-
-    def _group(self, order: list[Any], consumers: dict[Node, Any]) -> dict[Node, _Group]:
-        """Assign every operator call to a group: anchors first, then consumers-first."""
+    def _group(self, calls: list[Any], consumers: dict[Node, Any]) -> dict[Node, _Group]:
+        """Assign every operator call (``calls``: in post-order) to a group: anchors first, then
+        consumers-first."""
         groups: dict[Node, _Group] = {}
         closed: set[Node] = set()  # members that take no producers (anchors, opaque calls)
         patterns: dict[Expr, int] = {}
-        calls = []
-        for n in order:
-            if type(n) is Call and type(n.op) is Op:
-                calls.append(n)
-                if n.op not in patterns:
-                    patterns[n.op] = int(n.op.op_def.pattern)
+        for o in {n.op for n in calls}:
+            patterns[o] = int(o.op_def.pattern)
         fuse = self.fuse_opt_level > 0
         max_size = self.max_fuse_depth
         if fuse:  # phase 1: grow each anchor along its chain of unique elementwise consumers
@@ -342,9 +294,10 @@ class FuseOps(ModulePass):
         return groups
 
     @staticmethod
-    def _fuse_group(g: _Group, memo: dict[Node, Any], types: _Types, pos: dict[Node, int],
-                    cache: dict[bytes, _Shared] | None) -> Call:
-        """Build the primitive function of ``g`` and its call (args taken from ``memo``).
+    def _fuse_group(members: list[Call], memo: dict[Node, Any], type_of: Any,
+                    cache: dict[bytes, _Shared] | None, edges: Any) -> Call:
+        """Build the primitive function of a group (``members`` in post-order, its root last)
+        and its call (args taken from ``memo``; lineage into ``edges``, unless None).
 
         The function is keyed by the group's structure (operators, attributes, constants,
         how members use each other and the parameter types) and, without ``cache`` (no
@@ -353,38 +306,38 @@ class FuseOps(ModulePass):
         function, and a group whose key is cached is fused without building anything but
         its call.
         """
-        root = g.root
-        members = g.members
-        if len(members) > 1:  # producers first
-            members.sort(key=pos.__getitem__)
         # Pass 1: the group's free inputs (parameters) and its structural key.
         slot: dict[Node, int] = {}  # member -> its position in the group
         inputs: dict[Node, int] = {}  # free input -> parameter number
         ptypes: list[Type] = []
         parts: list[bytes] = [b"pyir.FuseOps.group"]
+        put = parts.append
         for j, m in enumerate(members):
             slot[m] = j
-            parts.append(b"C%d;" % len(m.args))
-            parts.append(m.op.id)
-            parts.append(m.attrs.id)
-            for a in m.args:
+            args = m.args
+            put(_HEADS[len(args)] if len(args) < _SMALL else b"C%d;" % len(args))
+            put(m.op.id)
+            put(m.attrs.id)
+            for a in args:
                 k = slot.get(a)
                 if k is not None:
-                    parts.append(b"m%d;" % k)
+                    put(_MEMBER[k] if k < _SMALL else b"m%d;" % k)
                 elif type(a) is Constant:
-                    parts.append(b"k")
-                    parts.append(a.id)
+                    put(b"k")
+                    put(a.id)
                 else:
                     i = inputs.get(a)
                     if i is None:
                         i = inputs[a] = len(ptypes)
-                        ptypes.append(types.of(a))
-                    parts.append(b"p%d;" % i)
-        parts.append(b"T%d;" % len(ptypes))
-        parts.extend([t.id for t in ptypes])
+                        ptypes.append(type_of(a))
+                    put(_PARAM[i] if i < _SMALL else b"p%d;" % i)
+        put(b"T%d;" % len(ptypes))
+        for t in ptypes:
+            put(t.id)
         if cache is None:  # one function per group
-            parts.append(b"M")
-            parts.extend([m.id for m in members])
+            put(b"M")
+            for m in members:
+                put(m.id)
         gkey = digest(b"".join(parts))
         del parts, slot
         hit = cache.get(gkey) if cache is not None else None
@@ -403,40 +356,43 @@ class FuseOps(ModulePass):
                     new_args.append(c)
                 body[m] = Call(m.op, tuple(new_args), m.attrs, _checked=True)
             copies = tuple([body[m] for m in members])
-            fn = Function(tuple(params), body[root], types.of(root), {"Primitive": 1})
+            root = members[-1]
+            fn = Function(tuple(params), body[root], type_of(root), {"Primitive": 1})
             if cache is not None:
                 cache[gkey] = _Shared(fn, copies)
-        call = Call(fn, tuple([memo[a] for a in inputs]))
-        rec = current_recorder()
-        if rec is None:
+        call = make_call(fn, tuple([memo[a] for a in inputs]), EMPTY_ATTRS)  # as Call(fn, args)
+        if edges is None:
             return call
-        edges = rec.edges
         # the call derives from exactly its group
         if len(members) == 1:
-            edges.add(call.id, root.id)
+            mids = members[0].id
+            edges.add(call.id, mids)
         else:
-            edges.add_joined(call.id, b"".join([m.id for m in members]))
+            mids = b"".join([m.id for m in members])
+            edges.add_joined(call.id, mids)
         if hit is not None:  # a later group of a shared function: its lineage goes in one edge per node
             if hit.members is None:
                 hit.members = bytearray()
                 hit.by_copy = [bytearray() for _ in copies]
                 hit.by_param = [bytearray() for _ in fn.params]
+            hit.members += mids
             for m, c, ids in zip(members, copies, hit.by_copy):
-                hit.members += m.id
                 if c is not m:
                     ids += m.id
+            by_param = hit.by_param
             for inp, i in inputs.items():
-                ids = hit.by_param[i]
-                if ids[-16:] != inp.id:  # the same input at consecutive sites (a weight, %x) once
-                    ids += inp.id
+                ids = by_param[i]
+                iid = inp.id
+                if ids[-16:] != iid:  # the same input at consecutive sites (a weight, %x) once
+                    ids += iid
             return call
         # the function derives from every group it stands for, a parameter from the inputs it
         # receives, each body node from the member it copies (for a shared function, through a
         # shared edge: at this call only)
         if len(members) == 1:
-            edges.add(fn.id, root.id)
+            edges.add(fn.id, mids)
         else:
-            edges.add_joined(fn.id, b"".join([m.id for m in members]))
+            edges.add_joined(fn.id, mids)
         ps = fn.params
         for inp, i in inputs.items():
             edges.add(ps[i].id, inp.id)
@@ -449,28 +405,96 @@ class FuseOps(ModulePass):
         return call
 
 
-class _Types:
-    """Types of the nodes of one function (inferred once, through its module)."""
+# Pieces of group keys, formatted once.
+_SMALL = 64
+_HEADS = [b"C%d;" % k for k in range(_SMALL)]
+_MEMBER = [b"m%d;" % k for k in range(_SMALL)]
+_PARAM = [b"p%d;" % k for k in range(_SMALL)]
 
-    def __init__(self, func: Function, mod: Module) -> None:
-        self.mod = mod
-        self.let_types: dict[Var, Type] = {}
-        infer_type(func, mod, env=self.let_types)
-        self.func = func
-        self.context = mod._type_cache()  # where inference keeps context-dependent types
 
-    def of(self, n: Node) -> Type:
-        if type(n) is Var:
-            t = n.type_annotation
-            if t is not None:
-                return t
-            t = self.let_types.get(n)
-            if t is None:
-                raise TypeCheckError(f"FuseOps: cannot find the type of %{n.name_hint}")
-            return t
-        t = cached_type(n)  # inferred above: on the node, or in the module's cache
-        if t is None:
-            t = self.context.get(n)
-            if t is None:
-                return infer_type(n, self.mod)  # type: ignore[arg-type]
-        return t
+class _Memo(dict):
+    """Rebuilt node -> its new version; a node not in it is unchanged (``memo[n]`` is ``n``)."""
+
+    __slots__ = ()
+
+    def __missing__(self, n: Node) -> Node:
+        return n
+
+
+def _walk(body: Expr) -> tuple[list[Any], list[Any], dict[Node, Any]]:
+    """One walk of a function body: ``(work, calls, consumers)``.
+
+    ``work``: the nodes with operator calls below, in post-order (children first, each once),
+    not descending into subgraphs without operator calls nor into primitive functions (neither
+    is listed); ``calls``: its operator calls; ``consumers``: operator call -> its consumer
+    (one node), the list of its distinct consumers, or _EXTERNAL.  A use by anything other
+    than an operator call is external, and so is the body's value.
+    """
+    work: list[Any] = []
+    calls: list[Any] = []
+    cons: dict[Node, Any] = {}
+    if not body._mask >> OP_BIT0:
+        return work, calls, cons
+    emit = work.append
+    seen: set[Node] = set()
+    add = seen.add
+    stack: list[Any] = [body]
+    push = stack.append
+    pop = stack.pop
+    get = cons.get
+    while stack:
+        n = pop()
+        if n is _DONE:  # the node below the marker has all its children emitted
+            emit(pop())
+            continue
+        if n is _DONE_CALL:  # the same, for an operator call
+            n = pop()
+            emit(n)
+            calls.append(n)
+            continue
+        if n in seen:
+            continue
+        add(n)
+        k = type(n)
+        if k is Call and type(n.op) is Op:
+            push(n)
+            push(_DONE_CALL)
+            for c in reversed(n.args):
+                if not c._mask >> OP_BIT0:  # no operator call below: not walked
+                    continue
+                if type(c) is Call and type(c.op) is Op:  # n consumes c
+                    cur = get(c)
+                    if cur is None:
+                        cons[c] = n
+                    elif cur is _EXTERNAL or cur is n:
+                        pass
+                    elif type(cur) is list:
+                        if cur[-1] is not n:  # repeated uses by one consumer are consecutive
+                            cur.append(n)
+                    else:
+                        cons[c] = [cur, n]
+                if c not in seen:
+                    push(c)
+            continue
+        if k is Function and n.attrs.get("Primitive"):
+            continue
+        kids = n.children()
+        if not kids:
+            continue
+        push(n)
+        push(_DONE)
+        for c in reversed(kids):
+            if not c._mask >> OP_BIT0:
+                continue
+            if type(c) is Call and type(c.op) is Op:  # an external use
+                cons[c] = _EXTERNAL
+            if c not in seen:
+                push(c)
+    if type(body) is Call and type(body.op) is Op:
+        cons[body] = _EXTERNAL
+    return work, calls, cons
+
+
+#: Stack markers of the walk: the node just below one is emitted when it is popped.
+_DONE: Any = object()
+_DONE_CALL: Any = object()
