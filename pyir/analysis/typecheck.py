@@ -317,16 +317,20 @@ class TypeContext:
         """The typing context of ``mod`` (a fresh one for ``None``)."""
         return cls(mod)
 
-    def check(self, func: Function, order: Sequence[Node] | None = None) -> Type:
+    def check(self, func: Function, order: Sequence[Node] | None = None,
+              into: dict[Node, Type] | None = None) -> Type:
         """Type-check ``func``, a function of the module; its FuncType (raises TypeCheckError).
 
         ``order``, if given, is a walk of ``func.body`` the caller already has (distinct
         nodes, children before parents; it may leave subgraphs out, those are typed on
         demand).  A function whose types need no context (no global call, no let, every
-        variable annotated) is then typed along it in one loop, without a walk of its own.
+        variable annotated) is then typed along it in one loop, without a walk of its own,
+        and ``into`` (a dict), if given, receives the types found on the way (of the nodes
+        of ``order`` and of the variables they use): a lookup for the caller cheaper than
+        asking node by node.  ``into`` is left as it is when ``func`` is typed otherwise.
         """
         if order is not None and not func._mask & (_CONTEXT | F_LET):
-            return _check_along(func, order)
+            return _check_along(func, order, {} if into is None else into)
         return infer_type(func, self.mod)
 
     def learn(self, func: Function) -> None:
@@ -470,7 +474,7 @@ class TypeContext:
 _LEAVES = (Var, GlobalVar, Op)
 
 
-def _check_along(func: Function, order: Sequence[Node]) -> Type:
+def _check_along(func: Function, order: Sequence[Node], tys: dict[Node, Type]) -> Type:
     """:meth:`TypeContext.check` of a function without context (no global call, no let, no
     unannotated variable: every type is structural, cached on its node), along ``order``.
 
@@ -479,6 +483,7 @@ def _check_along(func: Function, order: Sequence[Node]) -> Type:
     children's types (a node typed before gets the same type again: relations are pure and
     memoized, types hash-consed); a child outside ``order`` is typed on demand.  Same types,
     same errors as :func:`infer_type` (which it falls back to when the body is typed already).
+    ``tys`` receives the types found.
     """
     t = cached_type(func)
     if t is not None:
@@ -489,7 +494,6 @@ def _check_along(func: Function, order: Sequence[Node]) -> Type:
     for p in func.params:  # as infer_type: before the body
         if p.type_annotation is None:
             raise TypeCheckError(f"parameter %{p.name_hint} of {_where(func)} has no type annotation")
-    tys: dict[Node, Type] = {}
     get = tys.get
     memo_get = _rel_memo.get
 
@@ -502,6 +506,7 @@ def _check_along(func: Function, order: Sequence[Node]) -> Type:
             t = n.type_annotation  # type: ignore[attr-defined]
             if t is None:  # pragma: no cover - an unannotated variable sets F_UNTYPED: not here
                 raise InternalError(f"untyped %{n.name_hint} below a function without context")  # type: ignore[attr-defined]
+            tys[n] = t
             return t
         if k is Op:
             raise TypeCheckError(f"operator {n.name} used as a value (call it instead)")  # type: ignore[attr-defined]

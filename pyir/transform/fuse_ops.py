@@ -136,27 +136,34 @@ def _join_kind(pattern: int, kind: int) -> int | None:
 
 class _Shared:
     """A fused function shared by the groups of one structure: the function, its body copies in
-    member order, and the lineage of the groups after the first (recorded once, at the end, as
+    member order, and the groups after the first (their lineage is recorded once, at the end, as
     one edge per node: the members / inputs of every such group)."""
 
-    __slots__ = ("fn", "copies", "members", "by_copy", "by_param")
+    __slots__ = ("fn", "copies", "later", "later_inputs")
 
     def __init__(self, fn: Function, copies: tuple[Call, ...]) -> None:
         self.fn = fn
         self.copies = copies
-        self.members: bytearray | None = None  # ids of the members of the later groups
-        self.by_copy: list[bytearray] = []  # per body copy: the ids of the members it copies there
-        self.by_param: list[bytearray] = []  # per parameter: the ids of the inputs it receives there
+        self.later: list[list[Call]] = []  # the members of each later group (in member order)
+        self.later_inputs: list[dict[Node, int]] = []  # the inputs of each (keys in parameter order)
 
     def flush(self, edges: Any) -> None:
-        if self.members is None:
+        later = self.later
+        if not later:
             return
-        edges.add_joined(self.fn.id, self.members)
-        for c, ids in zip(self.copies, self.by_copy):
+        edges.add_joined(self.fn.id, b"".join([m.id for ms in later for m in ms]))
+        for j, c in enumerate(self.copies):  # each body node: the members it copies there
+            ids = b"".join([ms[j].id for ms in later if ms[j] is not c])
             if ids:
                 edges.add_joined(c.id, ids, shared=True)
-        for p, ids in zip(self.fn.params, self.by_param):
-            edges.add_joined(p.id, ids)
+        for p, seq in zip(self.fn.params, zip(*self.later_inputs)):  # each parameter: its inputs
+            out = []
+            prev = None
+            for x in seq:
+                if x is not prev:  # the same input at consecutive sites (a weight, %x) once
+                    out.append(x.id)
+                    prev = x
+            edges.add_joined(p.id, b"".join(out))
 
 
 class _Group:
@@ -210,18 +217,22 @@ class FuseOps(ModulePass):
         if not calls:
             return func
         types = TypeContext.of(mod)
-        types.check(func, work)  # along the walk: no second one (nor a stack) for the types
+        tys: dict[Node, Type] = {}  # the types of the nodes of the walk, if typed along it
+        types.check(func, work, into=tys)  # along the walk: no second one (nor a stack) for the types
         groups = self._group(calls, consumers)
         del consumers
-        type_of = types.type_of
-        cache: dict[bytes, _Shared] | None = {} if self.share_functions else None
+        type_of = _TypeOf(tys, types)
+        cache: dict[tuple[Any, ...], _Shared] | None = {} if self.share_functions else None
         rec = current_recorder()
         edges = rec.edges if rec is not None else None
         fuse_group = self._fuse_group
-        memo = _Memo()  # rebuilt node -> its new version (a node not in it is unchanged)
+        memo: dict[Node, Any] = {}  # rebuilt node -> its new version (a node not in it is unchanged)
         for n in work:  # children first
             g = groups.get(n)
             if g is None:  # a node other than an operator call: its children rebuilt
+                for c in n.children():
+                    if c not in memo:
+                        memo[c] = c
                 new = rebuild(n, memo)
                 if new is not n:
                     memo[n] = new
@@ -234,7 +245,7 @@ class FuseOps(ModulePass):
                 members.append(n)
                 memo[n] = fuse_group(members, memo, type_of, cache, edges)
         body = func.body
-        new_body = memo[body]
+        new_body = memo.get(body, body)
         if cache and edges is not None:
             for sh in cache.values():
                 sh.flush(edges)
@@ -294,8 +305,8 @@ class FuseOps(ModulePass):
         return groups
 
     @staticmethod
-    def _fuse_group(members: list[Call], memo: dict[Node, Any], type_of: Any,
-                    cache: dict[bytes, _Shared] | None, edges: Any) -> Call:
+    def _fuse_group(members: list[Call], memo: dict[Node, Any], type_of: _TypeOf,
+                    cache: dict[tuple[Any, ...], _Shared] | None, edges: Any) -> Call:
         """Build the primitive function of a group (``members`` in post-order, its root last)
         and its call (args taken from ``memo``; lineage into ``edges``, unless None).
 
@@ -306,44 +317,44 @@ class FuseOps(ModulePass):
         function, and a group whose key is cached is fused without building anything but
         its call.
         """
-        # Pass 1: the group's free inputs (parameters) and its structural key.
+        # Pass 1: the group's free inputs (parameters) and its structure, as a tuple: per member
+        # its number of args, operator, attributes and args (a member's position, a parameter's
+        # number as -1 - i, or a constant), then the parameter types.
         slot: dict[Node, int] = {}  # member -> its position in the group
         inputs: dict[Node, int] = {}  # free input -> parameter number
         ptypes: list[Type] = []
-        parts: list[bytes] = [b"pyir.FuseOps.group"]
-        put = parts.append
+        shape: list[Any] = []
+        put = shape.append
         for j, m in enumerate(members):
             slot[m] = j
             args = m.args
-            put(_HEADS[len(args)] if len(args) < _SMALL else b"C%d;" % len(args))
-            put(m.op.id)
-            put(m.attrs.id)
+            put(len(args))
+            put(m.op)
+            put(m.attrs)
             for a in args:
                 k = slot.get(a)
                 if k is not None:
-                    put(_MEMBER[k] if k < _SMALL else b"m%d;" % k)
+                    put(k)
                 elif type(a) is Constant:
-                    put(b"k")
-                    put(a.id)
+                    put(a)
                 else:
                     i = inputs.get(a)
                     if i is None:
                         i = inputs[a] = len(ptypes)
-                        ptypes.append(type_of(a))
-                    put(_PARAM[i] if i < _SMALL else b"p%d;" % i)
-        put(b"T%d;" % len(ptypes))
-        for t in ptypes:
-            put(t.id)
-        if cache is None:  # one function per group
-            put(b"M")
-            for m in members:
-                put(m.id)
-        gkey = digest(b"".join(parts))
-        del parts, slot
-        hit = cache.get(gkey) if cache is not None else None
+                        t = type_of.known(a)
+                        ptypes.append(type_of(a) if t is None else t)
+                    put(-1 - i)
+        shape += ptypes
+        del slot
+        if cache is not None:
+            skey = tuple(shape)
+            hit = cache.get(skey)
+        else:
+            hit = None
         if hit is not None:
             fn, copies = hit.fn, hit.copies
         else:
+            gkey = _group_key(shape, len(ptypes), None if cache is not None else members)
             # Pass 2: the parameters, the body copy and the function.
             params = [Var(f"p{i}", t, uid=digest(gkey + b"param%d:" % i)) for i, t in enumerate(ptypes)]
             body: dict[Node, Call] = {}  # member -> its copy (members are built producers first)
@@ -359,8 +370,8 @@ class FuseOps(ModulePass):
             root = members[-1]
             fn = Function(tuple(params), body[root], type_of(root), {"Primitive": 1})
             if cache is not None:
-                cache[gkey] = _Shared(fn, copies)
-        call = make_call(fn, tuple([memo[a] for a in inputs]), EMPTY_ATTRS)  # as Call(fn, args)
+                cache[skey] = _Shared(fn, copies)
+        call = make_call(fn, tuple(map(memo.get, inputs, inputs)), EMPTY_ATTRS)  # as Call(fn, args)
         if edges is None:
             return call
         # the call derives from exactly its group
@@ -370,21 +381,9 @@ class FuseOps(ModulePass):
         else:
             mids = b"".join([m.id for m in members])
             edges.add_joined(call.id, mids)
-        if hit is not None:  # a later group of a shared function: its lineage goes in one edge per node
-            if hit.members is None:
-                hit.members = bytearray()
-                hit.by_copy = [bytearray() for _ in copies]
-                hit.by_param = [bytearray() for _ in fn.params]
-            hit.members += mids
-            for m, c, ids in zip(members, copies, hit.by_copy):
-                if c is not m:
-                    ids += m.id
-            by_param = hit.by_param
-            for inp, i in inputs.items():
-                ids = by_param[i]
-                iid = inp.id
-                if ids[-16:] != iid:  # the same input at consecutive sites (a weight, %x) once
-                    ids += iid
+        if hit is not None:  # a later group of a shared function: its lineage is recorded at the end
+            hit.later.append(members)
+            hit.later_inputs.append(inputs)
             return call
         # the function derives from every group it stands for, a parameter from the inputs it
         # receives, each body node from the member it copies (for a shared function, through a
@@ -405,20 +404,53 @@ class FuseOps(ModulePass):
         return call
 
 
-# Pieces of group keys, formatted once.
-_SMALL = 64
-_HEADS = [b"C%d;" % k for k in range(_SMALL)]
-_MEMBER = [b"m%d;" % k for k in range(_SMALL)]
-_PARAM = [b"p%d;" % k for k in range(_SMALL)]
+def _group_key(shape: list[Any], nparams: int, members: list[Call] | None) -> bytes:
+    """The digest of a group's structure (``shape`` as :meth:`FuseOps._fuse_group` builds it,
+    ending with the ``nparams`` parameter types) and, if given, of its members: what the
+    parameters' uids derive from."""
+    parts: list[bytes] = [b"pyir.FuseOps.group"]
+    put = parts.append
+    end = len(shape) - nparams
+    i = 0
+    while i < end:
+        nargs = shape[i]
+        put(b"C%d;" % nargs)
+        put(shape[i + 1].id)
+        put(shape[i + 2].id)
+        for d in shape[i + 3:i + 3 + nargs]:
+            if type(d) is not int:  # a constant
+                put(b"k")
+                put(d.id)
+            elif d >= 0:  # a member
+                put(b"m%d;" % d)
+            else:  # a parameter
+                put(b"p%d;" % (-1 - d))
+        i += 3 + nargs
+    put(b"T%d;" % nparams)
+    for t in shape[end:]:
+        put(t.id)
+    if members is not None:  # one function per group
+        put(b"M")
+        for m in members:
+            put(m.id)
+    return digest(b"".join(parts))
 
 
-class _Memo(dict):
-    """Rebuilt node -> its new version; a node not in it is unchanged (``memo[n]`` is ``n``)."""
+class _TypeOf:
+    """The types FuseOps asks: ``known(n)``, a dict lookup of the types of the walk's nodes
+    (and of annotated variables) or None; ``type_of(n)``, anything else, through the module's
+    typing context."""
 
-    __slots__ = ()
+    __slots__ = ("known", "context")
 
-    def __missing__(self, n: Node) -> Node:
-        return n
+    def __init__(self, tys: dict[Node, Type], context: TypeContext) -> None:
+        self.known = tys.get
+        self.context = context
+
+    def __call__(self, n: Node) -> Type:
+        if type(n) is Var and n.type_annotation is not None:
+            return n.type_annotation
+        return self.context.type_of(n)  # type: ignore[arg-type]
 
 
 def _walk(body: Expr) -> tuple[list[Any], list[Any], dict[Node, Any]]:
