@@ -145,7 +145,7 @@ class _Shared:
         self.fn = fn
         self.copies = copies
         self.later: list[list[Call]] = []  # the members of each later group (in member order)
-        self.later_inputs: list[dict[Node, int]] = []  # the inputs of each (keys in parameter order)
+        self.later_inputs: list[list[Node]] = []  # the inputs of each, in parameter order
 
     def flush(self, edges: Any) -> None:
         later = self.later
@@ -157,13 +157,8 @@ class _Shared:
             if ids:
                 edges.add_joined(c.id, ids, shared=True)
         for p, seq in zip(self.fn.params, zip(*self.later_inputs)):  # each parameter: its inputs
-            out = []
-            prev = None
-            for x in seq:
-                if x is not prev:  # the same input at consecutive sites (a weight, %x) once
-                    out.append(x.id)
-                    prev = x
-            edges.add_joined(p.id, b"".join(out))
+            # (the same input at consecutive sites, a weight or %x, once)
+            edges.add_joined(p.id, b"".join([x.id for x, prev in zip(seq, (None, *seq)) if x is not prev]))
 
 
 class _Group:
@@ -318,34 +313,32 @@ class FuseOps(ModulePass):
         its call.
         """
         # Pass 1: the group's free inputs (parameters) and its structure, as a tuple: per member
-        # its number of args, operator, attributes and args (a member's position, a parameter's
-        # number as -1 - i, or a constant), then the parameter types.
-        slot: dict[Node, int] = {}  # member -> its position in the group
-        inputs: dict[Node, int] = {}  # free input -> parameter number
+        # its number of args, operator, attributes and args (a member's position j, a parameter's
+        # number i as -1 - i, or a constant), then the parameter types.
+        where: dict[Node, int] = {}  # member -> j, free input -> -1 - its parameter number
+        inputs: list[Node] = []  # the free inputs, in parameter order
         ptypes: list[Type] = []
         shape: list[Any] = []
         put = shape.append
+        known = type_of.known
         for j, m in enumerate(members):
-            slot[m] = j
             args = m.args
             put(len(args))
             put(m.op)
             put(m.attrs)
             for a in args:
-                k = slot.get(a)
-                if k is not None:
-                    put(k)
-                elif type(a) is Constant:
-                    put(a)
-                else:
-                    i = inputs.get(a)
-                    if i is None:
-                        i = inputs[a] = len(ptypes)
-                        t = type_of.known(a)
-                        ptypes.append(type_of(a) if t is None else t)
-                    put(-1 - i)
+                k = where.get(a)
+                if k is None:
+                    if type(a) is Constant:
+                        put(a)
+                        continue
+                    k = where[a] = -1 - len(inputs)
+                    inputs.append(a)
+                    t = known(a)
+                    ptypes.append(type_of(a) if t is None else t)
+                put(k)
+            where[m] = j
         shape += ptypes
-        del slot
         if cache is not None:
             skey = tuple(shape)
             hit = cache.get(skey)
@@ -363,7 +356,7 @@ class FuseOps(ModulePass):
                 for a in m.args:
                     c: Expr | None = body.get(a)
                     if c is None:
-                        c = a if type(a) is Constant else params[inputs[a]]
+                        c = a if type(a) is Constant else params[-1 - where[a]]
                     new_args.append(c)
                 body[m] = Call(m.op, tuple(new_args), m.attrs, _checked=True)
             copies = tuple([body[m] for m in members])
@@ -392,9 +385,8 @@ class FuseOps(ModulePass):
             edges.add(fn.id, mids)
         else:
             edges.add_joined(fn.id, mids)
-        ps = fn.params
-        for inp, i in inputs.items():
-            edges.add(ps[i].id, inp.id)
+        for p, inp in zip(fn.params, inputs):
+            edges.add(p.id, inp.id)
         for m, c in zip(members, copies):
             if c is not m:
                 if cache is None:
