@@ -125,7 +125,7 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
                                    else binder)
 
     def known(n: Node) -> Type | None:
-        t = cached_type(n)
+        t = getattr(n, "_ty", None)  # cached_type(n), without raising on a miss (half the cost)
         if t is None:
             t = cache.get(n)
         return t
@@ -196,8 +196,10 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
                                      f"but the value has type {_fmt(vt)}")
             env[v] = vt
             continue
-        if known(n) is not None:
+        if n in rebound:  # typed before the walk, re-walked for its let variables
             continue
+        # Not typed yet: a node is expanded once (its state 2 sits above any later state-0 entry
+        # of it), so no cache probe here (a probe of an untyped node raises AttributeError).
         store(n, _compute(n, tyof))
     return tyof(expr)
 
