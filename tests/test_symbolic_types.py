@@ -178,3 +178,13 @@ def test_random_shapes_round_trip_through_text(shape):
     t = TensorType(tuple(shape), "float16")
     assert pyir.parse_type(str(t)) is t
     assert all(str(d) == dim_str(d) for d in t.shape if not isinstance(d, int))
+
+
+def test_metadata_constant_shapes_must_be_static():
+    """A constant's shape in the metadata section is ints only (a symbol there is a ParseError
+    with a position, not a numpy TypeError; found by the text fuzzer)."""
+    text = ('def @main() {\n  meta[Constant][0]\n}\n#[metadata]\n'
+            'meta[Constant][0] = float32 (a10, 2) "AAAAAAAAAAA="\n')
+    with pytest.raises(pyir.ParseError, match="must be static") as ei:
+        pyir.parse(text)
+    assert ei.value.line == 5

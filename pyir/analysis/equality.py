@@ -80,10 +80,11 @@ _EQUAL_CACHE_LIMIT = 1 << 16
 def clear_caches() -> None:
     """Forget every cached alpha hash and alpha-equality answer (for benchmarks).
 
-    These two are the only caches of this module; both are bounded (the hash cache is
-    weak, the equality cache is cleared when full)."""
+    These three are the only caches of this module; all are bounded (the hash cache and
+    the symbols-of-a-type cache are weak, the equality cache is cleared when full)."""
     _hash_cache.clear()
     _equal_cache.clear()
+    _syms_cache.clear()
 
 
 # -- structural -------------------------------------------------------------------------------

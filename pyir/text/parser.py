@@ -1307,7 +1307,10 @@ class Parser:
             self.parse_token("EQ", "in a metadata entry")
             dp = self.tok[2]
             dtype = self.parse_dtype()
+            sp = self.tok[2]
             shape = self.parse_shape()
+            if not all(type(d) is int for d in shape):
+                raise self.error("a constant's shape must be static (integers)", sp)
             k2, blob, bp = self.tok
             if k2 != "STR":
                 raise self.expected("a base64 string")
