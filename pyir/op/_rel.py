@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import typing as _t
 from collections.abc import Sequence
 
 from ..errors import TypeCheckError
-from ..ir.dims import DimLike, broadcast, dim_str
+from ..ir.dims import Any, Dim, DimLike, broadcast, dim_bounds, dim_str, dims_equal
 from ..ir.types import TensorType, TupleType, Type
 
 
@@ -44,6 +45,40 @@ def static_shape(t: TensorType, what: str = "input") -> tuple[int, ...]:
             raise fail(f"{what} must have a static shape here (symbolic and unknown dimensions are "
                        f"not supported by this operator yet), got {shape_str(shape)}")
     return shape  # type: ignore[return-value]
+
+
+def unify_dims(a: DimLike, b: DimLike) -> DimLike | None:
+    """Two dimensions that must be equal at run time (matmul's inner dimensions, concatenate's
+    other axes): the better-known one, or None if they are provably different.
+
+    ``?`` unifies with anything (the other side is kept); two dimensions whose equality is
+    unknown (``n`` and ``m``) are accepted, keeping the simpler one (an int, else fewer
+    terms; either is right whenever the program runs)."""
+    if a is b:
+        return a
+    if type(a) is int and type(b) is int:
+        return a if a == b else None
+    if a is Any:
+        return b
+    if b is Any:
+        return a
+    eq = dims_equal(a, b)
+    if eq is False:
+        return None
+    if type(a) is int:
+        return a
+    if type(b) is int:
+        return b
+    x, y = _t.cast(Dim, a), _t.cast(Dim, b)
+    return min(x, y, key=lambda d: (len(getattr(d, "terms", ())), d.id))
+
+
+def provably_less(a: DimLike, b: int) -> bool:
+    """Whether ``a < b`` for every binding of ``a``'s symbols (False when unknown)."""
+    if type(a) is int:
+        return a < b
+    hi = dim_bounds(a)[1]
+    return hi is not None and hi < b
 
 
 def broadcast_shapes(a: Sequence[DimLike], b: Sequence[DimLike]) -> tuple[DimLike, ...]:

@@ -18,17 +18,30 @@ Deviations from Relay, kept deliberately simple:
 
 from __future__ import annotations
 
+import typing as _t
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..errors import AttrError, WellFormedError
-from ..ir.dims import DimLike, dim_prod
+from ..errors import AttrError, PyIRError, WellFormedError
+from ..ir.dims import Any as ANY_DIM
+from ..ir.dims import (
+    DimLike,
+    dim_add,
+    dim_bounds,
+    dim_floordiv,
+    dim_mod,
+    dim_mul,
+    dim_prod,
+    dim_str,
+    dim_sub,
+    dims_equal,
+)
 from ..ir.node import Attrs
 from ..ir.types import TensorType, TupleType, Type, normalize_dtype
-from ._rel import fail, normalize_axis, same_dtype, static_shape, tensor
+from ._rel import fail, normalize_axis, provably_less, same_dtype, shape_str, tensor, unify_dims
 from .registry import REQUIRED, AttrSpec, OpPattern, register_op
 
 if TYPE_CHECKING:  # the builders' typed signatures (generated, see _signature.py)
@@ -96,15 +109,28 @@ def _float_tensor(op: str, t: Type, what: str = "data") -> TensorType:
     return tt
 
 
-def _vector_arg(op: str, t: Type, what: str, size: DimLike, data: TensorType, axis: int) -> TensorType:
-    """``t`` must be a 1-D tensor of ``size`` elements with the dtype of ``data``."""
+def _vector_arg(op: str, t: Type, what: str, size: DimLike, data: TensorType, axis: int) -> DimLike:
+    """``t`` must be a 1-D tensor of ``size`` elements with the dtype of ``data``; returns the
+    better-known of the two sizes (a size whose equality with ``size`` is unknown, such as
+    ``?`` or another symbol, is accepted)."""
     v = tensor(t, what)
-    if v.shape != (size,):
-        raise fail(f"{op}: {what} must have shape ({size},) to match axis {axis} of data {data.shape}, "
-                   f"got {v.shape}")
+    u = None
+    if v.ndim == 1:
+        u = size if v.shape[0] is size else unify_dims(v.shape[0], size)
+    if u is None:
+        raise fail(f"{op}: {what} must have shape ({dim_str(size, 40)},) to match axis {axis} of data "
+                   f"{shape_str(data.shape)}, got {shape_str(v.shape)}")
     if v.dtype != data.dtype:
         raise fail(f"{op}: {what} dtype {v.dtype} != data dtype {data.dtype}")
-    return v
+    return u
+
+
+def _refine(d: TensorType, axis: int, size: DimLike) -> TensorType:
+    """``d`` with dimension ``axis`` set to ``size`` (the better-known size a vector argument
+    gave: ``?`` becomes that vector's length)."""
+    if d.shape[axis] is size:
+        return d
+    return TensorType(d.shape[:axis] + (size,) + d.shape[axis + 1:], d.dtype)
 
 
 def _along(v: np.ndarray, ndim: int, axis: int) -> np.ndarray:
@@ -141,8 +167,7 @@ leaky_relu: _sig.NnLeakyRelu = register_op(
 def _prelu_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     d = tensor(types[0], "data")
     ax = normalize_axis(attrs["axis"], d.ndim)
-    _vector_arg("prelu", types[1], "alpha", d.shape[ax], d, ax)
-    return d
+    return _refine(d, ax, _vector_arg("prelu", types[1], "alpha", d.shape[ax], d, ax))
 
 
 def _prelu(attrs: Attrs, x: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -172,6 +197,42 @@ def _window_out(n: int, k: int, s: int, d: int, p0: int, p1: int, ceil_mode: boo
     return out
 
 
+def _window_out_dim(n: DimLike, k: DimLike, s: int, d: int, p0: int, p1: int,
+                    ceil_mode: bool = False) -> DimLike:
+    """:func:`_window_out` over symbolic or unknown dimensions (``n`` the input size, ``k`` the
+    kernel size): ``(n + p0 + p1 - d * (k - 1) - 1) // s + 1`` through dimension arithmetic.
+
+    The expression is the count wherever the window fits (where the static relation accepts
+    the shapes); a count that is provably 0 is 0.  ``ceil_mode`` rounds up and drops a last
+    window that would start in the bottom/right padding: exact when that is decided for every
+    binding (always with a static kernel and stride 1), else ``?``."""
+    if type(n) is int and type(k) is int:
+        return _window_out(n, k, s, d, p0, p1, ceil_mode)
+    if n is ANY_DIM or k is ANY_DIM:
+        return ANY_DIM
+    eff = dim_add(dim_mul(d, dim_sub(k, 1)), 1)  # the dilated kernel extent
+    try:
+        span = dim_sub(dim_add(n, p0 + p1), eff)
+    except PyIRError:  # provably negative: the kernel never fits
+        return 0
+    hi = dim_bounds(span)[1]
+    if hi is not None and hi < 0:
+        return 0
+    if not ceil_mode:
+        return dim_add(dim_floordiv(span, s), 1)
+    out = dim_add(dim_floordiv(dim_add(span, s - 1), s), 1)
+    if type(eff) is not int:
+        return ANY_DIM if s > 1 else out
+    # (out - 1) * s - (n + p0) lies in [p1 - eff, p1 - eff + s - 1] (ceil(span / s) * s - span is in
+    # [0, s - 1] and span - (n + p0) is p1 - eff): the last window starts in the padding when it is >= 0
+    lo_gap, hi_gap = p1 - eff, p1 - eff + s - 1
+    if lo_gap >= 0:
+        return dim_sub(out, 1)
+    if hi_gap < 0:
+        return out
+    return ANY_DIM
+
+
 def _conv2d_canon(a: dict[str, Any]) -> dict[str, Any]:
     op = "nn.conv2d"
     a["strides"] = _pair(op, "strides", a["strides"])
@@ -198,8 +259,11 @@ def _conv2d_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         raise fail(f"conv2d: weight must be 4-D OIHW {where}")
     if d.dtype != w.dtype:
         raise fail(f"conv2d: data dtype {d.dtype} != weight dtype {w.dtype} {where}")
-    n, c, h, wd = static_shape(d, "data")
-    o, i, kh, kw = static_shape(w, "weight")
+    if d.static and w.static:
+        n, c, h, wd = _t.cast("tuple[int, int, int, int]", d.shape)
+        o, i, kh, kw = _t.cast("tuple[int, int, int, int]", w.shape)
+    else:
+        return _conv2d_rel_dims(d, w, attrs, where)
     g = attrs["groups"]
     if c != i * g:
         raise fail(f"conv2d: input channels {c} != weight in-channels {i} x groups {g} {where}")
@@ -214,6 +278,39 @@ def _conv2d_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     if oh < 1 or ow < 1:
         raise fail(f"conv2d: dilated kernel {(dh * (kh - 1) + 1, dw * (kw - 1) + 1)} larger than "
                    f"padded input {(h + pt + pb, wd + pl + pr)} {where}")
+    return TensorType((n, o, oh, ow), attrs["out_dtype"] or d.dtype)
+
+
+def _conv2d_rel_dims(d: TensorType, w: TensorType, attrs: Attrs, where: str) -> Type:
+    """conv2d's relation over symbolic or unknown dimensions: every check fails only where it
+    provably must, the attributes ``channels`` and ``kernel_size`` stand in for unknown weight
+    dimensions, and the output size goes through :func:`_window_out_dim`."""
+    n, c, h, wd = d.shape
+    o, i, kh, kw = w.shape
+    g = attrs["groups"]
+    if unify_dims(c, dim_mul(i, g)) is None:
+        raise fail(f"conv2d: input channels {dim_str(c, 40)} != weight in-channels {dim_str(i, 40)} x "
+                   f"groups {g} {where}")
+    rem = dim_mod(o, g)
+    if rem != 0 and rem is not ANY_DIM and (type(rem) is int or dims_equal(rem, 0) is False):
+        raise fail(f"conv2d: weight out-channels {dim_str(o, 40)} not divisible by groups {g} {where}")
+    ch = attrs["channels"]
+    if ch is not None:
+        u = unify_dims(o, ch)
+        if u is None:
+            raise fail(f"conv2d: channels={ch} != weight out-channels {dim_str(o, 40)} {where}")
+        o = u
+    ks = attrs["kernel_size"]
+    if ks is not None:
+        uh, uw = unify_dims(kh, ks[0]), unify_dims(kw, ks[1])
+        if uh is None or uw is None:
+            raise fail(f"conv2d: kernel_size={ks} != weight kernel {shape_str((kh, kw))} {where}")
+        kh, kw = uh, uw
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs["strides"], attrs["dilation"], attrs["padding"]
+    oh, ow = _window_out_dim(h, kh, sh, dh, pt, pb), _window_out_dim(wd, kw, sw, dw, pl, pr)
+    if provably_less(oh, 1) or provably_less(ow, 1):
+        raise fail(f"conv2d: the dilated kernel {shape_str((kh, kw))} (dilation {(dh, dw)}) is larger than "
+                   f"the padded input {shape_str((h, wd))} + padding {(pt, pl, pb, pr)} {where}")
     return TensorType((n, o, oh, ow), attrs["out_dtype"] or d.dtype)
 
 
@@ -281,14 +378,26 @@ def _pool_out_hw(attrs: Attrs, h: int, w: int) -> tuple[int, int]:
     return _window_out(h, kh, sh, dh, pt, pb, cm), _window_out(w, kw, sw, dw, pl, pr, cm)
 
 
+def _pool_out_hw_dims(attrs: Attrs, h: DimLike, w: DimLike) -> tuple[DimLike, DimLike]:
+    (kh, kw), (sh, sw), (dh, dw) = attrs["pool_size"], attrs["strides"], attrs["dilation"]
+    pt, pl, pb, pr = attrs["padding"]
+    cm = attrs["ceil_mode"]
+    return _window_out_dim(h, kh, sh, dh, pt, pb, cm), _window_out_dim(w, kw, sw, dw, pl, pr, cm)
+
+
 def _pool_rel(name: str) -> _Rel:
     def rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         d = tensor(types[0], "data")
         if d.ndim != 4:
             raise fail(f"{name}: data must be 4-D NCHW, got shape {d.shape}")
-        n, c, h, w = static_shape(d, "data")
-        oh, ow = _pool_out_hw(attrs, h, w)
-        if oh < 1 or ow < 1:
+        n, c, h, w = d.shape
+        oh: DimLike
+        ow: DimLike
+        if type(h) is int and type(w) is int:
+            oh, ow = _pool_out_hw(attrs, h, w)
+        else:
+            oh, ow = _pool_out_hw_dims(attrs, h, w)
+        if provably_less(oh, 1) or provably_less(ow, 1):
             raise fail(f"{name}: pool_size {attrs['pool_size']} (dilation {attrs['dilation']}) does not fit "
                        f"data {d.shape} with padding {attrs['padding']}")
         return TensorType((n, c, oh, ow), d.dtype)
@@ -406,9 +515,9 @@ def _batch_norm_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     ax = normalize_axis(attrs["axis"], d.ndim)
     c = d.shape[ax]
     for t, what in zip(types[1:], ("gamma", "beta", "moving_mean", "moving_var")):
-        _vector_arg("batch_norm", t, what, c, d, ax)
+        c = _vector_arg("batch_norm", t, what, c, d, ax)
     vec = TensorType((c,), d.dtype)
-    return TupleType([d, vec, vec])
+    return TupleType([_refine(d, ax, c), vec, vec])
 
 
 def _batch_norm(attrs: Attrs, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, mean: np.ndarray,
@@ -432,9 +541,10 @@ batch_norm: _sig.NnBatchNorm = register_op(
 def _layer_norm_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     d = _float_tensor("layer_norm", types[0])
     ax = normalize_axis(attrs["axis"], d.ndim)
+    c = d.shape[ax]
     for t, what in zip(types[1:], ("gamma", "beta")):
-        _vector_arg("layer_norm", t, what, d.shape[ax], d, ax)
-    return d
+        c = _vector_arg("layer_norm", t, what, c, d, ax)
+    return _refine(d, ax, c)
 
 
 def _layer_norm(attrs: Attrs, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> np.ndarray:
@@ -503,12 +613,17 @@ def _dense_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     where = f"(data {d.shape}, weight {w.shape})"
     if d.ndim < 1 or w.ndim != 2:
         raise fail(f"dense: needs data of rank >= 1 and a 2-D weight {where}")
-    if d.shape[-1] != w.shape[1]:
-        raise fail(f"dense: data features {d.shape[-1]} != weight in-features {w.shape[1]} {where}")
-    if attrs["units"] is not None and attrs["units"] != w.shape[0]:
-        raise fail(f"dense: units={attrs['units']} != weight out-features {w.shape[0]} {where}")
+    k, wk = d.shape[-1], w.shape[1]
+    if k is not wk and unify_dims(k, wk) is None:
+        raise fail(f"dense: data features {dim_str(k, 40)} != weight in-features {dim_str(wk, 40)} {where}")
+    units = w.shape[0]
+    if attrs["units"] is not None and attrs["units"] is not units:
+        u = unify_dims(units, attrs["units"])
+        if u is None:
+            raise fail(f"dense: units={attrs['units']} != weight out-features {dim_str(units, 40)} {where}")
+        units = u
     same_dtype([d, w])
-    return TensorType(d.shape[:-1] + (w.shape[0],), attrs["out_dtype"] or d.dtype)
+    return TensorType(d.shape[:-1] + (units,), attrs["out_dtype"] or d.dtype)
 
 
 def _dense(attrs: Attrs, x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -529,8 +644,7 @@ def _bias_add_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     if d.ndim < 1:
         raise fail(f"bias_add: data must have rank >= 1, got shape {d.shape}")
     ax = normalize_axis(attrs["axis"], d.ndim)
-    _vector_arg("bias_add", types[1], "bias", d.shape[ax], d, ax)
-    return d
+    return _refine(d, ax, _vector_arg("bias_add", types[1], "bias", d.shape[ax], d, ax))
 
 
 def _bias_add(attrs: Attrs, x: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -629,12 +743,18 @@ def _pad_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     pairs = _pad_pairs(pw)
     mode = attrs["pad_mode"]
     for i, ((b, e), s) in enumerate(zip(pairs, d.shape)):
-        if mode == "reflect" and (b or e) and type(s) is int and max(b, e) >= s:
+        if mode == "reflect" and (b or e) and _provably_at_most(s, max(b, e)):
             raise fail(f"pad: reflect padding {(b, e)} on axis {i} needs it < the dimension {s} "
                        f"(data {d.shape})")
         if mode == "edge" and (b or e) and s == 0:
             raise fail(f"pad: edge padding of the empty axis {i} (data {d.shape})")
     return TensorType(tuple(s + b + e for (b, e), s in zip(pairs, d.shape)), d.dtype)
+
+
+def _provably_at_most(d: DimLike, k: int) -> bool:
+    """Whether ``d <= k`` for every binding of its symbols."""
+    hi = dim_bounds(d)[1]
+    return hi is not None and hi <= k
 
 
 def _pad(attrs: Attrs, x: np.ndarray) -> np.ndarray:

@@ -8,10 +8,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..ir.dims import dim_sum
-from ..ir.node import Attrs
+from ..errors import PyIRError
+from ..ir.dims import Any as ANY_DIM
+from ..ir.dims import (
+    DimLike,
+    dim_add,
+    dim_bounds,
+    dim_floordiv,
+    dim_mod,
+    dim_prod,
+    dim_str,
+    dim_sub,
+    dim_sum,
+    dims_equal,
+)
+from ..ir.node import MAX_INDEX, Attrs
 from ..ir.types import TensorType, Type
-from ._rel import broadcast_shapes, fail, normalize_axis, same_dtype, static_shape, tensor
+from ._rel import broadcast_shapes, fail, normalize_axis, same_dtype, shape_str, tensor, unify_dims
 from .registry import AttrSpec, OpPattern, register_op
 
 if TYPE_CHECKING:  # the builders' typed signatures (generated, see _signature.py)
@@ -195,9 +208,56 @@ def _infer_reshape(src: tuple[int, ...], newshape: tuple[int, ...]) -> tuple[int
     return tuple(out)
 
 
+def _infer_reshape_dims(src: tuple[DimLike, ...], newshape: tuple[int, ...]) -> tuple[DimLike, ...]:
+    """:func:`_infer_reshape` over symbolic or unknown dimensions.
+
+    ``0`` copies the input dimension; ``-1`` is the quotient of the element counts when it
+    is provably exact (``(n, 3, 4)`` to ``(-1, 12)`` gives ``n``), else ``?``.  Counts that
+    are provably different are an error; counts whose equality is unknown are accepted."""
+    out: list[DimLike] = []
+    infer_at = -1
+    for i, d in enumerate(newshape):
+        if d == 0:
+            if i >= len(src):
+                raise fail(f"newshape {newshape}: 0 at position {i} but input rank is {len(src)}")
+            out.append(src[i])
+        elif d == -1:
+            if infer_at >= 0:
+                raise fail(f"newshape {newshape} has more than one -1")
+            infer_at = i
+            out.append(1)
+        elif d > 0:
+            out.append(d)
+        else:
+            raise fail(f"newshape {newshape}: invalid dimension {d}")
+    total = dim_prod(src)
+    known = dim_prod(out)
+    if infer_at >= 0:
+        if known == 0:
+            raise fail(f"cannot reshape {shape_str(src)} to {newshape} (the other dimensions hold 0 "
+                       "elements)")
+        if total is ANY_DIM or known is ANY_DIM:
+            out[infer_at] = ANY_DIM
+        else:
+            rem = dim_mod(total, known)
+            if rem == 0:
+                out[infer_at] = dim_floordiv(total, known)
+            elif type(rem) is int or dims_equal(rem, 0) is False:
+                raise fail(f"cannot reshape {shape_str(src)} to {newshape}: {dim_str(total, 40)} elements "
+                           f"are not a multiple of {dim_str(known, 40)}")
+            else:
+                out[infer_at] = ANY_DIM  # divisible only for some bindings: the quotient is unknown
+    elif dims_equal(known, total) is False:
+        raise fail(f"cannot reshape {shape_str(src)} ({dim_str(total, 40)} elements) to {shape_str(out)} "
+                   f"({dim_str(known, 40)} elements)")
+    return tuple(out)
+
+
 def _reshape_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     t = tensor(types[0])
-    return TensorType(_infer_reshape(static_shape(t), attrs["newshape"]), t.dtype)
+    if t.static:
+        return TensorType(_infer_reshape(t.shape, attrs["newshape"]), t.dtype)  # type: ignore[arg-type]
+    return TensorType(_infer_reshape_dims(t.shape, attrs["newshape"]), t.dtype)
 
 
 reshape: _sig.Reshape = register_op(
@@ -238,10 +298,18 @@ def _concat_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     dt = same_dtype(ts)
     nd = ts[0].ndim
     ax = normalize_axis(attrs["axis"], nd)
-    for t in ts[1:]:
-        if t.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(t.shape, ts[0].shape)) if i != ax):
-            raise fail(f"cannot concatenate shapes {[x.shape for x in ts]} on axis {attrs['axis']}")
     shape = list(ts[0].shape)
+    for t in ts[1:]:
+        if t.ndim != nd:
+            raise fail(f"cannot concatenate shapes {[x.shape for x in ts]} on axis {attrs['axis']}")
+        for i, b in enumerate(t.shape):
+            a = shape[i]
+            if i != ax and a is not b:
+                u = unify_dims(a, b)  # equal at run time: keep the better-known one
+                if u is None:
+                    raise fail(f"cannot concatenate shapes {[x.shape for x in ts]} on axis {attrs['axis']} "
+                               f"(dimension {i}: {dim_str(a, 40)} != {dim_str(b, 40)})")
+                shape[i] = u
     shape[ax] = dim_sum([t.shape[ax] for t in ts])
     return TensorType(shape, dt)
 
@@ -275,20 +343,32 @@ expand_dims: _sig.ExpandDims = register_op(
     attrs=(AttrSpec("axis", "int"), AttrSpec("num_newaxis", "int", 1)))
 
 
-def _squeeze_axes(attrs: Attrs, shape: tuple[int, ...]) -> tuple[int, ...]:
+def _squeeze_axes(attrs: Attrs, shape: tuple[DimLike, ...]) -> tuple[int, ...]:
+    """The axes to remove.  Over symbolic shapes: with ``axis=None`` every dimension must be
+    known to be 1 or not (a symbol may be 1 at run time, which would change the rank); an
+    explicit axis must be 1, or ``?`` (unknown: checked when the program runs).  A symbolic
+    dimension on an explicit axis is an error unless it is provably 1 (canonical dims make
+    that the int 1)."""
     axes = attrs["axis"]
     if axes is None:
+        for i, d in enumerate(shape):
+            if type(d) is not int and dims_equal(d, 1) is not False:
+                raise fail(f"cannot squeeze shape {shape_str(shape)} with axis=None: dimension {i} "
+                           f"({dim_str(d, 40)}) may or may not be 1 at run time (give the axes)")
         return tuple(i for i, d in enumerate(shape) if d == 1)
     out = tuple(sorted({normalize_axis(a, len(shape)) for a in axes}))
     for a in out:
-        if shape[a] != 1:
-            raise fail(f"cannot squeeze axis {a} of size {shape[a]} in shape {shape}")
+        d = shape[a]
+        if d != 1 and d is not ANY_DIM:
+            raise fail(f"cannot squeeze axis {a} of size {dim_str(d, 40)} in shape {shape_str(shape)}"
+                       + ("" if type(d) is int else " (a symbolic dimension is squeezed only if it is "
+                          "provably 1)"))
     return out
 
 
 def _squeeze_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     t = tensor(types[0])
-    axes = _squeeze_axes(attrs, static_shape(t))
+    axes = _squeeze_axes(attrs, t.shape)
     return TensorType(tuple(d for i, d in enumerate(t.shape) if i not in axes), t.dtype)
 
 
@@ -313,13 +393,42 @@ def _split_sections(attrs: Attrs, dim: int) -> list[int]:
     return sizes
 
 
+def _split_sections_dim(attrs: Attrs, dim: DimLike) -> list[DimLike]:
+    """:func:`_split_sections` of a symbolic or unknown dimension: equal sections are exact
+    when the division provably is (``n * 4`` in 2 gives ``n * 2``), else ``?``; the last piece
+    of a split at indices is ``dim - last index`` (an error if provably negative)."""
+    ind = attrs["indices_or_sections"]
+    if len(ind) == 1 and attrs["by_sections"]:
+        n = ind[0]
+        if n <= 0:
+            raise fail(f"cannot split a dimension of {dim_str(dim, 40)} into {n} equal sections")
+        if dim is ANY_DIM:
+            return [ANY_DIM] * n
+        rem = dim_mod(dim, n)
+        if rem == 0:
+            return [dim_floordiv(dim, n)] * n
+        if type(rem) is int or dims_equal(rem, 0) is False:
+            raise fail(f"cannot split a dimension of {dim_str(dim, 40)} into {n} equal sections")
+        return [ANY_DIM] * n
+    cuts = [0, *ind]
+    sizes: list[DimLike] = [b - a for a, b in zip(cuts, cuts[1:])]
+    if any(type(s) is int and s < 0 for s in sizes):
+        raise fail(f"split indices {ind} are not increasing within {dim_str(dim, 40)}")
+    try:
+        sizes.append(dim_sub(dim, cuts[-1]))
+    except PyIRError:
+        raise fail(f"split indices {ind} exceed the dimension {dim_str(dim, 40)}") from None
+    return sizes
+
+
 def _split_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     from ..ir.types import TupleType
 
     t = tensor(types[0])
     ax = normalize_axis(attrs["axis"], t.ndim)
     fields = []
-    for s in _split_sections(attrs, static_shape(t)[ax]):
+    d = t.shape[ax]
+    for s in (_split_sections(attrs, d) if type(d) is int else _split_sections_dim(attrs, d)):
         shape = list(t.shape)
         shape[ax] = s
         fields.append(TensorType(shape, t.dtype))
@@ -339,7 +448,7 @@ split: _sig.Split = register_op(
            AttrSpec("by_sections", "bool", True)))
 
 
-def _slices(attrs: Attrs, shape: tuple[int, ...]) -> tuple[slice, ...]:
+def _slices(attrs: Attrs, shape: tuple[DimLike, ...]) -> tuple[slice, ...]:
     begin, end = attrs["begin"], attrs["end"]
     axes = attrs["axes"] if attrs["axes"] is not None else tuple(range(len(begin)))
     strides = attrs["strides"] if attrs["strides"] is not None else (1,) * len(begin)
@@ -353,11 +462,55 @@ def _slices(attrs: Attrs, shape: tuple[int, ...]) -> tuple[slice, ...]:
     return tuple(sl)
 
 
+def _clamp(i: int, d: DimLike) -> DimLike | None:
+    """Python's clamped slice position ``i`` (begin or end, positive step) in ``[0, d]``, or
+    None when it depends on the binding (``min(3, n)``)."""
+    if i >= 0:
+        if i == 0:
+            return 0
+        lo, hi = dim_bounds(d)
+        if lo is not None and lo >= i:
+            return i
+        if i >= MAX_INDEX or (hi is not None and hi <= i):
+            return d  # past the end for every binding
+        return None
+    lo, hi = dim_bounds(d)
+    if lo is not None and lo >= -i:
+        return dim_sub(d, -i)
+    if hi is not None and hi <= -i:
+        return 0
+    return None
+
+
+def _slice_len(s: slice, d: DimLike) -> DimLike:
+    """The length of ``x[s]`` along an axis of symbolic or unknown size ``d``: exact where the
+    clamping of begin and end is decided by the bounds of ``d``, else ``?``."""
+    if s.start is None and s.stop is None and s.step is None:
+        return d  # the axis is not sliced
+    if d is ANY_DIM or s.step < 0:
+        return ANY_DIM
+    b, e = _clamp(s.start, d), _clamp(s.stop, d)
+    if b is None or e is None:
+        return ANY_DIM
+    if type(b) is int and type(e) is int:
+        return len(range(b, e, s.step))
+    try:
+        span = dim_sub(e, b)
+    except PyIRError:  # end provably before begin
+        return 0
+    lo, hi = dim_bounds(span)
+    if hi is not None and hi <= 0:
+        return 0
+    if lo is None or lo < 0:
+        return ANY_DIM  # empty for some bindings, not for others
+    return dim_floordiv(dim_add(span, s.step - 1), s.step)
+
+
 def _strided_slice_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     t = tensor(types[0])
-    src = static_shape(t)
-    sl = _slices(attrs, src)
-    shape = tuple(len(range(*s.indices(d))) for s, d in zip(sl, src))
+    sl = _slices(attrs, t.shape)
+    shape = tuple(len(range(*s.indices(d))) if type(d) is int else _slice_len(s, d)
+                  for s, d in zip(sl, t.shape))
     return TensorType(shape, t.dtype)
 
 
@@ -450,8 +603,9 @@ def _matmul_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         raise fail("matmul needs inputs of rank >= 1")
     sa = a.shape if a.ndim > 1 else (1,) + a.shape
     sb = b.shape if b.ndim > 1 else b.shape + (1,)
-    if sa[-1] != sb[-2]:
-        raise fail(f"matmul inner dimensions differ: {a.shape} @ {b.shape}")
+    if sa[-1] is not sb[-2] and unify_dims(sa[-1], sb[-2]) is None:
+        raise fail(f"matmul inner dimensions differ: {shape_str(a.shape)} @ {shape_str(b.shape)} "
+                   f"({dim_str(sa[-1], 40)} != {dim_str(sb[-2], 40)})")
     batch = broadcast_shapes(sa[:-2], sb[:-2])
     shape = batch + (sa[-2],) * (a.ndim > 1) + (sb[-1],) * (b.ndim > 1)
     return TensorType(shape, dt)
