@@ -217,10 +217,9 @@ def _compute(n: Node, tyof: Callable[[Node], Type]) -> Type:
         if len(ft.arg_types) != len(arg_types):
             raise TypeCheckError(f"{_where(n)}: the function takes {len(ft.arg_types)} argument(s), "
                                  f"got {len(arg_types)}")
-        for i, (want, got) in enumerate(zip(ft.arg_types, arg_types)):
+        for want, got in zip(ft.arg_types, arg_types):
             if want is not got:
-                raise TypeCheckError(f"{_where(n)}: argument {i} has type {_fmt(got)}, "
-                                     f"the function expects {_fmt(want)}")
+                return _call_type(n, ft, arg_types)  # symbolic parameters, or a mismatch
         return ft.ret_type
     if k is Constant:
         return TensorType(n.data.shape, n.data.dtype)  # type: ignore[attr-defined]
@@ -247,9 +246,7 @@ def _compute(n: Node, tyof: Callable[[Node], Type]) -> Type:
         if type(ct) is not TensorType or ct.dtype != "bool" or ct.size != 1:
             raise TypeCheckError(f"{_where(n)}: the condition must be a bool scalar, got {_fmt(ct)}")
         tt, ft2 = tyof(n.true_branch), tyof(n.false_branch)  # type: ignore[attr-defined]
-        if tt is not ft2:
-            raise TypeCheckError(f"{_where(n)}: branches have different types {_fmt(tt)} and {_fmt(ft2)}")
-        return tt
+        return tt if tt is ft2 else _join_branches(n, tt, ft2)
     raise UnknownOpError(f"cannot type a {k.__name__}")
 
 
@@ -588,3 +585,225 @@ def _structural_type(e: Expr) -> Type:
 
 
 hooks.register(infer_type=infer_type)
+
+
+# -- symbolic dimensions: calls of functions with symbolic parameters, If branches --------------------
+
+
+def dim_pairs(want: Type, got: Type, where: str,
+              err: Callable[[str], PyIRError]) -> list[tuple[Any, Any, str]]:
+    """The (declared, actual, where) dimension pairs of two types of the same structure
+    (tensors of one dtype and rank, tuples of as many fields; function types must be the same);
+    ``err(message)`` builds the error raised where the structures differ."""
+    out: list[tuple[Any, Any, str]] = []
+    stack: list[tuple[Type, Type, str]] = [(want, got, where)]
+    while stack:
+        w, g, at = stack.pop()
+        if w is g:
+            continue
+        kw = type(w)
+        if kw is TensorType and type(g) is TensorType:
+            if w.dtype == g.dtype and w.ndim == g.ndim:  # type: ignore[attr-defined]
+                out.extend((a, b, f"{at}, dimension {i}")
+                           for i, (a, b) in enumerate(zip(w.shape, g.shape)))  # type: ignore[attr-defined]
+                continue
+        elif kw is TupleType and type(g) is TupleType and len(w.fields) == len(g.fields):  # type: ignore[attr-defined]
+            stack.extend((a, b, f"{at}, field {i}")
+                         for i, (a, b) in reversed(list(enumerate(zip(w.fields, g.fields)))))  # type: ignore[attr-defined]
+            continue
+        raise err(f"{at} has type {_fmt(g)}, expected {_fmt(w)}")
+    return out
+
+
+def bind_dims(pairs: Iterable[tuple[Any, Any, str]], err: Callable[[str], PyIRError],
+              bindings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Bind the symbols of declared dimensions to actual ones, and check the rest.
+
+    ``pairs`` are (declared, actual, where) triples.  A declared symbol is bound by the
+    actual dimension (``?`` binds nothing); a symbol bound twice to provably different
+    values is an error naming the symbol, both values and where they come from.  Then
+    declared expressions with one unbound symbol, linear in it (``n * 3 + 1``), bind it from
+    an int; at last every declared dimension, substituted, must not be provably different
+    from the actual one (``?`` on either side accepts).  Returns the bindings."""
+    from ..ir.dims import AnyDim, DimPoly, Sym, dims_equal, free_syms, substitute
+
+    binds: dict[str, Any] = {} if bindings is None else bindings
+    source: dict[str, str] = {}
+    rest: list[tuple[Any, Any, str]] = []
+    for want, got, at in pairs:
+        if type(want) is int:
+            if type(got) is int and want != got:
+                raise err(f"{at} is {got}, expected {want}")
+            rest.append((want, got, at))
+        elif type(want) is Sym:
+            if type(got) is AnyDim:
+                continue
+            name = want.name
+            prev = binds.get(name)
+            if prev is None or type(prev) is AnyDim:
+                binds[name] = got
+                source[name] = at
+            elif prev is not got:
+                eq = dims_equal(prev, got)
+                if eq is False:
+                    src = source.get(name)
+                    raise err(f"symbol {name} is {_dim(prev)} ({src or 'given'}) and {_dim(got)} ({at})")
+                if type(got) is int:  # keep the better-known value
+                    binds[name] = got
+                    source[name] = at
+        elif type(want) is not AnyDim:
+            rest.append((want, got, at))
+    for want, got, at in rest:  # solve n * a + c == k for one unbound symbol n
+        if type(want) is not DimPoly or type(got) is not int or len(want.terms) != 1:
+            continue
+        (mono, coef), = want.terms
+        if len(mono) != 1 or type(mono[0]) is not Sym or mono[0].name in binds:
+            continue
+        q, r = divmod(got - want.const, coef)
+        if r or q < 0:
+            raise err(f"{at} is {got}, which {_dim(want)} cannot be for any value of {mono[0].name}")
+        binds[mono[0].name] = q
+        source[mono[0].name] = at
+    for want, got, at in rest:
+        w = substitute(want, binds) if binds and type(want) is not int else want
+        if type(w) is AnyDim or type(got) is AnyDim or w is got:
+            continue
+        if dims_equal(w, got) is False:
+            named = ", ".join(f"{k} = {_dim(binds[k])}" for k in sorted(free_syms(want)) if k in binds)
+            raise err(f"{at} is {_dim(got)}, expected {_dim(want)}"
+                      + (f" = {_dim(w)} ({named})" if named else ""))
+    return binds
+
+
+def _dim(d: Any) -> str:
+    from ..ir.dims import dim_str
+
+    return str(d) if type(d) is int else dim_str(d, 40)
+
+
+def subst_type(t: Type, bindings: dict[str, Any]) -> Type:
+    """``t`` with the symbols named in ``bindings`` substituted in every tensor shape (iterative)."""
+    from ..ir.dims import substitute
+
+    if not bindings:
+        return t
+    memo: dict[Type, Type] = {}
+    stack: list[Type] = [t]
+    while stack:
+        x = stack[-1]
+        if x in memo:
+            stack.pop()
+            continue
+        k = type(x)
+        if k is TensorType:
+            memo[x] = x if x.static else TensorType(  # type: ignore[attr-defined]
+                tuple(d if type(d) is int else substitute(d, bindings) for d in x.shape), x.dtype)  # type: ignore[attr-defined]
+        elif k is TupleType or k is FuncType:
+            kids = list(x.fields) if k is TupleType else [*x.arg_types, x.ret_type]  # type: ignore[attr-defined]
+            todo = [c for c in kids if c not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            new = [memo[c] for c in kids]
+            if all(a is b for a, b in zip(new, kids)):
+                memo[x] = x
+            else:
+                memo[x] = TupleType(new) if k is TupleType else FuncType(new[:-1], new[-1])
+        else:
+            memo[x] = x
+        stack.pop()
+    return memo[t]
+
+
+def type_syms(t: Type) -> set[str]:
+    """The names of the symbols in the tensor shapes of ``t``."""
+    from ..ir.dims import free_syms
+
+    out: set[str] = set()
+    stack: list[Type] = [t]
+    seen: set[int] = set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        k = type(x)
+        if k is TensorType:
+            if not x.static:  # type: ignore[attr-defined]
+                for d in x.shape:  # type: ignore[attr-defined]
+                    if type(d) is not int:
+                        out |= free_syms(d)
+        elif k is TupleType:
+            stack.extend(x.fields)  # type: ignore[attr-defined]
+        elif k is FuncType:
+            stack.extend(x.arg_types)  # type: ignore[attr-defined]
+            stack.append(x.ret_type)  # type: ignore[attr-defined]
+    return out
+
+
+def _call_type(n: Node, ft: FuncType, arg_types: tuple[Type, ...]) -> Type:
+    """The type of a call of a function whose parameter types differ from the argument types:
+    the function's symbols are bound from the arguments for this call (a conflict is an error
+    naming the symbol and both values) and its return type substituted; symbols of the return
+    type that no argument binds become ``?``."""
+    def err(msg: str) -> TypeCheckError:
+        takes, got = ", ".join(map(_fmt, ft.arg_types)), ", ".join(map(_fmt, arg_types))
+        return TypeCheckError(f"{_where(n)}: {msg}\n  the function takes ({takes}), got ({got})")
+
+    pairs: list[tuple[Any, Any, str]] = []
+    for i, (want, got) in enumerate(zip(ft.arg_types, arg_types)):
+        if want is not got:
+            pairs += dim_pairs(want, got, f"argument {i}", err)
+    binds = bind_dims(pairs, err)
+    free = type_syms(ft.ret_type)
+    if not free:
+        return ft.ret_type
+    from ..ir.dims import Any as ANY_DIM
+    from ..ir.dims import Sym
+
+    for name in free:
+        if name not in binds:  # not determined by the arguments (every param with it was identical)
+            binds[name] = Sym(name) if any(name in type_syms(a) for a in ft.arg_types) else ANY_DIM
+    return subst_type(ft.ret_type, binds)
+
+
+def _join_branches(n: Node, tt: Type, ft: Type) -> Type:
+    """The type of an If whose branches have different types: the same structure and dtypes,
+    each dimension the same in both branches (symbolic dimensions by identity), or ``?`` in one
+    of them (then the If's dimension is ``?``); else a TypeCheckError."""
+    from ..ir.dims import Any as ANY_DIM
+
+    def err(msg: str) -> TypeCheckError:
+        return TypeCheckError(f"{_where(n)}: branches have different types {_fmt(tt)} and {_fmt(ft)}"
+                              + (f" ({msg})" if msg else ""))
+
+    memo: dict[tuple[Type, Type], Type] = {}
+    stack: list[tuple[Type, Type]] = [(tt, ft)]
+    while stack:
+        a, b = pair = stack[-1]
+        if pair in memo:
+            stack.pop()
+            continue
+        if a is b:
+            memo[pair] = a
+        elif type(a) is TensorType and type(b) is TensorType and a.dtype == b.dtype and a.ndim == b.ndim:
+            shape = []
+            for i, (x, y) in enumerate(zip(a.shape, b.shape)):
+                if x is y or (type(x) is int and x == y):
+                    shape.append(x)
+                elif x is ANY_DIM or y is ANY_DIM:
+                    shape.append(ANY_DIM)
+                else:
+                    raise err(f"dimension {i}: {_dim(x)} in the true branch, {_dim(y)} in the false branch")
+            memo[pair] = TensorType(shape, a.dtype)
+        elif type(a) is TupleType and type(b) is TupleType and len(a.fields) == len(b.fields):
+            kids = list(zip(a.fields, b.fields))
+            todo = [k for k in kids if k not in memo]
+            if todo:
+                stack.extend(todo)
+                continue
+            memo[pair] = TupleType([memo[k] for k in kids])
+        else:
+            raise err("")
+        stack.pop()
+    return memo[(tt, ft)]
