@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EvaluationError, InternalError, PyIRError
+from ..ir import hooks
 from ..ir.expr import (
     Call,
     Constant,
@@ -29,8 +30,9 @@ from ..ir.expr import (
     Var,
 )
 from ..ir.module import Module
-from ..ir.node import Node
-from ..ir.types import TensorType, TupleType, Type
+from ..ir.node import Node, cached_type
+from ..ir.types import FuncType, TensorType, TupleType, Type
+from .typecheck import bind_dims, subst_type
 
 __all__ = ["evaluate", "Closure"]
 
@@ -84,10 +86,9 @@ def _check_input(i: int, p: Var, value: Any) -> Any:
     t = p.type_annotation
     if isinstance(t, TensorType):
         arr = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=t.dtype)
-        if arr.shape != t.shape and not t.static and len(arr.shape) == t.ndim and all(
-                type(d) is not int or d == a for d, a in zip(t.shape, arr.shape)):
-            pass  # symbolic or unknown dimensions take the array's (symbols are not yet related)
-        elif arr.shape != t.shape or arr.dtype.name != t.dtype:
+        if arr.dtype.name == t.dtype and arr.ndim == t.ndim and not t.static:
+            return arr  # symbolic or unknown dimensions: checked by _bind_inputs
+        if arr.shape != t.shape or arr.dtype.name != t.dtype:
             raise EvaluationError(
                 f"input {i} (%{p.name_hint}): expected Tensor[{t.shape}, {t.dtype}], "
                 f"got an array of shape {arr.shape} and dtype {arr.dtype.name}")
@@ -97,6 +98,62 @@ def _check_input(i: int, p: Var, value: Any) -> Any:
             raise EvaluationError(f"input {i} (%{p.name_hint}): expected a tuple of {len(t.fields)}")
         return tuple(value)
     return value
+
+
+def _value_pairs(t: Type, value: Any, where: str) -> list[tuple[Any, Any, str]]:
+    """The (declared, actual, where) dimension pairs of a value against its type (tensors and
+    tuples of them, iteratively); a value of another structure, dtype or rank raises."""
+    out: list[tuple[Any, Any, str]] = []
+    stack: list[tuple[Type, Any, str]] = [(t, value, where)]
+    while stack:
+        ty, v, at = stack.pop()
+        if type(ty) is TensorType:
+            arr = np.asarray(v) if not isinstance(v, np.ndarray) else v
+            if arr.dtype.name != ty.dtype or arr.ndim != ty.ndim:
+                raise EvaluationError(f"{at}: expected Tensor[{shape_str(ty.shape)}, {ty.dtype}], got an "
+                                      f"array of shape {arr.shape} and dtype {arr.dtype.name}")
+            out.extend((d, a, f"{at}, dimension {k}") for k, (d, a) in enumerate(zip(ty.shape, arr.shape)))
+        elif type(ty) is TupleType:
+            if not isinstance(v, (tuple, list)) or len(v) != len(ty.fields):
+                raise EvaluationError(f"{at}: expected a tuple of {len(ty.fields)}, got {type(v).__name__}")
+            stack.extend((f, x, f"{at}, field {k}") for k, (f, x) in enumerate(zip(ty.fields, v)))
+    return out
+
+
+def _bind_inputs(params: Sequence[Var], values: Sequence[Any]) -> dict[str, Any]:
+    """The value of each symbol of the parameter types, from the actual inputs; an input whose
+    dimension contradicts its type or another input (``batch`` 2 in one, 3 in another) raises
+    EvaluationError naming the input, the dimension and both values."""
+    pairs: list[tuple[Any, Any, str]] = []
+    for i, (p, v) in enumerate(zip(params, values)):
+        t = p.type_annotation
+        if t is not None and not _static(t):
+            pairs += _value_pairs(t, v, f"input {i} (%{p.name_hint})")
+    return bind_dims(pairs, EvaluationError)
+
+
+def _static(t: Type) -> bool:
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        if type(x) is TensorType:
+            if not x.static:
+                return False
+        elif type(x) is TupleType:
+            stack.extend(x.fields)
+    return True
+
+
+def _check_result(t: Type, value: Any, binds: dict[str, Any]) -> None:
+    """The result against the declared (or inferred) type with the inputs' bindings substituted."""
+    def err(msg: str) -> EvaluationError:
+        return EvaluationError(f"{msg} (the result type is {type_str(subst_type(t, binds))})")
+
+    try:
+        pairs = _value_pairs(t, value, "the result")
+    except EvaluationError as e:
+        raise err(str(e)) from None
+    bind_dims(pairs, err, dict(binds))
 
 
 def _apply_op(call: Call, args: list[Any]) -> Any:
@@ -217,6 +274,18 @@ def _run(expr: Expr, frame: _Frame, mod: Module | None) -> Any:
     return vals[0]
 
 
+def shape_str(shape: Sequence[Any]) -> str:
+    from ..op._rel import shape_str as s
+
+    return s(shape)
+
+
+def type_str(t: Type) -> str:
+    from ..text.printer import type_str as s
+
+    return s(t)
+
+
 def evaluate(program: Module | Expr, *inputs: Any) -> Any:
     """Run ``program`` on numpy inputs and return numpy arrays (tuples for tuple results).
 
@@ -245,12 +314,32 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
         env = _Env()
         for i, (p, v) in enumerate(zip(params, inputs)):
             env.vars[p] = _check_input(i, p, v)
-        return _run(program.body, _Frame(env), mod)
+        symbolic = not all(p.type_annotation is None or _static(p.type_annotation) for p in params)
+        binds = _bind_inputs(params, [env.vars[p] for p in params]) if symbolic else {}
+        out = _run(program.body, _Frame(env), mod)
+        rt = _result_type(program, mod, symbolic)
+        if rt is not None:
+            _check_result(rt, out, binds)
+        return out
     if isinstance(program, Expr):
         if inputs:
             raise EvaluationError("a bare expression takes no inputs; wrap it in a Function")
         return _run(program, _Frame(_Env()), mod)
     raise EvaluationError(f"cannot evaluate {type(program).__name__}")
+
+
+def _result_type(f: Function, mod: Module | None, symbolic: bool) -> Type | None:
+    """The declared return type of ``f``, else its inferred one: already cached for a static
+    program (nothing is computed), inferred for a symbolic one; None if it does not type-check."""
+    if f.ret_type is not None:
+        return f.ret_type
+    ft = cached_type(f)
+    if ft is None and symbolic:
+        try:
+            ft = mod.global_type("main") if mod is not None and mod["main"] is f else hooks.infer_type(f, mod)
+        except PyIRError:
+            return None
+    return ft.ret_type if type(ft) is FuncType else None
 
 
 def output_types(values: Any) -> Sequence[Type]:  # pragma: no cover - debugging aid
