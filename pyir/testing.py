@@ -31,7 +31,7 @@ from .ir.node import gc_paused
 from .ir.types import TensorType
 
 __all__ = ["resnet", "transformer_block", "elementwise_chain", "shared_dag", "programs",
-           "random_inputs", "PROGRAM_SHAPE", "snapshot", "assert_same_values", "check_pass",
+           "random_inputs", "PROGRAM_SHAPE", "SYMBOLIC_BATCH", "snapshot", "assert_same_values", "check_pass",
            "assert_canonical"]
 
 
@@ -163,9 +163,16 @@ def random_inputs(mod: Module, seed: int = 0, shapes: Mapping[str, int] | None =
     return out
 
 
-def _build_program(steps: list[tuple[int, int, int, float]], n_params: int, use_let: list[bool]) -> Module:
-    """Deterministically build a well-typed program from drawn integers."""
-    params = [Var(f"p{i}", _T) for i in range(n_params)]
+SYMBOLIC_BATCH = "batch"
+"""The symbol of the batch dimension of ``programs(symbolic=True)``."""
+
+
+def _build_program(steps: list[tuple[int, int, int, float]], n_params: int, use_let: list[bool],
+                   symbolic: bool = False) -> Module:
+    """Deterministically build a well-typed program from drawn integers (with ``symbolic``: the
+    batch dimension of the parameters is the symbol :data:`SYMBOLIC_BATCH`)."""
+    pt = TensorType((SYMBOLIC_BATCH, *PROGRAM_SHAPE[1:]), "float32") if symbolic else _T
+    params = [Var(f"p{i}", pt) for i in range(n_params)]
     pool: list[Expr] = list(params)
     lets: list[tuple[Var, Expr]] = []
     c, h, w = PROGRAM_SHAPE[1:]
@@ -194,8 +201,12 @@ def _build_program(steps: list[tuple[int, int, int, float]], n_params: int, use_
             e = op.multiply(a, const(1.0))
         elif k == 9:
             e = op.transpose(op.transpose(a, axes=(0, 1, 3, 2)), axes=(0, 1, 3, 2))
-        elif k == 10:
+        elif k == 10 and not symbolic:
             e = op.reshape(op.reshape(a, newshape=(c, h * w)), newshape=PROGRAM_SHAPE)
+        elif k == 10 and f > 0:  # -1 over a symbolic count: (batch * 2, 16), then batch again
+            e = op.reshape(op.reshape(a, newshape=(-1, h * w)), newshape=(-1, c, h, w))
+        elif k == 10:  # (batch, 32), then 0 copies batch
+            e = op.reshape(op.nn.batch_flatten(a), newshape=(0, c, h, w))
         elif k == 11:
             wt = const(np.linspace(-f, f, c * c * 9, dtype="float32").reshape(c, c, 3, 3))
             e = op.nn.conv2d(a, wt, padding=(1, 1))
@@ -236,13 +247,17 @@ def _build_program(steps: list[tuple[int, int, int, float]], n_params: int, use_
     return Module({"main": Function(params, body)})
 
 
-def programs(max_steps: int = 12, *, allow_let: bool = True) -> Any:
+def programs(max_steps: int = 12, *, allow_let: bool = True, symbolic: bool = False) -> Any:
     """A hypothesis strategy of random well-typed modules.
 
     ``main`` takes 1-3 tensors of shape ``PROGRAM_SHAPE`` (float32) and mixes
     elementwise, broadcast, layout, conv/pool/batch_norm, tuple, if and let
     constructs, including patterns that SimplifyExpr, FoldConstant and
     SimplifyInference rewrite.
+
+    With ``symbolic=True`` the parameters' batch dimension is the symbol ``batch``
+    (:data:`SYMBOLIC_BATCH`: ``Tensor[(batch, 2, 4, 4), float32]``) and the reshapes go
+    through ``-1`` and ``0``; give it a value with ``random_inputs(mod, shapes={"batch": 3})``.
     """
     from hypothesis import strategies as st
 
@@ -250,7 +265,7 @@ def programs(max_steps: int = 12, *, allow_let: bool = True) -> Any:
                      st.sampled_from([-0.5, -0.25, 0.25, 0.5]))
     lets = st.lists(st.booleans(), min_size=1, max_size=4) if allow_let else st.just([False])
     return st.builds(_build_program, st.lists(step, min_size=1, max_size=max_steps),
-                     st.integers(1, 3), lets)
+                     st.integers(1, 3), lets, st.just(symbolic))
 
 
 # -- the invariant bundle ----------------------------------------------------------------------------

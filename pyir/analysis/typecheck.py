@@ -590,18 +590,19 @@ hooks.register(infer_type=infer_type)
 # -- symbolic dimensions: calls of functions with symbolic parameters, If branches --------------------
 
 
-def dim_pairs(want: Type, got: Type, where: str,
-              err: Callable[[str], PyIRError]) -> list[tuple[Any, Any, str]]:
+def dim_pairs(want: Type, got: Type, where: str, err: Callable[[str], PyIRError],
+              same: bool = False) -> list[tuple[Any, Any, str]]:
     """The (declared, actual, where) dimension pairs of two types of the same structure
     (tensors of one dtype and rank, tuples of as many fields; function types must be the same);
-    ``err(message)`` builds the error raised where the structures differ."""
+    ``err(message)`` builds the error raised where the structures differ.  Identical types
+    give no pairs unless ``same`` (then their symbolic dimensions pair with themselves)."""
     out: list[tuple[Any, Any, str]] = []
     stack: list[tuple[Type, Type, str]] = [(want, got, where)]
     while stack:
         w, g, at = stack.pop()
-        if w is g:
-            continue
         kw = type(w)
+        if w is g and not (same and (kw is TupleType or (kw is TensorType and not w.static))):  # type: ignore[attr-defined]
+            continue
         if kw is TensorType and type(g) is TensorType:
             if w.dtype == g.dtype and w.ndim == g.ndim:  # type: ignore[attr-defined]
                 out.extend((a, b, f"{at}, dimension {i}")
@@ -752,18 +753,16 @@ def _call_type(n: Node, ft: FuncType, arg_types: tuple[Type, ...]) -> Type:
 
     pairs: list[tuple[Any, Any, str]] = []
     for i, (want, got) in enumerate(zip(ft.arg_types, arg_types)):
-        if want is not got:
-            pairs += dim_pairs(want, got, f"argument {i}", err)
+        pairs += dim_pairs(want, got, f"argument {i}", err, same=True)
     binds = bind_dims(pairs, err)
     free = type_syms(ft.ret_type)
     if not free:
         return ft.ret_type
     from ..ir.dims import Any as ANY_DIM
-    from ..ir.dims import Sym
 
     for name in free:
-        if name not in binds:  # not determined by the arguments (every param with it was identical)
-            binds[name] = Sym(name) if any(name in type_syms(a) for a in ft.arg_types) else ANY_DIM
+        if name not in binds:  # not determined by the arguments
+            binds[name] = ANY_DIM
     return subst_type(ft.ret_type, binds)
 
 
