@@ -18,7 +18,6 @@ Deviations from Relay, kept deliberately simple:
 
 from __future__ import annotations
 
-import typing as _t
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -115,8 +114,9 @@ def _vector_arg(op: str, t: Type, what: str, size: DimLike, data: TensorType, ax
     ``?`` or another symbol, is accepted)."""
     v = tensor(t, what)
     u = None
-    if v.ndim == 1:
-        u = size if v.shape[0] is size else unify_dims(v.shape[0], size)
+    shp = v.shape
+    if len(shp) == 1:
+        u = size if shp[0] is size or (type(size) is int and shp[0] == size) else unify_dims(shp[0], size)
     if u is None:
         raise fail(f"{op}: {what} must have shape ({dim_str(size, 40)},) to match axis {axis} of data "
                    f"{shape_str(data.shape)}, got {shape_str(v.shape)}")
@@ -259,10 +259,10 @@ def _conv2d_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         raise fail(f"conv2d: weight must be 4-D OIHW {where}")
     if d.dtype != w.dtype:
         raise fail(f"conv2d: data dtype {d.dtype} != weight dtype {w.dtype} {where}")
-    if d.static and w.static:
-        n, c, h, wd = _t.cast("tuple[int, int, int, int]", d.shape)
-        o, i, kh, kw = _t.cast("tuple[int, int, int, int]", w.shape)
-    else:
+    n, c, h, wd = d.shape
+    o, i, kh, kw = w.shape
+    if not (type(c) is int and type(h) is int and type(wd) is int and type(o) is int and type(i) is int
+            and type(kh) is int and type(kw) is int):  # the batch dimension n passes through
         return _conv2d_rel_dims(d, w, attrs, where)
     g = attrs["groups"]
     if c != i * g:
