@@ -65,7 +65,8 @@ def test_expression_dimensions_are_solved_and_checked():
     y = pyir.var("y", shape=(b, 3))
     f = pyir.Function([x, y], op.concatenate(x, y, axis=0))
     assert pyir.evaluate(f, ones(5, 3), ones(2, 3)).shape == (7, 3)
-    with pytest.raises(EvaluationError, match=r"input 0 \(%x\), dimension 0 is 5, expected batch \* 2 \+ 1 = 7"):
+    with pytest.raises(EvaluationError,
+                       match=r"input 0 \(%x\), dimension 0 is 5, expected batch \* 2 \+ 1 = 7"):
         pyir.evaluate(f, ones(5, 3), ones(3, 3))
     z = pyir.var("z", shape=(b * 2 + 1,))
     with pytest.raises(EvaluationError, match="cannot be for any value of batch"):
@@ -86,9 +87,11 @@ def test_results_are_checked_against_the_substituted_type():
     # the interpreter does not type-check: a declared return type the body does not have is
     # caught on the result, with the input's binding substituted
     lying = pyir.Function([x], x, ret_type=pyir.TensorType((b * 2, 4)))
-    with pytest.raises(EvaluationError, match=r"the result, dimension 0 is 3, expected batch \* 2 = 6 \(batch = 3\)"):
+    with pytest.raises(EvaluationError,
+                       match=r"the result, dimension 0 is 3, expected batch \* 2 = 6 \(batch = 3\)"):
         pyir.evaluate(lying, ones(3, 4))
-    assert pyir.evaluate(pyir.Function([x], x, ret_type=pyir.TensorType((Any, 4))), ones(3, 4)).shape == (3, 4)
+    unknown = pyir.Function([x], x, ret_type=pyir.TensorType((Any, 4)))
+    assert pyir.evaluate(unknown, ones(3, 4)).shape == (3, 4)
     tup = pyir.Function([x], pyir.Tuple([x, x]), ret_type=pyir.TupleType([pyir.TensorType((b, 4)),
                                                                            pyir.TensorType((b, 5))]))
     with pytest.raises(EvaluationError, match="field 1, dimension 1 is 4, expected 5"):
@@ -109,14 +112,15 @@ def test_calls_of_symbolic_functions_evaluate():
     f = pyir.Function([x], op.reshape(x, newshape=(-1,)))
     p, q = pyir.var("p", shape=(2, 3)), pyir.var("q", shape=("m", 3))
     g = pyir.GlobalVar("f")
-    mod = pyir.Module({"f": f, "main": pyir.Function([p, q], pyir.Tuple([pyir.Call(g, [p]), pyir.Call(g, [q])]))})
+    main = pyir.Function([p, q], pyir.Tuple([pyir.Call(g, [p]), pyir.Call(g, [q])]))
+    mod = pyir.Module({"f": f, "main": main})
     a, c = pyir.evaluate(mod, ones(2, 3), ones(4, 3))
     assert a.shape == (6,) and c.shape == (12,)
     with pytest.raises(EvaluationError, match=r"input 1 \(%q\), dimension 1 is 2, expected 3"):
         pyir.evaluate(mod, ones(2, 3), ones(4, 2))
 
 
-# -- random symbolic programs against their static specializations ---------------------------------------
+# -- random symbolic programs against their static specializations ---------------------------------
 
 
 def specialize(mod: pyir.Module, bindings: dict) -> pyir.Module:
@@ -125,7 +129,8 @@ def specialize(mod: pyir.Module, bindings: dict) -> pyir.Module:
     params = []
     for p in f.params:
         t = p.type_annotation
-        params.append(pyir.var(p.name_hint, shape=tuple(substitute(d, bindings) for d in t.shape), dtype=t.dtype))
+        shape = tuple(substitute(d, bindings) for d in t.shape)
+        params.append(pyir.var(p.name_hint, shape=shape, dtype=t.dtype))
     body = substitute_vars(f.body, dict(zip(f.params, params)))
     return pyir.Module({"main": pyir.Function(params, body)})
 
@@ -180,7 +185,7 @@ def test_random_inputs_need_every_symbol():
     assert random_inputs(mod, shapes={"batch": 4})[0].shape == (4, 2, 4, 4)
 
 
-# -- the 10^6-deep chain with a symbolic batch dimension ------------------------------------------------------------
+# -- the 10^6-deep chain with a symbolic batch dimension -------------------------------------------
 
 
 def test_deep_symbolic_chain_infers_and_evaluates():
@@ -191,8 +196,8 @@ def test_deep_symbolic_chain_infers_and_evaluates():
     with pyir.ir.node.gc_paused():
         for i in range(depth):
             k = i % 4
-            h = op.add(h, one) if k == 0 else op.multiply(h, one) if k == 1 else op.nn.relu(h) if k == 2 else \
-                op.subtract(h, x)
+            h = (op.add(h, one) if k == 0 else op.multiply(h, one) if k == 1 else op.nn.relu(h) if k == 2
+                 else op.subtract(h, x))
     mod = pyir.transform.InferType()(pyir.Module.from_expr(pyir.Function([x], h)))
     assert mod["main"].body.checked_type is pyir.TensorType((b, 4))
     out = pyir.evaluate(mod, np.zeros((3, 4), "float32"))

@@ -23,7 +23,7 @@ def shape_of(e):
 
 def fails(e, *parts):
     with pytest.raises(TypeCheckError) as info:
-        e.checked_type  # noqa: B018
+        e.checked_type
     msg = str(info.value)
     for p in parts:
         assert p in msg, (p, msg)
@@ -70,7 +70,7 @@ def test_broadcast_errors_only_where_they_must():
     assert shape_of(op.where(c, v((1, m)), v((n, m), name="y"))) == (n, m)
 
 
-# -- reductions -------------------------------------------------------------------------------------
+# -- reductions ------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("attrs, out", [
@@ -93,7 +93,7 @@ def test_argmax():
     assert shape_of(op.argmax(x, axis=-1, keepdims=True)) == (n, m, 1)
 
 
-# -- reshape -----------------------------------------------------------------------------------------
+# -- reshape ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("src, newshape, out", [
@@ -126,7 +126,7 @@ def test_static_reshape_unchanged():
     fails(op.reshape(v((2, 3, 4)), newshape=(5, -1)), "cannot reshape (2, 3, 4) to (5, -1)")
 
 
-# -- layout ops -------------------------------------------------------------------------------------------
+# -- layout ops ------------------------------------------------------------------------------------
 
 
 def test_transpose_expand_dims_take():
@@ -162,9 +162,12 @@ def test_squeeze():
 
 def test_split():
     x = v((n * 4, m))
-    assert [f.shape for f in op.split(x, indices_or_sections=(2,)).checked_type.fields] == [(n * 2, m)] * 2
-    assert [f.shape for f in op.split(x, indices_or_sections=(2,), axis=1).checked_type.fields] == [(n * 4, Any)] * 2
-    assert [f.shape for f in op.split(v((Any, 3)), indices_or_sections=(3,)).checked_type.fields] == [(Any, 3)] * 3
+    def pieces(e):
+        return [f.shape for f in e.checked_type.fields]
+
+    assert pieces(op.split(x, indices_or_sections=(2,))) == [(n * 2, m)] * 2
+    assert pieces(op.split(x, indices_or_sections=(2,), axis=1)) == [(n * 4, Any)] * 2
+    assert pieces(op.split(v((Any, 3)), indices_or_sections=(3,))) == [(Any, 3)] * 3
     parts = op.split(v((n, 3)), indices_or_sections=(1, 3), by_sections=False).checked_type.fields
     assert [f.shape for f in parts] == [(1, 3), (2, 3), (n - 3, 3)]
     fails(op.split(v((n * 2 + 1, 3)), indices_or_sections=(2,)), "split", "2 equal sections")
@@ -188,7 +191,7 @@ def test_strided_slice():
     assert shape_of(op.strided_slice(y, begin=(big,), end=(0,), strides=(-1,))) == (Any, 2)
 
 
-# -- matmul, dense ---------------------------------------------------------------------------------------------
+# -- matmul, dense ---------------------------------------------------------------------------------
 
 
 def test_matmul_and_dense():
@@ -201,19 +204,21 @@ def test_matmul_and_dense():
     assert shape_of(op.nn.dense(v((n, m, 16)), v((8, 16), name="y"))) == (n, m, 8)
     assert shape_of(op.nn.dense(v((n, Any)), v((8, 16), name="y"))) == (n, 8)
     assert shape_of(op.nn.dense(v((n, 16)), v((Any, 16), name="y"), units=8)) == (n, 8)  # units refine ?
-    fails(op.nn.dense(v((n, n + 1)), v((5, n), name="y")), "nn.dense", "data features n + 1 != weight in-features n")
+    fails(op.nn.dense(v((n, n + 1)), v((5, n), name="y")), "nn.dense",
+          "data features n + 1 != weight in-features n")
     fails(op.nn.dense(v((n, 16)), v((m * 2, 16), name="y"), units=7), "units=7")
 
 
-# -- conv2d and pools -------------------------------------------------------------------------------------------
+# -- conv2d and pools ------------------------------------------------------------------------------
 
 
 def conv_ref(size, k, s, d, p0, p1):
     return (size + p0 + p1 - d * (k - 1) - 1) // s + 1
 
 
-@pytest.mark.parametrize("k, s, d, pad", [(3, 1, 1, (1, 1, 1, 1)), (3, 2, 1, (0, 0, 0, 0)), (5, 2, 2, (2, 1, 0, 3)),
-                                          (1, 3, 1, (0, 0, 0, 0)), (4, 4, 1, (1, 2, 1, 2))])
+@pytest.mark.parametrize("k, s, d, pad", [(3, 1, 1, (1, 1, 1, 1)), (3, 2, 1, (0, 0, 0, 0)),
+                                          (5, 2, 2, (2, 1, 0, 3)), (1, 3, 1, (0, 0, 0, 0)),
+                                          (4, 4, 1, (1, 2, 1, 2))])
 def test_conv2d_output_arithmetic(k, s, d, pad):
     x, wt = v((n, 4, h, w)), pyir.var("wt", shape=(8, 4, k, k))
     e = op.nn.conv2d(x, wt, strides=(s, s), dilation=(d, d), padding=pad)
@@ -231,7 +236,8 @@ def test_conv2d_symbolic_checks():
     assert shape_of(op.nn.conv2d(x, pyir.var("wt", shape=(8, 4, Any, Any)), kernel_size=(3, 3))) == \
         (n, 8, h - 2, w - 2)
     assert shape_of(op.nn.conv2d(x, pyir.var("wt", shape=(8, 4, Any, 3)))) == (n, 8, Any, w - 2)
-    assert shape_of(op.nn.conv2d(v((n, Any, 8, 8)), pyir.var("wt", shape=(8, 2, 3, 3)), groups=2)) == (n, 8, 6, 6)
+    grouped = op.nn.conv2d(v((n, Any, 8, 8)), pyir.var("wt", shape=(8, 2, 3, 3)), groups=2)
+    assert shape_of(grouped) == (n, 8, 6, 6)
     # a symbolic kernel: exact arithmetic
     assert shape_of(op.nn.conv2d(v((n, 4, h, 8)), pyir.var("wt", shape=(8, 4, m, 3)))) == (n, 8, h - m + 1, 6)
     fails(op.nn.conv2d(v((n, 3, h, w)), pyir.var("wt", shape=(8, 4, 3, 3))), "nn.conv2d",
@@ -271,7 +277,7 @@ def test_pools_global_and_errors():
     fails(op.nn.max_pool2d(v((n, 3, 2, w)), pool_size=(3, 3)), "nn.max_pool2d", "does not fit")
 
 
-# -- normalization, softmax, bias_add, pad, ... -------------------------------------------------------------------
+# -- normalization, softmax, bias_add, pad, ... ----------------------------------------------------
 
 
 def test_vector_argument_ops():
@@ -303,7 +309,7 @@ def test_softmax_lrn_dropout_batch_flatten_pad():
     fails(op.nn.pad(v((n % 3, 4)), pad_width=(3, 0, 0, 0), pad_mode="reflect"), "nn.pad", "reflect")
 
 
-# -- calls of functions, If, Let, Tuple -----------------------------------------------------------------------------
+# -- calls of functions, If, Let, Tuple ------------------------------------------------------------
 
 
 def _call_mod(param_shapes, arg_shapes, body=None):
@@ -331,8 +337,22 @@ def test_call_binds_symbols_per_call():
     f = pyir.Function([x], op.reshape(x, newshape=(-1,)))
     p, q = pyir.var("p", shape=(2, 3)), pyir.var("q", shape=(m, 3))
     g = pyir.GlobalVar("f")
-    mod = pyir.Module({"f": f, "main": pyir.Function([p, q], pyir.Tuple([pyir.Call(g, [p]), pyir.Call(g, [q])]))})
+    main = pyir.Function([p, q], pyir.Tuple([pyir.Call(g, [p]), pyir.Call(g, [q])]))
+    mod = pyir.Module({"f": f, "main": main})
     assert [t.shape for t in mod.global_type("main").ret_type.fields] == [(6,), (m * 3,)]
+
+
+def test_call_binding_is_simultaneous_and_checks_identical_arguments():
+    bt = sym("batch")
+    # the caller's own symbol named like the callee's: substitution is simultaneous
+    mod = _call_mod([("batch", 3)], [(bt + 1, 3)], body=lambda x: op.concatenate(x, x, axis=0))
+    assert mod.global_type("main").ret_type.shape == (bt * 2 + 2, 3)
+    # an argument identical to its parameter binds batch to the caller's batch, which 2 may equal
+    mod = _call_mod([("batch", 3), ("batch", 8)], [(bt, 3), (2, 8)])
+    assert mod.global_type("main").ret_type.shape == (2, 11)
+    with pytest.raises(TypeCheckError,
+                       match=r"symbol batch is batch \(argument 0, dimension 0\) and batch \+ 1"):
+        _call_mod([("batch", 3), ("batch", 8)], [(bt, 3), (bt + 1, 8)]).global_type("main")
 
 
 def test_call_conflicts_and_mismatches():
@@ -363,9 +383,9 @@ def test_if_branches():
     assert [f.shape for f in t.fields] == [(n, 3), (Any, 3)]
     for other in [v((m, 3), name="z"), v((n, 4), name="z"), v((n, 3), "int32", "z"), v((n,), name="z")]:
         with pytest.raises(TypeCheckError, match="branches have different types"):
-            pyir.If(cond, a, other).checked_type  # noqa: B018
+            pyir.If(cond, a, other).checked_type
     with pytest.raises(TypeCheckError, match="dimension 0: n in the true branch, m in the false branch"):
-        pyir.If(cond, a, v((m, 3), name="z")).checked_type  # noqa: B018
+        pyir.If(cond, a, v((m, 3), name="z")).checked_type
 
 
 def test_let_and_tuple_carry_symbolic_types():
@@ -377,7 +397,7 @@ def test_let_and_tuple_carry_symbolic_types():
     assert pyir.Let(ta, op.exp(x), op.nn.relu(ta)).checked_type.shape == (n, 3)
     tb = pyir.var("tb", shape=(m, 3))
     with pytest.raises(TypeCheckError, match="annotated"):
-        pyir.Let(tb, op.exp(x), tb).checked_type  # noqa: B018
+        pyir.Let(tb, op.exp(x), tb).checked_type
     assert pyir.TupleGetItem(pyir.Tuple([x, v((m,), name="y")]), 1).checked_type.shape == (m,)
 
 

@@ -5,6 +5,13 @@ implementations.  Evaluation is an explicit task/value-stack machine: no
 Python recursion, so a 10^6-deep chain (or let chain) evaluates; ``if`` is
 lazy, so recursive global functions work; each distinct node is evaluated
 once per call frame.
+
+Symbolic shapes: ``main``'s parameter types may hold symbols (``Tensor[(batch, 3),
+float32]``) and ``?``.  Each symbol is bound from the actual arrays (an expression such as
+``batch * 2 + 1`` is solved from an int when its symbol is bound nowhere else); an input
+whose dimension contradicts its type or another input's binding raises EvaluationError
+naming the input, the dimension and both values; ``?`` accepts anything.  The result is
+checked against the declared (or inferred) return type with the bindings substituted.
 """
 
 from __future__ import annotations
@@ -110,7 +117,7 @@ def _value_pairs(t: Type, value: Any, where: str) -> list[tuple[Any, Any, str]]:
         if type(ty) is TensorType:
             arr = np.asarray(v) if not isinstance(v, np.ndarray) else v
             if arr.dtype.name != ty.dtype or arr.ndim != ty.ndim:
-                raise EvaluationError(f"{at}: expected Tensor[{shape_str(ty.shape)}, {ty.dtype}], got an "
+                raise EvaluationError(f"{at}: expected Tensor[{_shape_str(ty.shape)}, {ty.dtype}], got an "
                                       f"array of shape {arr.shape} and dtype {arr.dtype.name}")
             out.extend((d, a, f"{at}, dimension {k}") for k, (d, a) in enumerate(zip(ty.shape, arr.shape)))
         elif type(ty) is TupleType:
@@ -173,7 +180,7 @@ def _check_result(t: Type, value: Any, binds: dict[str, Any]) -> None:
         return
 
     def err(msg: str) -> EvaluationError:
-        return EvaluationError(f"{msg} (the result type is {type_str(subst_type(t, binds))})")
+        return EvaluationError(f"{msg} (the result type is {_type_str(subst_type(t, binds))})")
 
     try:
         pairs = _value_pairs(t, value, "the result")
@@ -300,13 +307,13 @@ def _run(expr: Expr, frame: _Frame, mod: Module | None) -> Any:
     return vals[0]
 
 
-def shape_str(shape: Sequence[Any]) -> str:
+def _shape_str(shape: Sequence[Any]) -> str:
     from ..op._rel import shape_str as s
 
     return s(shape)
 
 
-def type_str(t: Type) -> str:
+def _type_str(t: Type) -> str:
     from ..text.printer import type_str as s
 
     return s(t)
