@@ -293,16 +293,22 @@ def _default_shapes(mod: Module) -> dict[str, int]:
 
 
 def assert_same_values(before: Module, after: Module, *, inputs: Sequence[np.ndarray] | None = None,
-                       rtol: float = 1e-4, atol: float = 1e-5, seed: int = 0) -> None:
+                       rtol: float = 1e-4, atol: float = 1e-5, seed: int = 0,
+                       shapes: Mapping[str, int] | None = None) -> None:
     """Both modules' ``main`` give the same values (within tolerance) on the same inputs.
 
-    Tensors must also agree exactly in shape and dtype.
+    Tensors must also agree exactly in shape and dtype.  Random inputs are drawn for
+    ``after``'s parameter types, each symbolic dimension taking its value in ``shapes``
+    (default: 3).
     """
     from .analysis.interp import evaluate
 
     # inputs for the output's parameter types (a pass may make them more specific: BindShapes),
-    # symbols that remain taking the value 3
-    ins = list(inputs) if inputs is not None else random_inputs(after, seed, shapes=_default_shapes(after))
+    # symbols that remain taking their value in ``shapes`` (default 3)
+    if inputs is not None:
+        ins = list(inputs)
+    else:
+        ins = random_inputs(after, seed, shapes={**_default_shapes(after), **(shapes or {})})
     want, got = evaluate(before, *ins), evaluate(after, *ins)
     stack = [(want, got)]
     while stack:
@@ -319,11 +325,13 @@ def assert_same_values(before: Module, after: Module, *, inputs: Sequence[np.nda
 
 
 def check_pass(pass_: Any, mod: Module, *, idempotent: bool = True, lineage: bool = True,
-               rtol: float = 1e-4, atol: float = 1e-5, seed: int = 0) -> Module:
+               rtol: float = 1e-4, atol: float = 1e-5, seed: int = 0,
+               shapes: Mapping[str, int] | None = None) -> Module:
     """Run ``pass_`` on ``mod`` and assert the invariants every pass must keep.
 
     * the input is unchanged: the same printed text and the same node ids;
-    * the output means the same under the interpreter (on seeded random inputs);
+    * the output means the same under the interpreter (on seeded random inputs; symbolic
+      dimensions take their values in ``shapes``, default 3);
     * lineage is complete: every output node existed in the input or has origins,
       all of them ids of the input;
     * (``idempotent``) running the pass on its output returns that very module.
@@ -336,7 +344,7 @@ def check_pass(pass_: Any, mod: Module, *, idempotent: bool = True, lineage: boo
     out = pass_(mod)
     if snapshot(mod) != before:
         raise AssertionError(f"{pass_.name} modified its input")
-    assert_same_values(mod, out, rtol=rtol, atol=atol, seed=seed)
+    assert_same_values(mod, out, rtol=rtol, atol=atol, seed=seed, shapes=shapes)
     if lineage and out is not mod:
         input_ids = {i for ids in before[1].values() for i in ids}
         for n in post_order(list(out.functions().values())):

@@ -172,6 +172,16 @@ def test_random_symbolic_programs_keep_the_batch_symbol(mod):
     assert t.shape[1:] == pyir.testing.PROGRAM_SHAPE[1:]
 
 
+@settings(max_examples=15, deadline=None)
+@given(programs(symbolic=True, max_steps=8))
+def test_standard_passes_keep_meaning_and_lineage_on_symbolic_programs(mod):
+    from pyir import transform as T
+
+    for p in (T.SimplifyInference(), T.FoldConstant(), T.SimplifyExpr(), T.FuseOps(), T.ToANormalForm()):
+        out = pyir.testing.check_pass(p, mod, shapes={SYMBOLIC_BATCH: 2})
+        assert out.global_type("main").ret_type is mod.global_type("main").ret_type
+
+
 @settings(max_examples=10, deadline=None)
 @given(programs(max_steps=6))
 def test_the_default_strategy_stays_static(mod):
