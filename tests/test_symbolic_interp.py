@@ -120,6 +120,21 @@ def test_calls_of_symbolic_functions_evaluate():
         pyir.evaluate(mod, ones(2, 3), ones(4, 2))
 
 
+def test_calls_of_symbolic_functions_bind_per_call_at_run_time():
+    x, y = pyir.var("x", shape=(b, 3)), pyir.var("y", shape=(b, 8))
+    f = pyir.Function([x, y], op.concatenate(x, y, axis=1))
+    p, q = pyir.var("p", shape=(Any, 3)), pyir.var("q", shape=(Any, 8))
+    main = pyir.Function([p, q], pyir.Call(pyir.GlobalVar("f"), [p, q]))
+    mod = pyir.Module({"f": f, "main": main})
+    assert mod.global_type("main").ret_type.shape == (Any, 11)  # ? binds nothing when typing
+    assert pyir.evaluate(mod, ones(2, 3), ones(2, 8)).shape == (2, 11)
+    with pytest.raises(EvaluationError) as info:
+        pyir.evaluate(mod, ones(2, 3), ones(3, 8))
+    msg = str(info.value)
+    assert "symbol batch is 2 (argument 0 (%x), dimension 0) and 3 (argument 1 (%y), dimension 0)" in msg, msg
+    assert "@f" in msg
+
+
 # -- random symbolic programs against their static specializations ---------------------------------
 
 

@@ -127,16 +127,20 @@ def _value_pairs(t: Type, value: Any, where: str) -> list[tuple[Any, Any, str]]:
     return out
 
 
-def _bind_inputs(params: Sequence[Var], values: Sequence[Any]) -> dict[str, Any]:
+def _bind_inputs(params: Sequence[Var], values: Sequence[Any], what: str = "input",
+                 where: str = "") -> dict[str, Any]:
     """The value of each symbol of the parameter types, from the actual inputs; an input whose
     dimension contradicts its type or another input (``batch`` 2 in one, 3 in another) raises
-    EvaluationError naming the input, the dimension and both values."""
+    EvaluationError naming the input, the dimension and both values (then ``where``)."""
+    def err(msg: str) -> EvaluationError:
+        return EvaluationError(msg + where)
+
     pairs: list[tuple[Any, Any, str]] = []
     for i, (p, v) in enumerate(zip(params, values)):
         t = p.type_annotation
         if t is not None and not _static(t):
-            pairs += _value_pairs(t, v, f"input {i} (%{p.name_hint})")
-    return bind_dims(pairs, EvaluationError)
+            pairs += _value_pairs(t, v, f"{what} {i} (%{p.name_hint})")
+    return bind_dims(pairs, err)
 
 
 def _static(t: Type) -> bool:
@@ -208,6 +212,7 @@ def _apply_op(call: Call, args: list[Any]) -> Any:
 
 def _run(expr: Expr, frame: _Frame, mod: Module | None) -> Any:
     tasks: list[tuple[int, Any, _Frame]] = [(_EVAL, expr, frame)]
+    symbolic_fns: dict[Function, bool] = {}
     vals: list[Any] = []
     push = tasks.append
     pushv = vals.append
@@ -296,6 +301,14 @@ def _run(expr: Expr, frame: _Frame, mod: Module | None) -> Any:
             f = clo.func
             if len(f.params) != na:
                 raise EvaluationError(f"function takes {len(f.params)} argument(s), got {na}")
+            sy = symbolic_fns.get(f)
+            if sy is None:
+                sy = symbolic_fns[f] = not all(p.type_annotation is None or _static(p.type_annotation)
+                                               for p in f.params)
+            if sy:  # a function with symbolic parameters: its symbols bound for this call
+                from ..text.printer import short_repr
+
+                _bind_inputs(f.params, args, "argument", f" in {short_repr(n)}")
             env = _Env(clo.env)
             env.vars.update(zip(f.params, args))
             push((_MEMO, n, fr))

@@ -221,8 +221,8 @@ def _window_out_dim(n: DimLike, k: DimLike, s: int, d: int, p0: int, p1: int,
     if not ceil_mode:
         return dim_add(dim_floordiv(span, s), 1)
     out = dim_add(dim_floordiv(dim_add(span, s - 1), s), 1)
-    if type(eff) is not int:
-        return ANY_DIM if s > 1 else out
+    if type(eff) is not int:  # (pools have static kernels; kept general)
+        return ANY_DIM
     # (out - 1) * s - (n + p0) lies in [p1 - eff, p1 - eff + s - 1] (ceil(span / s) * s - span is in
     # [0, s - 1] and span - (n + p0) is p1 - eff): the last window starts in the padding when it is >= 0
     lo_gap, hi_gap = p1 - eff, p1 - eff + s - 1
