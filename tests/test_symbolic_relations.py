@@ -189,6 +189,22 @@ def test_strided_slice():
     assert shape_of(op.strided_slice(y, begin=(1,), end=(-1,))) == (n + 2, 2)
     assert shape_of(op.strided_slice(y, begin=(1,), end=(3,))) == (2, 2)
     assert shape_of(op.strided_slice(y, begin=(big,), end=(0,), strides=(-1,))) == (Any, 2)
+    assert shape_of(op.strided_slice(y, begin=(-1,), end=(-big,), strides=(-1,))) == (n + 4, 2)
+    assert shape_of(op.strided_slice(x, begin=(big,), end=(-big,), strides=(-2,))) == ((n + 1) // 2, 5, Any)
+
+
+def test_strided_slice_lengths_agree_with_numpy():
+    big = 2 ** 63 - 1
+    cases = [(0, big, 1), (2, big, 3), (-2, big, 1), (1, -1, 1), (-1, -big, -1), (big, -big, -2), (1, 3, 1),
+             (0, 2 ** 31 - 1, 1), (-3, -1, 2), (3, 1, 1)]
+    for base in (n, n + 4, n * 2 + 1):
+        for start, stop, step in cases:
+            got = shape_of(op.strided_slice(v((base,)), begin=(start,), end=(stop,), strides=(step,)))[0]
+            for nv in range(0, 9):
+                size = pyir.dims.substitute(base, {"n": nv})
+                want = len(range(size)[slice(start, stop, step)])
+                where = (base, start, stop, step, nv)
+                assert got is Any or pyir.dims.substitute(got, {"n": nv}) == want, where
 
 
 # -- matmul, dense ---------------------------------------------------------------------------------

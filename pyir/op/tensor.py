@@ -487,7 +487,11 @@ def _slice_len(s: slice, d: DimLike) -> DimLike:
     clamping of begin and end is decided by the bounds of ``d``, else ``?``."""
     if s.start is None and s.stop is None and s.step is None:
         return d  # the axis is not sliced
-    if d is ANY_DIM or s.step < 0:
+    if d is ANY_DIM:
+        return ANY_DIM
+    if s.step < 0:  # only the whole axis, reversed: x[-1 or past-the-end : before-the-start : -k]
+        if (s.start == -1 or s.start >= MAX_INDEX) and s.stop <= -MAX_INDEX:
+            return dim_floordiv(dim_add(d, -s.step - 1), -s.step)
         return ANY_DIM
     b, e = _clamp(s.start, d), _clamp(s.stop, d)
     if b is None or e is None:
