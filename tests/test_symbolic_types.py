@@ -148,7 +148,7 @@ def test_stop_gap_relations_name_the_static_requirement():
     except pyir.TypeCheckError as e:
         assert "conv2d" in str(e) and "n" in str(e)
     else:  # generalized: the batch stays symbolic and the spatial dims exact
-        assert t.checked_type.shape == (sym("n"), 4, 8, 8)
+        assert t.shape == (sym("n"), 4, 8, 8)
 
 
 def test_random_inputs_binds_symbols():
