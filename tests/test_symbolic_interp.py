@@ -176,6 +176,12 @@ def test_random_symbolic_programs_equal_their_static_specialization(mod, batch, 
     ins = random_inputs(mod, seed, shapes=bindings)
     assert all(i.shape[0] == batch for i in ins)
     pyir.testing.assert_same_values(static, mod, inputs=ins)
+    # the lead's pass agrees with the test's specialization, then DynamicToStatic + FoldConstant
+    from pyir.transform import BindShapes, DynamicToStatic, FoldConstant
+
+    bound = FoldConstant()(DynamicToStatic()(BindShapes(bindings)(mod)))
+    assert bound.global_type("main") is static.global_type("main")
+    pyir.testing.assert_same_values(mod, bound, inputs=ins)
 
 
 @settings(max_examples=20, deadline=None)
