@@ -67,10 +67,13 @@ def register_op(
     op_node = Op(name)
     prefix = b"C" + op_node.id  # the start of this operator's Call keys
     if not attrs:
-        builder = _builder_no_attrs(odef, op_node, prefix + EMPTY_ATTRS.id)
+        if num_inputs is None:
+            builder = _builder_no_attrs(odef, op_node, prefix + EMPTY_ATTRS.id)
+        else:
+            builder = _builder_generated(odef, op_node, prefix, None)
     else:
         generic = _builder_generic(odef, op_node, prefix)
-        builder = _builder_keywords(odef, op_node, prefix, generic) if _keywords_ok(odef) else generic
+        builder = _builder_generated(odef, op_node, prefix, generic) if _keywords_ok(odef) else generic
     builder.__name__ = name.rsplit(".", 1)[-1]
     builder.__qualname__ = builder.__name__
     schema = ", ".join(f"{a.name}={a.default!r}" if a.default is not REQUIRED else a.name for a in attrs)
@@ -347,7 +350,7 @@ _INPUTS_VARIADIC = '''
             break
 '''
 _CALL_FIXED = '''
-    _key = _digest({key})
+    _key = digest({key})
     _r = _get(_key)
     if _r is not None:
         _n = _r()
@@ -373,13 +376,28 @@ _CALL_VARIADIC = '''
     _parts = [_prefix, _a.id]
     for _x in args:
         _parts.append(_x.id)
-    _key = _digest(b"".join(_parts))
+    _key = digest(b"".join(_parts))
     _r = _get(_key)
     if _r is not None:
         _n = _r()
         if type(_n) is _Call and _n.attrs is _a and _n.args == args and _n.op is _op:
             return _n
     return _new_call(_op, args, _a, _key, _mask_of(args))
+'''
+
+
+_NO_ATTRS = '''
+def builder(*args, **_kw):
+    if _kw:  # no attributes: an AttrError naming them
+        _check_attrs(_kw)
+    if len(args) == {n}:
+        {inputs} = args
+        if {not_exprs}:
+            args = _exprs(args)
+            {inputs} = args
+    else:  # the inputs' errors first, then the arity's
+        _exprs(args)
+        _check_arity(len(args))
 '''
 
 
@@ -394,11 +412,16 @@ def _builder_source(names: tuple[str, ...], n_in: int | None) -> str:
     if n_in is None:
         return head.format(inputs=_INPUTS_VARIADIC.strip("\n")) + _CALL_VARIADIC
     ins = [f"_a{i}" for i in range(n_in)]
-    inputs = _INPUTS_FIXED.format(n=n_in, inputs=", ".join(ins) + ("," if n_in == 1 else ""),
-                                  not_exprs=" or ".join(f"type({a}) not in _EK" for a in ins))
+    fill = {"n": n_in, "inputs": ", ".join(ins) + ("," if n_in == 1 else ""),
+            "not_exprs": " or ".join(f"type({a}) not in _EK" for a in ins)}
+    mask = " | ".join(["_m"] + [f"{a}._mask" for a in ins[1:]] + ["_opmask"])
+    if not names:  # ``_prefix`` includes the empty Attrs' id, ``_a`` is the empty Attrs
+        key = " + ".join(["_prefix"] + [f"{a}.id" for a in ins]) if n_in <= 2 else \
+            "b\"\".join((_prefix, " + ", ".join(f"{a}.id" for a in ins) + "))"
+        return _NO_ATTRS.format(**fill) + _CALL_FIXED.format(key=key, mask=mask)
     key = ("_prefix + _a.id + _a0.id" if n_in == 1 else
            "b\"\".join((_prefix, _a.id, " + ", ".join(f"{a}.id" for a in ins) + "))")
-    mask = " | ".join(["_m"] + [f"{a}._mask" for a in ins[1:]] + ["_opmask"])
+    inputs = _INPUTS_FIXED.format(**fill)
     return head.format(inputs=inputs.strip("\n")) + _CALL_FIXED.format(key=key, mask=mask)
 
 
@@ -434,14 +457,15 @@ def _mask_of_call(opmask: int) -> Callable[[tuple[Any, ...]], int]:
     return mask_of
 
 
-def _builder_keywords(odef: OpDef, op_node: Any, prefix: bytes, generic: Callable[..., Any]
-                      ) -> Callable[..., Any]:
-    """The generated keyword builder of ``odef`` (see ATTR_HOT_MAX); ``generic`` is its
-    ``**kw`` builder, which calls with unknown keywords are handed to."""
+def _builder_generated(odef: OpDef, op_node: Any, prefix: bytes, generic: Callable[..., Any] | None
+                       ) -> Callable[..., Any]:
+    """The generated builder of ``odef``: for an operator with attributes, its keyword builder
+    (see ATTR_HOT_MAX; ``generic`` is its ``**kw`` builder, which calls with other keywords are
+    handed to); for one without (``generic`` None), a fixed number of inputs unrolled."""
     import weakref
 
     from ..ir.expr import Call, _CallB, new_call
-    from ..ir.node import _collided, _drop, _new, _Ref, _setdefault, intern_mask, mask_get
+    from ..ir.node import EMPTY_ATTRS, _collided, _drop, _new, _Ref, _setdefault, intern_mask, mask_get
 
     names = tuple(a.name for a in odef.attrs[:ATTR_KEYWORDS_MAX])
     normalize = odef.normalize_attrs
@@ -461,17 +485,24 @@ def _builder_keywords(odef: OpDef, op_node: Any, prefix: bytes, generic: Callabl
     def unknown(args: tuple[Any, ...], values: tuple[Any, ...], extra: dict[str, Any]) -> Any:
         kw = {n: v for n, v in zip(names, values) if v is not unset}
         kw.update(extra)
-        return generic(*args, **kw)
+        return generic(*args, **kw)  # type: ignore[misc]
 
     src = _builder_source(names, odef.num_inputs)
-    ns: dict[str, Any] = {
+    cells: dict[str, Any] = {
         "_U": unset, "_unknown": unknown, "_attrs": attrs, "_hot": hot, "_EK": _expr_kinds(),
-        "_check_arity": odef.check_arity, "_exprs": _exprs, "_digest": digest,
-        "_prefix": prefix, "_get": _get, "_Call": Call, "_op": op_node, "_collided": _collided,
-        "_new": _new, "_CallB": _CallB, "_opmask": op_node._mask, "_mask_get": mask_get,
-        "_intern_mask": intern_mask, "_Ref": _Ref, "_drop": _drop, "_setdefault": _setdefault,
-        "_new_call": new_call, "_mask_of": _mask_of_call(op_node._mask),
+        "_check_arity": odef.check_arity, "_exprs": _exprs, "_prefix": prefix, "_Call": Call,
+        "_op": op_node, "_collided": _collided, "_new": _new, "_CallB": _CallB,
+        "_opmask": op_node._mask, "_mask_get": mask_get, "_intern_mask": intern_mask, "_Ref": _Ref,
+        "_drop": _drop, "_setdefault": _setdefault, "_new_call": new_call,
+        "_mask_of": _mask_of_call(op_node._mask), "_check_attrs": odef.normalize_attrs,
     }
-    exec(compile(src, f"<pyir builder of {odef.name}>", "exec"), ns)
-    builder: Callable[..., Any] = ns["builder"]
+    if generic is None:
+        cells["_prefix"], cells["_a"] = prefix + EMPTY_ATTRS.id, EMPTY_ATTRS
+    # the builder is made by a factory taking these as parameters (closure cells); ``digest`` and
+    # ``_get`` stay globals of this module, read at each call (as the other builders read them)
+    factory = "def _make(" + ", ".join(cells) + "):\n" + "\n".join(
+        "    " + line if line else "" for line in src.split("\n")) + "\n    return builder\n"
+    ns: dict[str, Any] = {}
+    exec(compile(factory, f"<pyir builder of {odef.name}>", "exec"), globals(), ns)
+    builder: Callable[..., Any] = ns["_make"](**cells)
     return builder
