@@ -273,17 +273,20 @@ def _builder_generic(odef: OpDef, op_node: Any, prefix: bytes) -> Callable[..., 
 # reference to the Attrs the schema made of them) answers a call whose every value is the very
 # object of an entry -- the literal ``padding=(1, 1)`` of a loop's code, a small int, a float
 # constant -- with one ``is`` per attribute: no key, no hash (hashing a user's tuple could
-# recurse without limit), no normalization.  An entry is stored only after the uncached path
-# accepted the values and only when each is an exact None, bool, int, float or str or a tuple
-# of them (immutable: the same object always means the same value), so a hit returns exactly
-# what the uncached path returns for those values.  Any other call takes that path: the
-# type-exact ``marshal`` cache of ``normalize_attrs``, then the schema.  Unknown keywords go to
-# the generic builder, so every error is the one it raises, in the same order (arity first).
+# recurse without limit), no normalization.  Any other call takes the former path: the
+# type-exact ``marshal`` cache of ``normalize_attrs``, then the schema.  An entry is stored
+# only when the schema itself made the Attrs (a marshal miss: values rebuilt at every call
+# never push out the literals' entries), after it accepted the values, and only when each is
+# an exact None, bool, int, float or str or a tuple of them (immutable: the same object always
+# means the same value), so a hit returns exactly what the uncached path returns for those
+# values.  Other attributes and unknown keywords go to the generic builder, so every error is
+# the one it raises, in the same order (arity first).
 # Thread-safe: an entry is a tuple built before it is inserted (``list.insert`` and ``del`` are
 # atomic); a reader that sees the list change at worst misses an entry.
 
-ATTR_HOT_MAX = 8
-"""Identity entries per operator (the most recently inserted are kept)."""
+ATTR_HOT_MAX = 4
+"""Identity entries per operator (the most recently inserted are kept; a call whose values match
+none pays one failed ``is`` per entry before the marshal cache)."""
 ATTR_KEYWORDS_MAX = 4
 """Attributes (the first of the schema) that a keyword builder takes as keyword parameters: each
 costs a lookup of its default in C on every call, given or not, so a builder takes the common
@@ -469,14 +472,24 @@ def _builder_generated(odef: OpDef, op_node: Any, prefix: bytes, generic: Callab
 
     names = tuple(a.name for a in odef.attrs[:ATTR_KEYWORDS_MAX])
     normalize = odef.normalize_attrs
+    cache_get = odef._cache.get
     hot = odef._hot
     unset = _UNSET
 
     def attrs(values: tuple[Any, ...]) -> Any:
         """The uncached path of a keyword builder: the Attrs of ``values`` (``_UNSET`` for an
-        attribute not given) through ``normalize_attrs``, entered in the identity entries."""
+        attribute not given) from the ``marshal`` cache, else through the schema -- and only
+        then entered in the identity entries: values built anew at each call (a shape computed
+        in a loop) are found in the marshal cache and never push out the entries of literals."""
         kw = {n: v for n, v in zip(names, values) if v is not unset}
-        a = normalize(kw if kw else None)
+        k = attrs_key(kw) if kw else ()
+        if k is not None:
+            e = cache_get(k)
+            if e is not None:
+                a = e()
+                if a is not None:
+                    return a
+        a = normalize(kw if kw else None, k)
         if all(v is unset or _frozen(v) for v in values):
             hot.insert(0, (*values, weakref.ref(a)))
             del hot[ATTR_HOT_MAX:]
