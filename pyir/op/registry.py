@@ -333,8 +333,10 @@ def builder(*args, {params}, **_kw):
             _a = _r()
             if _a is not None:
                 break
-    else:
-        _a = _attrs(({values}))
+    else:  # the given attributes as a dict (no comprehension: it is a function call)
+        _kwd = {{{{}}}}
+{fill}
+        _a = _attrs(_kwd, ({values}))
 '''
 _INPUTS_FIXED = '''
     if len(args) != {n}:
@@ -411,6 +413,7 @@ def _builder_source(names: tuple[str, ...], n_in: int | None) -> str:
         params=", ".join(f"{n}=_U" for n in names), values=values,
         unpack=", ".join(f"_v{i}" for i in range(len(names))) + ", _r",
         same=" and ".join(f"_v{i} is {n}" for i, n in enumerate(names)),
+        fill="\n".join(f"        if {n} is not _U:\n            _kwd[{n!r}] = {n}" for n in names),
         inputs="{inputs}")
     if n_in is None:
         return head.format(inputs=_INPUTS_VARIADIC.strip("\n")) + _CALL_VARIADIC
@@ -476,13 +479,18 @@ def _builder_generated(odef: OpDef, op_node: Any, prefix: bytes, generic: Callab
     hot = odef._hot
     unset = _UNSET
 
-    def attrs(values: tuple[Any, ...]) -> Any:
-        """The uncached path of a keyword builder: the Attrs of ``values`` (``_UNSET`` for an
-        attribute not given) from the ``marshal`` cache, else through the schema -- and only
-        then entered in the identity entries: values built anew at each call (a shape computed
-        in a loop) are found in the marshal cache and never push out the entries of literals."""
-        kw = {n: v for n, v in zip(names, values) if v is not unset}
-        k = attrs_key(kw) if kw else ()
+    def attrs(kw: dict[str, Any], values: tuple[Any, ...]) -> Any:
+        """The uncached path of a keyword builder: the Attrs of the given attributes ``kw``
+        (``values``: all of them, ``_UNSET`` for one not given) from the ``marshal`` cache, else
+        through the schema -- and only then entered in the identity entries: values built anew
+        at each call (a shape computed in a loop) are found in the marshal cache and never push
+        out the entries of literals."""
+        k: Any = ()
+        if kw:
+            try:
+                k = _marshal(kw, 2 if len(kw) == 1 else 4)  # the key of attrs_key, inlined
+            except Exception:  # no key (see attrs_key): the uncached path
+                k = None
         if k is not None:
             e = cache_get(k)
             if e is not None:
