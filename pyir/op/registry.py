@@ -67,13 +67,14 @@ def register_op(
     op_node = Op(name)
     prefix = b"C" + op_node.id  # the start of this operator's Call keys
     if not attrs:
-        if num_inputs is None:
+        if not num_inputs:  # variadic, or no inputs: the former builder
             builder = _builder_no_attrs(odef, op_node, prefix + EMPTY_ATTRS.id)
         else:
             builder = _builder_generated(odef, op_node, prefix, None)
     else:
         generic = _builder_generic(odef, op_node, prefix)
-        builder = _builder_generated(odef, op_node, prefix, generic) if _keywords_ok(odef) else generic
+        fast = _keywords_ok(odef) and num_inputs != 0  # (an operator without inputs: generic)
+        builder = _builder_generated(odef, op_node, prefix, generic) if fast else generic
     builder.__name__ = name.rsplit(".", 1)[-1]
     builder.__qualname__ = builder.__name__
     schema = ", ".join(f"{a.name}={a.default!r}" if a.default is not REQUIRED else a.name for a in attrs)
