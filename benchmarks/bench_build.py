@@ -305,6 +305,101 @@ def type_cases(k: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]
             "Var(name, type)": (v_typed, p_v), "var(name, shape=...) (type hit)": (v_shape, p_v_shape)}
 
 
+# -- floors: the irreducible steps --------------------------------------------------------------
+# What a weak, exact intern table with ids at construction costs at the least, in pure Python:
+# each row adds one step to the row above, down to the full minimal construction (the same twin
+# class, weak reference and table insert pyir uses, into a private table), so the last row of
+# each group is a floor that no constructor keeping those properties can go under.
+
+
+class _Floor:
+    """A class called like a node kind: ``__new__`` runs the steps given to it."""
+
+    __slots__ = ()
+
+
+def floor_cases(k: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
+    """Each entry: (the steps, the plain 3-field object), ``k`` of each, kept alive."""
+    import itertools
+    import struct
+    import weakref
+
+    from pyir.ir.expr import Var, _VarB
+    from pyir.ir.node import _new
+    from pyir.ir.types import TensorType, _TensorTypeB
+
+    table: dict[bytes, Any] = {}
+    setdefault = table.setdefault
+
+    class Ref(weakref.ref):
+        __slots__ = ("key",)
+
+    def drop(ref: Any) -> None:
+        table.pop(ref.key, None)
+
+    to_bytes: Any = int.to_bytes
+    uid = map(to_bytes, itertools.count(1 << 80), itertools.repeat(16), itertools.repeat("little")).__next__
+    t = pyir.TensorType((16, 16, 3, 3), F32)
+    pack4 = struct.Struct("<4q").pack
+    digest = pyir.ir.node.digest
+    dims = list(range(10**6, 10**6 + k))
+
+    def var_steps(n_steps: int) -> Callable[[], Any]:
+        def new(cls: Any, name: str, ta: Any) -> Any:
+            n = _new(_VarB)
+            if n_steps >= 1:
+                n.name_hint = name
+                n.type_annotation = ta
+                n._mask = 1
+                n.id = uid() if n_steps >= 2 else b""
+                n.__class__ = Var
+            if n_steps >= 3:
+                ref = Ref(n, drop)
+                ref.key = n.id
+                if n_steps >= 4:
+                    setdefault(n.id, ref)
+            return n
+        cls = type("FloorVar", (_Floor,), {"__new__": new, "__slots__": ()})
+        return lambda: [cls("w", t) for _ in dims]
+
+    def tt_steps(n_steps: int) -> Callable[[], Any]:
+        cache: dict[Any, Any] = {}
+
+        def new(cls: Any, shape: tuple[int, ...], dtype: str) -> Any:
+            n = _new(_TensorTypeB)
+            n.shape = shape
+            n.dtype = dtype
+            key = digest(b"tfloat32(" + pack4(*shape)) if n_steps >= 1 else b""
+            n.id = key
+            n.__class__ = TensorType
+            if n_steps >= 2:
+                ref = Ref(n, drop)
+                ref.key = key
+                if n_steps >= 3:
+                    setdefault(key, ref)
+                    if n_steps >= 4:
+                        cache[(shape, dtype)] = ref
+            return n
+        cls = type("FloorTensorType", (_Floor,), {"__new__": new, "__slots__": ()})
+        return lambda: [cls((d, 16, 3, 3), F32) for d in dims]
+
+    p_var = lambda: [P3("w", t, None) for _ in dims]  # noqa: E731
+    p_tt = lambda: [P3((d, 16, 3, 3), F32, None) for d in dims]  # noqa: E731
+    return {
+        "Var: class call + object + 4 slot stores + class swap": (var_steps(1), p_var),
+        "Var: ... + fresh uid (the id)": (var_steps(2), p_var),
+        "Var: ... + weak reference with its key": (var_steps(3), p_var),
+        "Var: ... + table insert (floor)": (var_steps(4), p_var),
+        "Var(name, type) (pyir)": (lambda: [pyir.Var("w", t) for _ in dims], p_var),
+        "TensorType: class call + object + 3 stores + class swap": (tt_steps(0), p_tt),
+        "TensorType: ... + struct pack + digest (the id)": (tt_steps(1), p_tt),
+        "TensorType: ... + weak reference with its key": (tt_steps(2), p_tt),
+        "TensorType: ... + table insert": (tt_steps(3), p_tt),
+        "TensorType: ... + (shape, dtype) cache insert (floor)": (tt_steps(4), p_tt),
+        "TensorType miss (pyir)": (lambda: [pyir.TensorType((d, 16, 3, 3), F32) for d in dims], p_tt),
+    }
+
+
 # -- driver ---------------------------------------------------------------------------------------
 
 
@@ -318,7 +413,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--op-loops", type=int, default=1000, help="calls per operator measurement")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--skip", default="", help="comma-separated sections to skip: workloads,ops,types")
+    ap.add_argument("--skip", default="", help="comma-separated sections to skip: workloads,ops,types,floors")
     a = ap.parse_args()
     if a.quick:
         a.rounds, a.op_loops = 2, 300
@@ -399,6 +494,22 @@ def main() -> None:
                 print(f"| {name} | {'on' if gc_on else 'paused'} | {tp / k * 1e6:.3f} | {tb / k * 1e6:.3f} | "
                       f"**{r:.2f}x** | <= {TARGET_TYPE:g}x {_mark(r, TARGET_TYPE)} |")
                 summary.append((name, "gc on" if gc_on else "gc paused", r, TARGET_TYPE))
+        print()
+
+    if "floors" not in skip:
+        k = a.op_loops * 5
+        pairs = floor_cases(k)
+        print("## Floors: the irreducible steps of a fresh Var and TensorType (µs per object; ratio to a "
+              "plain 3-field __slots__ object)\n")
+        print("Each row adds one step to the row above; the row marked floor is the least a weak, exact "
+              "table with ids at construction costs in pure Python.\n")
+        print("| steps | gc | µs | plain | ratio |")
+        print("|---|---|---|---|---|")
+        for gc_on in (True, False):
+            res = alternate(pairs, a.rounds, gc_on)
+            for name, (tp, tb) in res.items():
+                print(f"| {name} | {'on' if gc_on else 'paused'} | {tp / k * 1e6:.3f} | {tb / k * 1e6:.3f} | "
+                      f"**{tp / tb:.2f}x** |")
         print()
 
     print("## Summary\n")

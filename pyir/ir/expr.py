@@ -11,6 +11,7 @@ import itertools
 import os
 import struct
 from collections.abc import Iterable, Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -787,16 +788,18 @@ class Function(Expr, final=True):
         if ret_type is not None and not isinstance(ret_type, Type):
             raise WellFormedError(f"Function ret_type must be a Type, got {ret_type!r}")
         at = attrs if type(attrs) is Attrs else attrs_of(attrs)
-        parts = [b"F", b.id, b"-" if ret_type is None else ret_type.id, at.id]
         mask = F_FUNC | b._mask
-        for p in ps:
-            if type(p) is not Var:
-                raise WellFormedError(f"Function parameters must be Vars, got {p!r}")
-            parts.append(p.id)
-            mask |= p._mask
-        if len(ps) > 1 and len(set(ps)) != len(ps):
-            raise WellFormedError("Function parameters must be distinct variables")
-        key = digest(b"".join(parts))
+        if ps:  # the parameters' checks, ids and masks through C loops (a model has thousands)
+            if type(ps[0]) is not Var or len(set(map(type, ps))) != 1:
+                for p in ps:
+                    if type(p) is not Var:
+                        raise WellFormedError(f"Function parameters must be Vars, got {p!r}")
+            for m in set(map(_mask_of, ps)):  # a Var's mask is F_VAR, or F_VAR | F_UNTYPED
+                mask |= m
+            if len(ps) > 1 and len(set(ps)) != len(ps):
+                raise WellFormedError("Function parameters must be distinct variables")
+        key = digest(b"".join((b"F", b.id, b"-" if ret_type is None else ret_type.id, at.id,
+                               *map(_id_of, ps))))
         r = _get(key)
         if r is not None:
             n: Any = r()
@@ -833,6 +836,8 @@ class Function(Expr, final=True):
 
 
 _FunctionB = builder_twin(Function)
+_id_of = attrgetter("id")
+_mask_of = attrgetter("_mask")
 
 
 class Let(Expr, final=True):

@@ -175,6 +175,8 @@ class OpDef:
     canonicalize: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     _specs: dict[str, AttrSpec] = field(default_factory=dict, repr=False)
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    # the keyword builder's identity entries (see pyir.op.registry.ATTR_HOT_MAX)
+    _hot: list[tuple[Any, ...]] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def mask(self) -> int:

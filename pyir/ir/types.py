@@ -119,41 +119,40 @@ class TensorType(Type, final=True):
 
     def __new__(cls, shape: Sequence[DimLike | str] = (), dtype: Any = "float32") -> TensorType:
         if type(shape) is tuple and type(dtype) is str:
-            # the hit path: a tuple of exact ints and a str seen before (exact ints only, as
-            # (True,) == (1,) == (1.0,); checked before hashing, so no deep tuple is hashed)
+            # the hit path: a tuple of exact non-negative ints and a str seen before (exact ints
+            # only, as (True,) == (1,) == (1.0,); checked before hashing, so no deep tuple is
+            # hashed; a negative dimension takes the general path, which rejects it)
             for d in shape:
-                if type(d) is not int:
+                if type(d) is not int or d < 0:
                     break
             else:
-                r = _tt_cache_get((shape, dtype))
+                ck = (shape, dtype)
+                r = _tt_cache_get(ck)
                 if r is not None:
                     n = r()
                     if n is not None:
                         return n
-                # the fresh-type path: exact ints, a str dtype, an empty slot
+                # the fresh-type path: a known dtype name, an empty slot (``setdefault`` tells:
+                # anything already there, live or dead, is left to the general path)
                 dt = _DTYPE_MEMO.get(dtype)
                 if dt is not None and len(shape) <= _PACK_MAX_RANK:
-                    for d in shape:
-                        if d < 0:
-                            break
-                    else:
-                        try:
-                            key = digest(_TT_PREFIX[dt] + _PACKS[len(shape)](*shape))
-                        except struct.error:  # a dimension of 2**63 or more: the checks below
-                            key = None
-                        if key is not None and _get(key) is None and key not in _collided:
-                            n = _new(_TensorTypeB)
-                            n.shape = shape
-                            n.dtype = dt
-                            n.id = key
-                            n.__class__ = TensorType
-                            ref = _Ref(n, _drop)
-                            ref.key = key  # type: ignore[attr-defined]
-                            if _setdefault(key, ref) is ref:
-                                if len(_tt_cache) >= TENSOR_TYPE_CACHE_MAX:
-                                    _tt_cache.clear()
-                                _tt_cache[(shape, dtype)] = ref
-                                return n
+                    try:
+                        key = digest(_TT_PREFIX[dt] + _PACKS[len(shape)](*shape))
+                    except struct.error:  # a dimension of 2**63 or more: the checks below
+                        key = None
+                    if key is not None and (not _collided or key not in _collided):
+                        n = _new(_TensorTypeB)
+                        n.shape = shape
+                        n.dtype = dt
+                        n.id = key
+                        n.__class__ = TensorType
+                        ref = _Ref(n, _drop)
+                        ref.key = key  # type: ignore[attr-defined]
+                        if _setdefault(key, ref) is ref:
+                            if len(_tt_cache) >= TENSOR_TYPE_CACHE_MAX:
+                                _tt_cache.clear()
+                            _tt_cache[ck] = ref
+                            return n
         elif type(shape) is not tuple:
             if isinstance(shape, str):
                 raise WellFormedError(f"TensorType shape must be a sequence of dimensions, got {shape!r:.80}")
