@@ -395,6 +395,20 @@ def _rebuild(n: Any) -> Any:
         return TupleType(list(n.fields))
     if t is FuncType:
         return FuncType(list(n.arg_types), n.ret_type)
+    from .ir import dims
+
+    if t is dims.Sym:
+        return dims.Sym(n.name)
+    if t is dims.AnyDim:
+        return dims.AnyDim()
+    if t is dims.DimFloorDiv:
+        return dims.dim_floordiv(n.arg, n.divisor)
+    if t is dims.DimMod:
+        return dims.dim_mod(n.arg, n.divisor)
+    if t is dims.DimPoly:
+        pos = [dims.dim_prod([*mono, c]) for mono, c in n.terms if c > 0] + [max(n.const, 0)]
+        neg = [dims.dim_prod([*mono, -c]) for mono, c in n.terms if c < 0] + [max(-n.const, 0)]
+        return dims.dim_sub(dims.dim_sum(pos), dims.dim_sum(neg))
     raise AssertionError(f"{n!r} is a {t.__name__}, not one of pyir's node kinds")
 
 

@@ -36,17 +36,6 @@ def shape_str(shape: Sequence[DimLike]) -> str:
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
-def static_shape(t: TensorType, what: str = "input") -> tuple[int, ...]:
-    """``t``'s shape if every dimension is an int, else a TypeCheckError (for the relations
-    that do not yet handle symbolic or unknown dimensions)."""
-    shape = t.shape
-    for d in shape:
-        if type(d) is not int:
-            raise fail(f"{what} must have a static shape here (symbolic and unknown dimensions are "
-                       f"not supported by this operator yet), got {shape_str(shape)}")
-    return shape  # type: ignore[return-value]
-
-
 def unify_dims(a: DimLike, b: DimLike) -> DimLike | None:
     """Two dimensions that must be equal at run time (matmul's inner dimensions, concatenate's
     other axes): the better-known one, or None if they are provably different.
