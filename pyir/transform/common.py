@@ -318,33 +318,66 @@ class _Bind(Rewriter):
 
     def _recorder(self) -> Any:
         """``record(new, n)``: ``new`` stands for graph node ``n``, so it derives from the input
-        node(s) ``n`` stands for."""
+        node(s) ``n`` stands for; it returns those ids (one as bytes, several as a tuple; None
+        when nothing is recorded), which ``record_ids`` takes for a later node standing for
+        ``n`` (the let binding it), so the bindings need not keep ``n`` alive."""
         add = self.d.id_adder()
         if add is None:
             return _no_record
         pre_get = self.pre.get
         derive_ids = self.d.derive_ids
 
-        def record(new: Node, n: Node) -> None:
+        def record(new: Node, n: Node) -> Any:
             olds = pre_get(n)
             if olds is None:
-                add(new.id, n.id)
+                olds = n.id
+                add(new.id, olds)
             elif type(olds) is bytes:
                 add(new.id, olds)
             else:
                 derive_ids(new, olds)
+            return olds
 
         return record
 
+    def _ids_recorder(self) -> Any:
+        """``record_ids(new, olds)``: ``new`` derives from the ids ``olds`` (as ``record`` returns them)."""
+        add = self.d.id_adder()
+        if add is None:
+            return _no_record
+        derive_ids = self.d.derive_ids
+
+        def record_ids(new: Node, olds: Any) -> None:
+            if type(olds) is bytes:
+                add(new.id, olds)
+            else:
+                derive_ids(new, olds)
+
+        return record_ids
+
     def close(self, s: int, result: Node) -> Expr:
         """The lets of scope ``s`` around the atom of ``result``."""
-        e = self.memo[result]
-        lst = self.bindings.pop(s, None)
+        return self._wrap(self.memo[result], self.bindings.pop(s, None))
+
+    def close_body(self, e: Expr) -> Expr:
+        """The lets of the body scope around ``e``, the atom of the body, once the walk is done:
+        the walk's memory (memo, plan, the map ``pre``) is released first, so the graph form
+        of the body is freed (when nothing else holds it) before the lets are built."""
+        lst = self.bindings.pop(0, None)
+        self.memo.clear()
+        self.pre.clear()
+        self.scope = {}
+        self.inner = {}
+        self.mixed = set()
+        self.original = None
+        return self._wrap(e, lst)
+
+    def _wrap(self, e: Expr, lst: list[Any] | None) -> Expr:
         if lst:
-            record = self.record
+            record_ids = self._ids_recorder()
             for i in range(len(lst) - 3, -1, -3):
                 e = Let(lst[i], lst[i + 1], e)
-                record(e, lst[i + 2])  # the let node stands for the graph node it binds
+                record_ids(e, lst[i + 2])  # the let node stands for the graph node it binds
                 del lst[i:]  # free the triple at once
         return e
 
@@ -355,8 +388,7 @@ class _Bind(Rewriter):
             lst = self.bindings.get(s)
             if lst is None:
                 lst = self.bindings[s] = []
-            lst += (v, new, n)
-            self.record(v, n)
+            lst += (v, new, self.record(v, n))  # the ids n stands for, not n (see close_body)
             out: Expr = v
         else:
             out = new
@@ -399,33 +431,43 @@ def _normalize(func: Function, mod: Module, bind_all: bool) -> Function:
     body, g = graph_form(func.body, into_primitive=False)
     d = Derivations()
     mark = d.mark()
-    # graph node -> the id(s) of the input node(s) it stands for; only for graph nodes that
-    # stand for other than themselves (one id as bytes, several as a tuple)
-    pre: dict[Node, Any] = {}
-    if d and g:
-        for n, img in g.items():
-            if img is not n:  # nodes rebuilt by inlining the input's lets derive from their originals
-                d.derive(img, n)
-            if type(n) in _COMPOUND:
-                cur = pre.get(img)
-                pre[img] = n.id if cur is None else (*((cur,) if type(cur) is bytes else cur), n.id)
-        for same in [i for i, c in pre.items() if type(c) is bytes and c == i.id]:  # itself only
-            del pre[same]
+    pre = _graph_lineage(g, d)
     del g
     ctx = TypeContext.of(mod)
     ty: Any = ctx.get if ctx.get(body) is not None else _untyped  # annotate only a body that types
     b = _Bind(_Plan(body), ty, bind_all, d, pre)
     b.visit(body)
-    out = b.close(0, body)
+    atom = b.memo[body]
+    del pre, body  # nothing but ``b`` holds the graph form now: close_body frees it
+    out = b.close_body(atom)
     if out is func.body:
         d.rollback(mark)  # nothing changed: no lineage
         return func
     return derive(Function(func.params, out, func.ret_type, func.attrs), func)  # type: ignore[return-value]
 
 
+def _graph_lineage(g: dict[Node, Expr], d: Derivations) -> dict[Node, Any]:
+    """Record that the nodes of a :func:`graph_form` map rebuilt by inlining the input's lets
+    derive from their originals; return the map from each graph node that stands for other
+    than itself to the id(s) of the input node(s) it stands for (one id as bytes, several as
+    a tuple).  (A function of its own, so that no loop variable of the caller's frame keeps a
+    graph node alive.)"""
+    pre: dict[Node, Any] = {}
+    if d and g:
+        for n, img in g.items():
+            if img is not n:
+                d.derive(img, n)
+            if type(n) in _COMPOUND:
+                cur = pre.get(img)
+                pre[img] = n.id if cur is None else (*((cur,) if type(cur) is bytes else cur), n.id)
+        for same in [i for i, c in pre.items() if type(c) is bytes and c == i.id]:  # itself only
+            del pre[same]
+    return pre
+
+
 def _untyped(n: Node) -> None:
     return None
 
 
-def _no_record(new: Node, n: Node) -> None:
+def _no_record(new: Node, n: Any) -> None:
     return None

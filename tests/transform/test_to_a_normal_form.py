@@ -130,3 +130,45 @@ def test_anf_lineage_through_lets_and_sharing():
     found = out.find(shared)
     assert relu_let.value in found and relu_let.var in found
     assert out.find(a) and all(type(n) in (Call, Var, Let) for n in out.find(a))
+
+
+def test_anf_frees_the_graph_form_before_building_the_lets(monkeypatch):
+    """Memory: the let-free graph form of the body (rebuilt from the input's lets) is released
+    before the body's lets are built, so the lets reuse its memory; output and lineage as usual."""
+    import weakref
+
+    from pyir.transform import common
+
+    x = pyir.var("x", shape=(4,))
+    h = x
+    for i in range(200):
+        h = op.nn.relu(h) if i % 2 else op.add(h, x)
+    mod = ToANormalForm()(pyir.Module({"main": Function([x], op.tanh(h))}))
+    mod = pyir.transform.SimplifyExpr()(mod).with_function(  # a let chain whose graph form is new
+        "main", Function([x], Let(pyir.var("t"), op.exp(x), mod["main"].body)))
+    graph: list[weakref.ref] = []
+    alive_when_binding: list[bool] = []
+    plan_init, wrap = common._Plan.__init__, common._Bind._wrap
+
+    def spy_plan(self, body):
+        graph.append(weakref.ref(body))
+        plan_init(self, body)
+
+    def spy_wrap(self, e, lst):
+        alive_when_binding.append(graph[-1]() is not None)
+        return wrap(self, e, lst)
+
+    monkeypatch.setattr(common._Plan, "__init__", spy_plan)
+    monkeypatch.setattr(common._Bind, "_wrap", spy_wrap)
+    out = ToANormalForm()(mod)
+    monkeypatch.undo()
+    assert alive_when_binding == [False]  # the body scope only, built after the graph form died
+    assert_anf(out["main"])
+    assert ToANormalForm()(ToGraphNormalForm()(mod))["main"] is out["main"]
+    last = mod["main"].body
+    while type(last.body) is Let:
+        last = last.body
+    assert last.value.op.name == "tanh"  # the input's last let binds tanh(...): ANF keeps its lineage
+    found = [n for n in out.find(last.value) if type(n) is Call]
+    assert [n.op.name for n in found] == ["tanh"]
+    assert out.origins(found[0], since=len(mod.pass_records)) == {last.value.id}
