@@ -274,3 +274,24 @@ def test_owner_index_follows_removals_and_replacements():
     typed = InferType()(mod)
     with pytest.raises(pyir.WellFormedError, match="%v"):
         typed.with_function("g", g)
+
+
+def test_let_chain_check_accepts_and_rejects_like_the_scope_walk():
+    """The let-spine fast path of the module check (a chain of lets, as ToANormalForm makes)
+    accepts exactly the well-formed chains; everything else gets the general walk's error."""
+    x = pyir.var("x", shape=(2,))
+    a, b = pyir.var("a", shape=(2,)), pyir.var("b", shape=(2,))
+    relu, add = pyir.op.nn.relu, pyir.op.add
+    ok = pyir.Function([x], pyir.Let(a, relu(x), pyir.Let(b, add(a, relu(x)), add(a, b))))
+    assert pyir.Module({"main": ok})["main"] is ok
+    bad = [
+        (pyir.Function([x], pyir.Let(a, relu(x), pyir.Let(b, add(a, pyir.var("z", shape=(2,))), b))),
+         "free variable"),
+        (pyir.Function([x], pyir.Let(a, relu(x), pyir.Let(a, relu(a), a))), "bound twice"),
+        (pyir.Function([x], pyir.Let(a, relu(b), pyir.Let(b, relu(x), a))), "free variable"),
+        (pyir.Function([x], pyir.Let(x, relu(x), x)), "bound twice"),
+        (pyir.Function([x], pyir.Let(a, relu(a), a)), "free variable"),
+    ]
+    for f, msg in bad:
+        with pytest.raises(pyir.WellFormedError, match=msg):
+            pyir.Module({"main": f})
