@@ -198,9 +198,20 @@ def test_random_symbolic_programs_keep_the_batch_symbol(mod):
 def test_standard_passes_keep_meaning_and_lineage_on_symbolic_programs(mod):
     from pyir import transform as T
 
-    for p in (T.SimplifyInference(), T.FoldConstant(), T.SimplifyExpr(), T.FuseOps(), T.ToANormalForm()):
+    passes = [T.InferType(), T.SimplifyInference(), T.FoldConstant(), T.SimplifyExpr(),
+              T.EliminateCommonSubexpr(), T.DeadCodeElimination(), T.FuseOps(), T.ToANormalForm(),
+              T.ToBasicBlockNormalForm(), T.ToGraphNormalForm(), T.Inline(), T.DynamicToStatic()]
+    framework = {"Pass", "ModulePass", "FunctionPass", "Sequential", "PassContext", "PassInstrument",
+                 "TimingInstrument", "PrintIRInstrument", "module_pass", "function_pass"}
+    named = {type(p).__name__ for p in passes} | {"DefuseOps", "BindShapes", "PatternRewrite"}
+    assert named == set(T.__all__) - framework
+    for p in passes:
         out = pyir.testing.check_pass(p, mod, shapes={SYMBOLIC_BATCH: 2})
-        assert out.global_type("main").ret_type is mod.global_type("main").ret_type
+        assert out.global_type("main").ret_type is mod.global_type("main").ret_type, p.name
+    fused = T.FuseOps()(mod)
+    pyir.testing.check_pass(T.DefuseOps(), fused, shapes={SYMBOLIC_BATCH: 2})
+    bound = pyir.testing.check_pass(T.BindShapes({SYMBOLIC_BATCH: 2}), mod, shapes={SYMBOLIC_BATCH: 2})
+    assert all(p.type_annotation.static for p in bound["main"].params)
 
 
 @settings(max_examples=10, deadline=None)
