@@ -294,15 +294,24 @@ def test_random_bindings_symbolic_equals_specialized(batch, k, kind):
     np.testing.assert_allclose(pyir.evaluate(mod, a), pyir.evaluate(spec, a))
 
 
-def test_deep_symbolic_chain_binds():
-    """A 10^5-deep chain with a symbolic batch: BindShapes and DynamicToStatic walk it without recursion."""
-    depth = 100_000
+def test_deep_symbolic_chain_text_binding_fusion():
+    """The 10^6-deep chain with a symbolic batch through the text (print, parse), BindShapes,
+    DynamicToStatic, FuseOps and DefuseOps (no recursion; the formats, equality, InferType and
+    the interpreter have their own 10^6 symbolic tests)."""
+    depth = 10**6
     x = pyir.var("x", shape=("batch", 4))
+    one = C(np.ones((1, 4), "float32"))
     h = x
-    for _ in range(depth):
-        h = op.nn.relu(h)
+    with pyir.ir.node.gc_paused():
+        for i in range(depth):
+            h = op.add(h, one) if i % 2 else op.nn.relu(h)
     mod = pyir.Module({"main": pyir.Function([x], op.dyn.reshape(h, op.shape_of(h)))})
+    text = mod.astext()
+    assert text.startswith("def @main(%x: Tensor[(batch, 4), float32])")
+    assert pyir.alpha_equal(pyir.parse(text)["main"], mod["main"])
     bound = BindShapes({"batch": 2})(mod)
     static = DynamicToStatic()(bound)
     assert static["main"].body.op is pyir.Op("reshape")
     assert static["main"].params[0].type_annotation is TensorType((2, 4))
+    fused = pyir.transform.FuseOps()(mod)
+    assert pyir.transform.DefuseOps()(fused)["main"] is mod["main"]
