@@ -425,3 +425,11 @@ def test_module_text_round_trip_keeps_symbolic_types():
     assert mod.global_type("main").ret_type.shape == (sym("batch"), 64)
     again = pyir.parse(mod.astext())
     assert again.global_type("main") is mod.global_type("main")
+
+
+def test_broadcast_compares_large_ints_by_value():
+    """Dimensions above 256 are distinct int objects: broadcasting compares ints by value (a
+    regression: (1, 512, 28, 28) with (512, 1, 1) was refused by an identity test)."""
+    x = pyir.var("x", shape=(1, 512, 28, 28))
+    y = pyir.var("y", shape=(int("512"), 1, 1))
+    assert pyir.infer_type(op.multiply(x, y)) is pyir.TensorType((1, 512, 28, 28))

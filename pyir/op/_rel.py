@@ -77,7 +77,7 @@ def broadcast_shapes(a: Sequence[DimLike], b: Sequence[DimLike]) -> tuple[DimLik
     for i in range(1, max(len(a), len(b)) + 1):
         x = a[-i] if i <= len(a) else 1
         y = b[-i] if i <= len(b) else 1
-        if x is y or y == 1:
+        if x is y or x == y or y == 1:  # == for ints (512 is not 512), identity for dims
             out.append(x)
         elif x == 1:
             out.append(y)
