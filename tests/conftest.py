@@ -7,6 +7,7 @@ runs and the real-model imports, which the full run (CI) keeps.
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 
@@ -17,16 +18,28 @@ import pyir
 DEPTH = 10**6
 
 
+def _frozen(mod: pyir.Module) -> pyir.Module:
+    """``mod``, its ~5x10**6 objects moved out of the cyclic collector's sight (``gc.freeze``).
+
+    They live until the session ends, and every later full collection (each ``gc.collect()``
+    of a test, each automatic one of a large test) would walk them again: ~2 s each, 50 s of
+    CPU per worker.  Garbage is collected first, so nothing collectable is frozen.
+    """
+    gc.collect()
+    gc.freeze()
+    return mod
+
+
 @pytest.fixture(scope="session")
 def deep_chain() -> pyir.Module:
     """``main(x)``: a 10**6-deep chain of elementwise calls (built once per session)."""
-    return pyir.testing.elementwise_chain(DEPTH)
+    return _frozen(pyir.testing.elementwise_chain(DEPTH))
 
 
 @pytest.fixture(scope="session")
 def deep_anf(deep_chain) -> pyir.Module:
     """The A-normal form of ``deep_chain``: a 10**6-deep let chain."""
-    return pyir.transform.ToANormalForm()(deep_chain)
+    return _frozen(pyir.transform.ToANormalForm()(deep_chain))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,15 +60,14 @@ _SLOW_MODULES = {"test_onnx_models.py", "test_examples_onnx.py"}
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark as ``slow`` the 10**6-deep tests and the real-model imports (deselect: -m "not slow"),
-    and group the tests into the work units that pytest-xdist schedules (``--dist loadgroup``).
+    and run the slow tests first.
 
-    A work unit runs on one worker.  Each file is one unit (its module fixtures and caches, e.g.
-    the mypy run of test_typing.py or the ONNX reference outputs of test_onnx_models.py, are
-    computed once), except that each 10**6-deep test is a unit of its own: a file's deep tests
-    can then run on different workers (the deep chains are session fixtures, built once per
-    worker).  The slow units come first (``--no-loadscope-reorder`` keeps this order), so that
-    the long tests start at once and the short files fill in around them instead of one long
-    test starting last and running alone.
+    pytest-xdist runs with ``--dist worksteal``: each worker starts on its half of this order and
+    an idle worker takes half of the other's remaining tests, so the workers finish within about
+    one test of each other.  With the long tests first, the last test running alone is a short
+    one (with ``loadfile`` a file was one worker's, and the few-test files of deep tests, sorted
+    last by test count, ran alone at the end).  The ``xdist_group`` marks (one per file, one per
+    10**6-deep test) are used only under ``--dist loadgroup``.
     """
     slow = pytest.mark.slow
     heavy: list[pytest.Item] = []
