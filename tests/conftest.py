@@ -22,8 +22,9 @@ def _frozen(mod: pyir.Module) -> pyir.Module:
     """``mod``, its ~5x10**6 objects moved out of the cyclic collector's sight (``gc.freeze``).
 
     They live until the session ends, and every later full collection (each ``gc.collect()``
-    of a test, each automatic one of a large test) would walk them again: ~2 s each, 50 s of
-    CPU per worker.  Garbage is collected first, so nothing collectable is frozen.
+    of a test, each automatic one of a large test) would walk them again: ~2 s each (measured:
+    test_node.py 25 s -> 8 s of CPU, the DCE file 40 s -> 18 s, once the chains are built
+    early).  Garbage is collected first, so nothing collectable is frozen.
     """
     gc.collect()
     gc.freeze()
