@@ -238,8 +238,13 @@ def _rename(t: Any, m: dict[Sym, Any]) -> Any:
 def _new_binders(f: Function, bound: dict[Sym, Any]) -> list[Sym]:
     """The symbols ``f`` binds: those of its parameters' annotations not bound already, in order."""
     out: dict[Sym, None] = {}
+    seen: set[Any] = set()  # parameters mostly share a few interned types: look at each once
     for p in f.params:
-        for s in _node_syms(p.type_annotation):
+        t = p.type_annotation
+        if t in seen:
+            continue
+        seen.add(t)
+        for s in _node_syms(t):
             if s not in bound:
                 out.setdefault(s)
     return list(out)
