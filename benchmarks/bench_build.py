@@ -198,7 +198,8 @@ def alternate(pairs: dict[str, tuple[Callable[[], Any], Callable[[], Any]]], rou
 _INPUTS = {
     "x2": ((S, D), F32), "y2": ((S, D), F32), "x4": ((1, 16, 8, 8), F32), "w4": ((16, 16, 3, 3), F32),
     "w2": ((D, D), F32), "c": ((16,), F32), "d": ((D,), F32), "b2": ((S, D), "bool"),
-    "i": ((4,), "int32"),
+    "i": ((4,), "int32"), "s2": ((2,), "int64"), "s4": ((4,), "int64"), "k": ((), "int64"),
+    "p4": ((4, 2), "int64"), "f0": ((), F32),
 }
 # operator -> (inputs, typical attributes); unlisted operators take one or two x2 tensors
 _OP_CASES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
@@ -234,16 +235,38 @@ _OP_CASES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "logical_not": (("b2",), {}),
     "logical_and": (("b2", "b2"), {}),
     "logical_or": (("b2", "b2"), {}),
+    "shape_of": (("x2",), {}),
+    "broadcast_to": (("d",), {"shape": (S, D)}),
+    "full": (("f0",), {"shape": (S, D)}),
+    "tile": (("x2",), {"reps": (1, 2)}),
+    "one_hot": (("i", "f0", "f0"), {"depth": 8}),
+    "topk": (("x2",), {"k": 4}),
+    "image.resize2d": (("x4",), {"size": (16, 16)}),
+    "dyn.reshape": (("x2", "s2"), {}),
+    "dyn.broadcast_to": (("d", "s2"), {}),
+    "dyn.zeros": (("s2",), {}),
+    "dyn.ones": (("s2",), {}),
+    "dyn.full": (("f0", "s2"), {}),
+    "dyn.strided_slice": (("x2", "s2", "s2", "s2"), {}),
+    "dyn.nn.pad": (("x2", "p4", "f0"), {}),
+    "dyn.tile": (("x2", "s2"), {}),
+    "dyn.topk": (("x2", "k"), {}),
+    "dyn.image.resize2d": (("x4", "s2"), {}),
+    "dyn.one_hot": (("i", "f0", "f0", "k"), {}),
+    "dyn.arange": (("f0", "f0", "f0"), {}),
 }
 for _r in ("sum", "mean", "max", "min", "prod"):
     _OP_CASES[_r] = (("x2",), {"axis": (1,), "keepdims": True})
 
 
 def _builder(name: str) -> Callable[..., Any]:
-    mod: Any = op
-    for part in name.split("."):
-        mod = getattr(mod, part)
-    return mod  # type: ignore[no-any-return]
+    """The builder of operator ``name`` (``dyn.nn.pad`` is ``op.dyn.pad``)."""
+    for mod in (op.tensor, op.nn, op.shape, op.image, op.dyn):
+        for n in mod.__all__:
+            b = getattr(mod, n)
+            if b.op.name == name:
+                return b  # type: ignore[no-any-return]
+    raise KeyError(name)
 
 
 def op_cases(k: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
@@ -252,6 +275,8 @@ def op_cases(k: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
     out = {}
     for name in list_ops():
         odef = get_op_def(name)
+        if odef.num_inputs == 0:  # zeros, ones, arange: no input to vary for a miss
+            continue
         default = ("x2",) * (odef.num_inputs or 2)
         inputs, kw = _OP_CASES.get(name, (default, {}))
         f = _builder(name)
