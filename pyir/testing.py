@@ -103,10 +103,12 @@ def transformer_block(seq: int = 8, dim: int = 16, heads: int = 2, *, seed: int 
 
 
 @_bulk
-def elementwise_chain(n: int, shape: Sequence[int] = (4,)) -> Module:
-    """``main(x)``: ``n`` elementwise calls in one chain (graph depth ``n``)."""
+def elementwise_chain(n: int, shape: Sequence[Any] = (4,)) -> Module:
+    """``main(x)``: ``n`` elementwise calls in one chain (graph depth ``n``); ``shape`` may hold
+    symbolic dimensions (``("batch", 4)``)."""
     x = var("x", shape=shape)
-    one = const(np.ones(shape, "float32"))
+    # the constant broadcasts over symbolic dimensions (size 1 there)
+    one = const(np.ones([d if type(d) is int else 1 for d in TensorType(shape).shape], "float32"))
     h: Expr = x
     ops = (lambda a: op.add(a, one), lambda a: op.multiply(a, one), op.nn.relu, lambda a: op.subtract(a, x))
     for i in range(n):

@@ -294,6 +294,23 @@ def test_random_bindings_symbolic_equals_specialized(batch, k, kind):
     np.testing.assert_allclose(pyir.evaluate(mod, a), pyir.evaluate(spec, a))
 
 
+def test_deep_symbolic_chain_through_the_other_passes_and_queries():
+    """The 10^6-deep chain with a symbolic batch through the passes the other 10^6 symbolic
+    tests leave out, lineage queries and diff (issue 12: every operation)."""
+    from pyir import transform as T
+
+    mod = pyir.testing.elementwise_chain(10**6, shape=("batch", 4))
+    assert mod["main"].params[0].type_annotation is TensorType((sym("batch"), 4))
+    out = Sequential([T.InferType(), T.SimplifyInference(), T.FoldConstant(), T.SimplifyExpr(),
+                      T.EliminateCommonSubexpr(), T.DeadCodeElimination(), T.ToANormalForm(),
+                      T.ToBasicBlockNormalForm(), T.Inline(), T.ToGraphNormalForm()])(mod)
+    assert out["main"].checked_type.ret_type is TensorType((sym("batch"), 4))
+    last = out["main"].body
+    assert last in out.find(mod["main"].body) and out.origins(last)
+    d = pyir.diff(mod, out)
+    assert d and d.changed == ["main"] and not d.added and not d.removed
+
+
 def test_deep_symbolic_chain_text_binding_fusion():
     """The 10^6-deep chain with a symbolic batch through the text (print, parse), BindShapes,
     DynamicToStatic, FuseOps and DefuseOps (no recursion; the formats, equality, InferType and
