@@ -433,3 +433,25 @@ def test_broadcast_compares_large_ints_by_value():
     x = pyir.var("x", shape=(1, 512, 28, 28))
     y = pyir.var("y", shape=(int("512"), 1, 1))
     assert pyir.infer_type(op.multiply(x, y)) is pyir.TensorType((1, 512, 28, 28))
+
+
+def test_annotations_with_unknown_dimensions_accept_more_specific_values():
+    """A let's or a function's declared type with ? accepts a value whose dimension is known
+    or symbolic there (the variable, the function get the declared type); other mismatches are
+    still errors naming both types."""
+    x = pyir.var("x", shape=("n", 3))
+    y = pyir.var("y", pyir.TensorType((Any, 3)))
+    f = pyir.Function([x], pyir.Let(y, op.nn.relu(x), op.add(y, y)), pyir.TensorType((Any, 3)))
+    typed = pyir.transform.InferType()(pyir.Module({"main": f}))
+    assert typed["main"].checked_type.ret_type is pyir.TensorType((Any, 3))
+    tup = pyir.TupleType([pyir.TensorType((Any, 3)), pyir.TensorType((2,))])
+    t = pyir.var("t", tup)
+    g = pyir.Function([x], pyir.Let(t, pyir.Tuple([x, pyir.const(np.zeros(2, "float32"))]), t), tup)
+    assert pyir.transform.InferType()(pyir.Module({"main": g}))["main"].checked_type.ret_type is tup
+    for ann in [pyir.TensorType((Any, 4)), pyir.TensorType((Any, 3), "int8"), pyir.TensorType((Any,)),
+                pyir.TensorType((sym("m"), 3))]:
+        bad = pyir.Function([x], pyir.Let(pyir.var("z", ann), op.nn.relu(x), x))
+        with pytest.raises(pyir.PassError, match="annotated"):
+            pyir.transform.InferType()(pyir.Module({"main": bad}))
+    with pytest.raises(pyir.PassError, match="declared return type"):
+        pyir.transform.InferType()(pyir.Module({"main": pyir.Function([x], x, pyir.TensorType((Any, 2)))}))

@@ -192,8 +192,10 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
                                       "pyir.var for each binding")
             vt = tyof(n.value)  # type: ignore[attr-defined]
             if v.type_annotation is not None and v.type_annotation is not vt:
-                raise TypeCheckError(f"let %{v.name_hint}: annotated {_fmt(v.type_annotation)} "
-                                     f"but the value has type {_fmt(vt)}")
+                if not accepts(v.type_annotation, vt):
+                    raise TypeCheckError(f"let %{v.name_hint}: annotated {_fmt(v.type_annotation)} "
+                                         f"but the value has type {_fmt(vt)}")
+                vt = v.type_annotation  # a ? in the annotation: the variable has the declared type
             env[v] = vt
             continue
         if n in rebound:  # typed before the walk, re-walked for its let variables
@@ -236,8 +238,10 @@ def _compute(n: Node, tyof: Callable[[Node], Type]) -> Type:
         body_t = tyof(n.body)  # type: ignore[attr-defined]
         rt = n.ret_type  # type: ignore[attr-defined]
         if rt is not None and rt is not body_t:
-            raise TypeCheckError(f"{_where(n)}: declared return type {_fmt(rt)} but the body has type "
-                                 f"{_fmt(body_t)}")
+            if not accepts(rt, body_t):
+                raise TypeCheckError(f"{_where(n)}: declared return type {_fmt(rt)} but the body has type "
+                                     f"{_fmt(body_t)}")
+            body_t = rt  # a ? in the declared type: the function has the declared type
         return FuncType([p.type_annotation for p in n.params], body_t)  # type: ignore[attr-defined]
     if k is Let:
         return tyof(n.body)  # type: ignore[attr-defined]
@@ -806,3 +810,37 @@ def _join_branches(n: Node, tt: Type, ft: Type) -> Type:
             raise err("")
         stack.pop()
     return memo[(tt, ft)]
+
+
+def accepts(declared: Type, actual: Type) -> bool:
+    """Whether a value of type ``actual`` fits the annotation ``declared``: the same type, or
+    the same structure where each dimension of ``declared`` is ``?`` or equal to ``actual``'s
+    (``Tensor[(?, 3)]`` accepts ``Tensor[(n, 3)]`` and ``Tensor[(2, 3)]``).  Iterative."""
+    from ..ir.dims import Any as ANY_DIM
+
+    stack: list[tuple[Type, Type]] = [(declared, actual)]
+    while stack:
+        a, b = stack.pop()
+        if a is b:
+            continue
+        ka = type(a)
+        if ka is not type(b):
+            return False
+        if ka is TensorType:
+            if a.dtype != b.dtype or a.ndim != b.ndim:  # type: ignore[attr-defined]
+                return False
+            for x, y in zip(a.shape, b.shape):  # type: ignore[attr-defined]
+                if not (x is y or x is ANY_DIM or (type(x) is int and x == y)):
+                    return False
+        elif ka is TupleType:
+            fa, fb = a.fields, b.fields  # type: ignore[attr-defined]
+            if len(fa) != len(fb):
+                return False
+            stack.extend(zip(fa, fb))
+        elif ka is FuncType:  # parameters must match exactly; the result may be more general
+            if a.arg_types != b.arg_types:  # type: ignore[attr-defined]
+                return False
+            stack.append((a.ret_type, b.ret_type))  # type: ignore[attr-defined]
+        else:
+            return False
+    return True
