@@ -180,8 +180,10 @@ where: _sig.Where = register_op("where", num_inputs=3, type_rel=_where_rel,
 # -- layout transforms -----------------------------------------------------------------------
 
 
-def _infer_reshape(src: tuple[int, ...], newshape: tuple[int, ...]) -> tuple[int, ...]:
-    out: list[int] = []
+def _newshape_items(src: tuple[Any, ...], newshape: tuple[int, ...]) -> tuple[list[Any], int]:
+    """``newshape`` with each ``0`` replaced by the input's dimension and the ``-1`` (if any) by
+    1, and the position of that ``-1`` (-1: none); a TypeCheckError for a bad ``newshape``."""
+    out: list[Any] = []
     infer_at = -1
     for i, d in enumerate(newshape):
         if d == 0:
@@ -197,6 +199,11 @@ def _infer_reshape(src: tuple[int, ...], newshape: tuple[int, ...]) -> tuple[int
             out.append(d)
         else:
             raise fail(f"newshape {newshape}: invalid dimension {d}")
+    return out, infer_at
+
+
+def _infer_reshape(src: tuple[int, ...], newshape: tuple[int, ...]) -> tuple[int, ...]:
+    out, infer_at = _newshape_items(src, newshape)
     total = int(np.prod(src, dtype=np.int64))
     known = int(np.prod(out, dtype=np.int64))
     if infer_at >= 0:
@@ -214,22 +221,7 @@ def _infer_reshape_dims(src: tuple[DimLike, ...], newshape: tuple[int, ...]) -> 
     ``0`` copies the input dimension; ``-1`` is the quotient of the element counts when it
     is provably exact (``(n, 3, 4)`` to ``(-1, 12)`` gives ``n``), else ``?``.  Counts that
     are provably different are an error; counts whose equality is unknown are accepted."""
-    out: list[DimLike] = []
-    infer_at = -1
-    for i, d in enumerate(newshape):
-        if d == 0:
-            if i >= len(src):
-                raise fail(f"newshape {newshape}: 0 at position {i} but input rank is {len(src)}")
-            out.append(src[i])
-        elif d == -1:
-            if infer_at >= 0:
-                raise fail(f"newshape {newshape} has more than one -1")
-            infer_at = i
-            out.append(1)
-        elif d > 0:
-            out.append(d)
-        else:
-            raise fail(f"newshape {newshape}: invalid dimension {d}")
+    out, infer_at = _newshape_items(src, newshape)
     total = dim_prod(src)
     known = dim_prod(out)
     if infer_at >= 0:
