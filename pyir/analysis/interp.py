@@ -92,7 +92,14 @@ _EVAL, _OP, _TUPLE, _GETITEM, _BIND, _BRANCH, _CALLFN, _MEMO = range(8)
 def _check_input(i: int, p: Var, value: Any) -> Any:
     t = p.type_annotation
     if isinstance(t, TensorType):
-        arr = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=t.dtype)
+        if isinstance(value, np.ndarray):
+            arr = value
+        else:
+            try:
+                arr = np.asarray(value, dtype=t.dtype)
+            except (TypeError, ValueError, OverflowError) as e:
+                raise EvaluationError(f"input {i} (%{p.name_hint}): expected Tensor[{t.shape}, "
+                                      f"{t.dtype}], got {type(value).__name__} ({e})") from None
         if not t.static and arr.ndim == t.ndim and arr.dtype.name == t.dtype:
             return arr  # symbolic or unknown dimensions: checked by _bind_inputs
         if arr.shape != t.shape or arr.dtype.name != t.dtype:
