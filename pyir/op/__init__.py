@@ -11,7 +11,12 @@ from .shape import __all__ as _shape_all
 from .tensor import *  # noqa: F403
 from .tensor import __all__ as _tensor_all
 
-for _m in (nn, tensor, shape, image, dyn):
+# Every module of operator builders, written once: the typed signatures (_gen_signatures), the
+# tests and the attach loop below read this tuple. A new family adds its module here (and, if its
+# builders live at ``pyir.op.NAME`` rather than ``pyir.op.family.NAME``, star-imports it above).
+BUILDER_MODULES = (nn, tensor, shape, image, dyn)
+
+for _m in BUILDER_MODULES:
     _signature.attach(_m)
 
 __all__ = ["nn", "image", "dyn", "AttrSpec", "OpDef", "OpPattern", "get_op_def", "list_ops", "register_op",

@@ -98,12 +98,12 @@ def _protocol(odef: OpDef) -> str:
 
 
 def builtin_ops() -> list[str]:
-    """Names of pyir's own operators (those with a builder in ``pyir.op.nn``, ``tensor``, ``shape``,
-    ``image`` or ``dyn``), sorted; operators registered later by user code (or by tests) are not
-    among them."""
-    from . import dyn, image, nn, shape, tensor
+    """Names of pyir's own operators (those with a builder in one of
+    ``pyir.op.BUILDER_MODULES``), sorted; operators registered later by user code (or by
+    tests) are not among them."""
+    from . import BUILDER_MODULES
 
-    return sorted({getattr(m, n).op.name for m in (nn, tensor, shape, image, dyn) for n in m.__all__})
+    return sorted({getattr(m, n).op.name for m in BUILDER_MODULES for n in m.__all__})
 
 
 def render() -> str:
