@@ -335,7 +335,8 @@ def check_pass(pass_: Any, mod: Module, *, idempotent: bool = True, lineage: boo
     * the output means the same under the interpreter (on seeded random inputs; symbolic
       dimensions take their values in ``shapes``, default 3);
     * lineage is complete: every output node existed in the input or has origins,
-      all of them ids of the input;
+      all of them ids of the input; and every node of the input (but variables) is in the
+      output, or is found again in it, or was eliminated by the pass;
     * (``idempotent``) running the pass on its output returns that very module.
 
     Returns the output module.
@@ -349,14 +350,50 @@ def check_pass(pass_: Any, mod: Module, *, idempotent: bool = True, lineage: boo
     assert_same_values(mod, out, rtol=rtol, atol=atol, seed=seed, shapes=shapes)
     if lineage and out is not mod:
         input_ids = {i for ids in before[1].values() for i in ids}
-        for n in post_order(list(out.functions().values())):
+        out_nodes = post_order(list(out.functions().values()))
+        for n in out_nodes:
             if n.id not in input_ids:
                 orig = out.origins(n, since=len(mod.pass_records))
                 if not orig or not orig <= input_ids:
                     raise AssertionError(f"{pass_.name}: {n!r} has no origins, or origins outside the input")
+        _check_forward_lineage(pass_.name, mod, out, {n.id for n in out_nodes})
     if idempotent and pass_(out) is not out:
         raise AssertionError(f"{pass_.name} is not idempotent here")
     return out
+
+
+def _check_forward_lineage(name: str, mod: Module, out: Module, out_ids: set[bytes]) -> None:
+    """Every expression node of ``mod`` (variables and operators aside) is in ``out``, is found
+    again in it through the pass's records (a call site counts as found in the copies made
+    at it, which derive from it AND the callee), or was eliminated by one of them.  A let or a
+    function counts as found where its parts are (normal forms re-nest lets, DefuseOps
+    dissolves primitive functions into their sites)."""
+    from .ir.expr import GlobalVar, Op
+    from .ir.lineage import _forward
+    from .ir.traverse import post_order
+
+    recs = out.pass_records[len(mod.pass_records):]
+    removed = frozenset().union(*(r.removed for r in recs))
+    # A let or a function survives where its parts do (their parts are checked on their own).
+    skip = (Var, GlobalVar, Op, Let, Function)
+    for n in post_order(list(mod.functions().values())):
+        if type(n) in skip or n.id in out_ids or n.id in removed:
+            continue
+        cur: dict[bytes, bool] = {n.id: True}
+        gone = False
+        for rec in recs:
+            if rec.removed and not rec.removed.isdisjoint(cur):
+                gone = True  # it, or what it became in an earlier record, was eliminated here
+            by_site = rec._qfwd()[3]
+            if by_site is not None:  # a call site is accounted for by the copies made at it
+                for i in [i for i in cur if i in by_site]:
+                    pairs = by_site[i]
+                    cur.update(dict.fromkeys(pairs[1::2], True))
+            cur = _forward(rec, cur)[0]
+        if gone or any(i in out_ids for i in cur):
+            continue
+        raise AssertionError(f"{name}: {n!r} of the input is neither in the output, nor found again "
+                             "in it, nor eliminated (a rewrite consumed it without recording lineage)")
 
 
 # -- canonical form ----------------------------------------------------------------------------------

@@ -55,7 +55,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from types import MappingProxyType
-from typing import Any, overload
+from typing import Any, cast, overload
+
+import numpy as np
 
 from ..errors import ImmutableError, LineageError
 from .node import Node, gc_paused
@@ -333,7 +335,7 @@ class Edges(Sequence[tuple[bytes, tuple[bytes, ...]]]):
     _news: bytes
     _olds: bytes
     _counts: bytes | None  # native uint32 counts; None when every edge has one old id
-    _offsets: array[int] | None
+    _offsets: Any  # memoryview of uint64 edge offsets (built on first use), or None
     _typed: bool  # some edge is an instance or shared edge
 
     def __init__(self, news: bytes, olds: bytes, counts: bytes | None) -> None:
@@ -400,15 +402,20 @@ class Edges(Sequence[tuple[bytes, tuple[bytes, ...]]]):
         new = self._news[i * L:i * L + L]
         if self._counts is None:
             return new, (self._olds[i * L:i * L + L],)
+        offs = self._offs()
+        return new, tuple([self._olds[j * L:j * L + L] for j in range(offs[i], offs[i + 1])])
+
+    def _offs(self) -> Any:
+        """Where each edge's old ids start (in ids), one past the last at the end; built once
+        (only for edges with counts)."""
         offs = self._offsets
         if offs is None:
-            offs = array("Q", [0])
-            acc = 0
-            for k in _as_counts(self._counts):
-                acc += k
-                offs.append(acc)
+            c = np.frombuffer(self._counts if self._counts is not None else b"", dtype=np.uint32)
+            o = np.zeros(len(c) + 1, dtype=np.uint64)
+            np.cumsum(c, out=o[1:])
+            offs = memoryview(o.tobytes()).cast("Q")
             object.__setattr__(self, "_offsets", offs)
-        return new, tuple([self._olds[j * L:j * L + L] for j in range(offs[i], offs[i + 1])])
+        return offs
 
     @overload
     def __getitem__(self, i: int) -> tuple[bytes, tuple[bytes, ...]]: ...
@@ -684,6 +691,244 @@ def _compact_edges(edges: Any, name: str) -> Edges:
     return Edges._trusted(bytes(news), bytes(olds), None if counts is None else counts.tobytes(), buf.typed)
 
 
+# -- compact indexes over a record's edges ------------------------------------------------------
+
+
+class _IdIndex:
+    """The positions of a blob of 16-byte ids, found by id: the positions sorted by the ids'
+    first 8 bytes, with a directory of buckets (the top bits of those bytes; ids are digests,
+    so buckets hold one or two positions).  About 8 bytes per id, built by numpy in one sort,
+    where a dict of ids costs ~150 (issue 10: the 10^6-deep memory target)."""
+
+    __slots__ = ("blob", "perm", "dir", "shift")
+
+    def __init__(self, blob: bytes) -> None:
+        n = len(blob) // _ID_LEN
+        k = max(1, n.bit_length() - 1)  # 2^k buckets, n / 2^k in [1, 2)
+        hi = np.frombuffer(blob, dtype=">u8")[0::2] if n else np.zeros(0, dtype=">u8")
+        perm = np.argsort(hi, kind="stable").astype(np.uint32)
+        buckets = (hi[perm] >> np.uint64(64 - k)).astype(np.int64)
+        dirs = np.searchsorted(buckets, np.arange((1 << k) + 1, dtype=np.int64)).astype(np.uint32)
+        self.blob = blob
+        self.perm = memoryview(perm.tobytes()).cast("I")
+        self.dir = memoryview(dirs.tobytes()).cast("I")
+        self.shift = 64 - k
+
+    def positions(self, key: Any) -> list[int]:
+        """The positions holding ``key``, ascending (empty for anything but a 16-byte id)."""
+        if type(key) is not bytes or len(key) != _ID_LEN:
+            return []
+        b = int.from_bytes(key[:8], "big") >> self.shift
+        lo, hi = self.dir[b], self.dir[b + 1]
+        blob, perm = self.blob, self.perm
+        out = []
+        for q in range(lo, hi):
+            p = perm[q]
+            if blob[p * _ID_LEN:p * _ID_LEN + _ID_LEN] == key:
+                out.append(p)
+        return out
+
+    def first(self, key: Any) -> bool:
+        """Whether ``key`` is held at some position."""
+        if type(key) is not bytes or len(key) != _ID_LEN:
+            return False
+        b = int.from_bytes(key[:8], "big") >> self.shift
+        blob, perm = self.blob, self.perm
+        for q in range(self.dir[b], self.dir[b + 1]):
+            p = perm[q]
+            if blob[p * _ID_LEN:p * _ID_LEN + _ID_LEN] == key:
+                return True
+        return False
+
+    def unique(self) -> Iterator[bytes]:
+        """Each id held, once, in the order of its first position."""
+        blob = self.blob
+        seen: set[bytes] = set()
+        for p in range(0, len(blob), _ID_LEN):
+            i = blob[p:p + _ID_LEN]
+            if i not in seen:
+                seen.add(i)
+                yield i
+
+
+class _EdgeTable:
+    """A record's edges as flat arrays, decoded on demand: the new id of edge ``e``, and the
+    old ids of edge ``e`` (marks included) from the edge offsets."""
+
+    __slots__ = ("news", "olds", "offs", "n")
+    offs: Any  # memoryview of uint64 (Edges._offs), or None when every edge has one old id
+
+    def __init__(self, edges: Edges) -> None:
+        news, olds, counts, n = edges._parts()
+        self.news = news
+        self.olds = olds
+        self.offs = None if counts is None else edges._offs()
+        self.n = n
+
+    def new(self, e: int) -> bytes:
+        return self.news[e * _ID_LEN:e * _ID_LEN + _ID_LEN]
+
+    def span(self, e: int) -> tuple[int, int]:
+        """The old-id positions of edge ``e``: [start, stop)."""
+        offs = self.offs
+        return (e, e + 1) if offs is None else (offs[e], offs[e + 1])
+
+    def old(self, j: int) -> bytes:
+        return self.olds[j * _ID_LEN:j * _ID_LEN + _ID_LEN]
+
+    def olds_of(self, e: int) -> tuple[bytes, ...]:
+        a, b = self.span(e)
+        olds = self.olds
+        return tuple([olds[j * _ID_LEN:j * _ID_LEN + _ID_LEN] for j in range(a, b)])
+
+
+class _BackIndex(Mapping[bytes, Any]):
+    """new id -> old ids, over a record's compact edges (see :class:`_IdIndex`).
+
+    ``union`` (the :attr:`PassRecord.back` view): an id maps to the deduplicated old ids of
+    all its edges, typed edges' marks left out.  Otherwise (the query view of a record with
+    typed edges): an id maps to its one edge's olds tuple (a typed one starts with its mark),
+    or to a list of such tuples when it has several edges."""
+
+    __slots__ = ("_t", "_ix", "_union", "_len")
+
+    def __init__(self, edges: Edges, union: bool) -> None:
+        self._t = _EdgeTable(edges)
+        self._ix = _IdIndex(self._t.news)
+        self._union = union
+        self._len: int | None = None
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        es = self._ix.positions(key)
+        if not es:
+            return default
+        t = self._t
+        if self._union:
+            if len(es) == 1:
+                olds = t.olds_of(es[0])
+                if olds and olds[0] in _MARKS:
+                    olds = olds[1:]
+                return olds if len(olds) < 2 else tuple(dict.fromkeys(olds))
+            acc: list[bytes] = []
+            for e in es:
+                olds = t.olds_of(e)
+                acc.extend(olds[1:] if olds and olds[0] in _MARKS else olds)
+            return tuple(dict.fromkeys(acc))
+        if len(es) == 1:
+            return t.olds_of(es[0])
+        return [t.olds_of(e) for e in es]
+
+    def __getitem__(self, key: bytes) -> Any:
+        v = self.get(key, _MISSING)
+        if v is _MISSING:
+            raise KeyError(key)
+        return v
+
+    def __contains__(self, key: object) -> bool:
+        return self._ix.first(key)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._ix.unique()
+
+    def __len__(self) -> int:
+        if self._len is None:
+            self._len = sum(1 for _ in self._ix.unique())
+        return self._len
+
+    def __repr__(self) -> str:
+        return f"<back index of {self._t.n} edges>"
+
+
+class _FwdIndex(Mapping[bytes, tuple[bytes, ...]]):
+    """old id -> new ids over a record's compact edges (the old ids' positions indexed).
+
+    ``kind`` selects the edges: ``"union"`` every edge (the :attr:`PassRecord.fwd` view, marks
+    left out), ``"plain"`` ordinary edges only, ``"shared"`` shared edges only; ``"body"`` /
+    ``"site"`` give instance edges by body (``[site, new, site, new, ...]``) or by site
+    (``[body, new, ...]``)."""
+
+    __slots__ = ("_t", "_ix", "_edge_of", "_kind", "_len")
+    _t: _EdgeTable
+    _ix: _IdIndex
+    _edge_of: Any  # memoryview of uint32: the edge of each old-id position (None: position = edge)
+
+    def __init__(self, base: _FwdIndex | Edges, kind: str) -> None:
+        if isinstance(base, _FwdIndex):  # another view over the same arrays
+            self._t, self._ix, self._edge_of = base._t, base._ix, base._edge_of
+        else:
+            t = self._t = _EdgeTable(base)
+            self._ix = _IdIndex(t.olds)
+            if t.offs is None:
+                self._edge_of = None
+            else:
+                c = np.frombuffer(base._counts or b"", dtype=np.uint32)
+                eo = np.repeat(np.arange(t.n, dtype=np.uint32), c)
+                self._edge_of = memoryview(eo.tobytes()).cast("I")
+        self._kind = kind
+        self._len: int | None = None
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key in _MARKS:
+            return default
+        js = self._ix.positions(key)
+        if not js:
+            return default
+        t, eo, kind = self._t, self._edge_of, self._kind
+        out: list[bytes] = []
+        for j in js:
+            e = j if eo is None else eo[j]
+            a = j if eo is None else t.offs[e]
+            first = t.old(a)
+            if first in _MARKS:
+                if first == INSTANCE_EDGE:
+                    if kind == "body" and j == a + 1:
+                        out += (t.old(a + 2), t.new(e))
+                    elif kind == "site" and j == a + 2:
+                        out += (t.old(a + 1), t.new(e))
+                    elif kind == "union":
+                        out.append(t.new(e))
+                    continue
+                if kind != "shared" and kind != "union":
+                    continue
+            elif kind != "plain" and kind != "union":
+                continue
+            new = t.new(e)
+            if not out or out[-1] != new:
+                out.append(new)
+        if not out:
+            return default
+        if kind == "body" or kind == "site":
+            return out
+        return tuple(dict.fromkeys(out)) if len(out) > 1 else tuple(out)
+
+    def __getitem__(self, key: bytes) -> Any:
+        v = self.get(key, _MISSING)
+        if v is _MISSING:
+            raise KeyError(key)
+        return v
+
+    def __contains__(self, key: object) -> bool:
+        if self._t.offs is None:  # no counts: every edge has one old id, none is typed
+            return self._kind in ("union", "plain") and key not in _MARKS and self._ix.first(key)
+        if self._kind == "union":
+            return key not in _MARKS and self._ix.first(key)
+        return self.get(key) is not None
+
+    def __iter__(self) -> Iterator[bytes]:
+        return (i for i in self._ix.unique() if i not in _MARKS and i in self)
+
+    def __len__(self) -> int:
+        if self._len is None:
+            self._len = sum(1 for _ in self)
+        return self._len
+
+    def __repr__(self) -> str:
+        return f"<forward index ({self._kind}) of {self._t.n} edges>"
+
+
+_MISSING = object()
+
+
 class PassRecord:
     """One pass run: its name, options, derivation edges and eliminated ids.
 
@@ -702,9 +947,9 @@ class PassRecord:
     removed: frozenset[bytes]
     sources: Mapping[bytes, Any] | None
     seconds: float
-    _back: Mapping[bytes, tuple[bytes, ...]]
-    _fwd: Mapping[bytes, tuple[bytes, ...]]
-    _qb: dict[bytes, Any]
+    _back: _BackIndex
+    _fwd: _FwdIndex
+    _qb: _BackIndex
     _qf: tuple[Mapping[bytes, Any], Any, Any, Any]
 
     def __init__(self, name: str, options: str, edges: Iterable[tuple[bytes, Iterable[bytes]]],
@@ -767,11 +1012,12 @@ class PassRecord:
     @property
     def back(self) -> Mapping[bytes, tuple[bytes, ...]]:
         """new id -> old ids (a read-only mapping, built on first use; the union view: the
-        marks of typed edges are left out)."""
+        marks of typed edges are left out).  Compact: sorted arrays over the record's edges,
+        about 16 bytes per edge."""
         try:
             return self._back
         except AttributeError:
-            b = MappingProxyType(self._build_back())
+            b = _BackIndex(self.edges, union=True)
             object.__setattr__(self, "_back", b)
             return b
 
@@ -783,55 +1029,15 @@ class PassRecord:
         for new, olds in self.edges:
             yield new, (olds[1:] if olds and olds[0] in _MARKS else olds)
 
-    def _build_back(self) -> dict[bytes, tuple[bytes, ...]]:
-        # An id with one edge maps to that edge's own tuple (no copy); ids with several
-        # edges collect them in a list, deduplicated into a tuple at the end.
-        with gc_paused():
-            acc: dict[bytes, Any] = {}
-            multi: list[bytes] = []
-            for new, olds in self._edges_untyped():
-                cur = acc.get(new)
-                if cur is None:
-                    acc[new] = olds
-                    if len(olds) > 1:  # may repeat an id
-                        multi.append(new)
-                elif type(cur) is list:
-                    cur.extend(olds)
-                else:
-                    acc[new] = [*cur, *olds]
-                    multi.append(new)
-            for k in multi:
-                acc[k] = tuple(dict.fromkeys(acc[k]))
-            return acc
-
     @property
     def fwd(self) -> Mapping[bytes, tuple[bytes, ...]]:
         """old id -> new ids (a read-only mapping, built on first use; the union view)."""
         try:
             return self._fwd
         except AttributeError:
-            f = MappingProxyType(self._build_fwd())
+            f = _FwdIndex(self.edges, "union")
             object.__setattr__(self, "_fwd", f)
             return f
-
-    def _build_fwd(self) -> dict[bytes, tuple[bytes, ...]]:
-        # As _build_back: a 1-tuple per id with one edge, a list only for ids with several.
-        with gc_paused():
-            acc: dict[bytes, Any] = {}
-            multi: list[bytes] = []
-            for new, olds in self._edges_untyped():
-                for o in olds:
-                    cur = acc.get(o)
-                    if cur is None:
-                        acc[o] = (new,)
-                    elif type(cur) is list:
-                        cur.append(new)
-                    else:
-                        acc[o] = [*cur, new]
-                        multi.append(o)
-            for k in multi:
-                acc[k] = tuple(dict.fromkeys(acc[k]))
-            return acc
 
     # -- the query indexes (typed edges kept apart) -----------------------------------------
 
@@ -844,61 +1050,23 @@ class PassRecord:
         try:
             return self._qb
         except AttributeError:
-            with gc_paused():
-                acc: dict[bytes, Any] = {}
-                for new, olds in self.edges:
-                    cur = acc.get(new)
-                    if cur is None:
-                        acc[new] = olds
-                    elif type(cur) is list:
-                        cur.append(olds)
-                    else:
-                        acc[new] = [cur, olds]
-            object.__setattr__(self, "_qb", acc)
-            return acc
+            q = _BackIndex(self.edges, union=False)
+            object.__setattr__(self, "_qb", q)
+            return q
 
     def _qfwd(self) -> tuple[Mapping[bytes, Any], Any, Any, Any]:
         """For the queries: (ordinary edges: old -> news, shared edges: old -> news, instance
         edges by body: body -> [site, new, site, new, ...], by site: site -> [body, new, ...]);
-        the last three are None for a record without typed edges."""
+        the last three are None for a record without typed edges.  Views over one forward
+        index."""
         if not self.edges._typed:
             return self.fwd, None, None, None
         try:
             return self._qf
         except AttributeError:
-            with gc_paused():
-                fwd: dict[bytes, Any] = {}
-                shr: dict[bytes, Any] = {}
-                by_body: dict[bytes, list[bytes]] = {}
-                by_site: dict[bytes, list[bytes]] = {}
-                for new, olds in self.edges:
-                    if olds and olds[0] in _MARKS:
-                        if olds[0] == INSTANCE_EDGE:
-                            body, site = olds[1], olds[2]
-                            cur = by_body.get(body)
-                            if cur is None:
-                                by_body[body] = [site, new]
-                            else:
-                                cur += (site, new)
-                            cur = by_site.get(site)
-                            if cur is None:
-                                by_site[site] = [body, new]
-                            else:
-                                cur += (body, new)
-                            continue
-                        acc, olds = shr, olds[1:]
-                    else:
-                        acc = fwd
-                    for o in olds:
-                        cur = acc.get(o)
-                        if cur is None:
-                            acc[o] = (new,)
-                        elif type(cur) is list:
-                            if cur[-1] != new:  # an id repeated within one edge
-                                cur.append(new)
-                        elif cur[-1] != new:
-                            acc[o] = [*cur, new]
-            q = (fwd, shr, by_body, by_site)
+            base = cast(_FwdIndex, self.fwd)
+            q = (_FwdIndex(base, "plain"), _FwdIndex(base, "shared"), _FwdIndex(base, "body"),
+                 _FwdIndex(base, "site"))
             object.__setattr__(self, "_qf", q)
             return q
 

@@ -25,12 +25,12 @@ from typing import Any
 
 from ..analysis.typecheck import TypeContext
 from ..errors import ImmutableError, RewriteLoopError, WellFormedError
-from ..ir.expr import Expr, Function
+from ..ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem
 from ..ir.lineage import derive
 from ..ir.node import Node
 from ..ir.types import Type
-from .functor import _KINDS, ExprMutator, RoundLineage
-from .pattern import Match, Pattern, PatternError, _key, _simplify_terms, _State
+from .functor import _KINDS, Derivations, ExprMutator, RoundLineage
+from .pattern import Match, Pattern, PatternError, WildcardPattern, _key, _simplify_terms, _State, _Wrapper
 
 __all__ = ["Rule", "rewrite_rules", "rewrite_function", "as_rule", "TypeOracle"]
 
@@ -126,6 +126,10 @@ class _RuleSet:
         return r
 
 
+# node kinds a match can consume (variables, functions and global names are never merged away)
+_CONSUMABLE = frozenset({Call, Constant, Tuple, TupleGetItem})
+
+
 class _RuleMutator(ExprMutator):
     def __init__(self, rs: _RuleSet, type_of: Callable[[Expr], Type | None], max_steps: int) -> None:
         super().__init__()
@@ -143,6 +147,7 @@ class _RuleMutator(ExprMutator):
         cur = node
         steps = 0
         local: dict[Rule, int] = {}
+        consumed: list[Node] = []
         while True:
             for rule in rs.candidates(_key(cur)):
                 m = rule.pattern._match_root(cur, _State(self.type_of))
@@ -154,6 +159,7 @@ class _RuleMutator(ExprMutator):
                 if not isinstance(r, Expr):
                     raise WellFormedError(f"rule {rule.name} ({rule.where}) returned {r!r}, "
                                           "not an expression")
+                self._consumed(m, cur, consumed)
                 steps += 1
                 local[rule] = local.get(rule, 0) + 1
                 self.fired[rule] = self.fired.get(rule, 0) + 1
@@ -169,8 +175,28 @@ class _RuleMutator(ExprMutator):
                 break
             else:
                 break
+        if consumed and cur is not node:
+            d = Derivations()
+            for n in consumed:
+                d.derive(cur, n)
         self.outputs.add(cur)
         return cur
+
+    def _consumed(self, m: Match, root: Expr, out: list[Node]) -> None:
+        """The nodes a firing rule's match consumed besides its root: what its non-wildcard
+        patterns matched (an inner call, a constant operand) among the nodes of the graph being
+        rewritten. The result derives from them too, so ``find`` follows a merged
+        ``reshape(reshape(x))`` from the inner reshape and ``x + 0`` from the constant."""
+        memo, outputs = self.memo, self.outputs
+        for p, n in m._b.items():
+            if n is root or type(n) not in _CONSUMABLE:
+                continue
+            while isinstance(p, _Wrapper):
+                p = p.inner
+            if type(p) is WildcardPattern:
+                continue
+            if n in outputs or n in memo:
+                out.append(n)
 
 
 _RuleMutator._hooks = dict.fromkeys(_KINDS, _RuleMutator.visit_any)  # every expression kind

@@ -13,7 +13,7 @@ from xxhash import xxh3_128_digest
 from ..analysis.typecheck import TypeContext
 from ..errors import WellFormedError
 from ..ir.expr import Call, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
-from ..ir.lineage import current_recorder, derive
+from ..ir.lineage import current_recorder, derive, eliminate
 from ..ir.module import Module
 from ..ir.node import F_FUNC, F_IF, F_LET, F_VAR, Node, digest, gc_paused
 from ..ir.traverse import _DONE, ScopeTree, post_order
@@ -183,7 +183,8 @@ class _GraphForm(Rewriter):
                                "(recursive lets have no graph form)")
 
 
-def graph_form(expr: Expr, *, into_primitive: bool = True) -> tuple[Expr, dict[Node, Expr]]:
+def graph_form(expr: Expr, *, into_primitive: bool = True,
+               dropped: list[Node] | None = None) -> tuple[Expr, dict[Node, Expr]]:
     """``expr`` without lets, and the map from each walked node to its let-free image.
 
     Each let variable is replaced by (the image of) its value.  With
@@ -191,7 +192,8 @@ def graph_form(expr: Expr, *, into_primitive: bool = True) -> tuple[Expr, dict[N
     that cannot contain a let or a variable are not walked (they map to
     themselves).  Iterative; raises :class:`~pyir.errors.WellFormedError` for a
     let whose value uses its own variable, or a variable bound by two lets to
-    different values.
+    different values.  ``dropped``, when given, receives the input nodes that only unused
+    lets held (the caller records them as eliminated).
     """
     if not expr._mask & F_LET:
         return expr, {}
@@ -218,7 +220,25 @@ def graph_form(expr: Expr, *, into_primitive: bool = True) -> tuple[Expr, dict[N
             b = n.body
             r = memo.get(b)
             memo[n] = r if r is not None else rw.visit(b)
-    return rw.visit(expr), memo
+    out = rw.visit(expr)
+    if dropped is not None and any(n.var not in memo for n in lets):  # an unused let exists
+        dropped.extend(_dropped(out, lets, memo))
+    return out, memo
+
+
+def _dropped(out: Expr, lets: Sequence[Node], memo: dict[Node, Expr]) -> list[Node]:
+    """The input nodes a graph form dropped with its unused lets: those under some let's
+    value whose image the result does not hold (variables and lets aside)."""
+    alive = set(post_order(out))
+    out_nodes: dict[Node, None] = {}
+    for n in lets:
+        v = n.value  # type: ignore[attr-defined]
+        if memo.get(v, v) in alive:
+            continue
+        for m in post_order(v, stop=lambda m: memo.get(m, m) in alive):
+            if type(m) is not Var and type(m) is not Let and memo.get(m, m) not in alive:
+                out_nodes[m] = None
+    return list(out_nodes)
 
 
 def record_graph_lineage(g: dict[Node, Expr]) -> None:
@@ -428,8 +448,12 @@ def normalize_function(func: Function, mod: Module, *, bind_all: bool) -> Functi
 
 
 def _normalize(func: Function, mod: Module, bind_all: bool) -> Function:
-    body, g = graph_form(func.body, into_primitive=False)
     d = Derivations()
+    dropped: list[Node] | None = [] if d else None
+    body, g = graph_form(func.body, into_primitive=False, dropped=dropped)
+    if dropped:
+        eliminate(*dropped)
+    del dropped
     mark = d.mark()
     pre = _graph_lineage(g, d)
     del g

@@ -29,9 +29,9 @@ import dataclasses
 from typing import ClassVar
 
 from ..ir.expr import Function
-from ..ir.lineage import derive
+from ..ir.lineage import derive, eliminate
 from ..ir.module import Module
-from ..ir.node import gc_paused
+from ..ir.node import Node, gc_paused
 from .base import FunctionPass
 from .common import graph_form, record_graph_lineage
 
@@ -47,8 +47,11 @@ class ToGraphNormalForm(FunctionPass):
     def transform_function(self, func: Function, mod: Module, name: str) -> Function:
         """``func`` without lets (the same object when it has none)."""
         with gc_paused():
-            body, g = graph_form(func.body)
+            dropped: list[Node] = []
+            body, g = graph_form(func.body, dropped=dropped)
             if body is func.body:
                 return func
             record_graph_lineage(g)
+            if dropped:
+                eliminate(*dropped)  # the nodes only unused lets held
         return derive(Function(func.params, body, func.ret_type, func.attrs), func)  # type: ignore[return-value]
