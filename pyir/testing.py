@@ -389,7 +389,9 @@ def _check_forward_lineage(name: str, mod: Module, out: Module, out_ids: set[byt
                 for i in [i for i in cur if i in by_site]:
                     pairs = by_site[i]
                     cur.update(dict.fromkeys(pairs[1::2], True))
-            cur = _forward(rec, cur)[0]
+            cur, reached = _forward(rec, cur)
+            if rec.removed and not rec.removed.isdisjoint(reached):
+                gone = True  # what it became within this record was eliminated by it
         if gone or any(i in out_ids for i in cur):
             continue
         raise AssertionError(f"{name}: {n!r} of the input is neither in the output, nor found again "

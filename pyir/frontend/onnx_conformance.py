@@ -52,14 +52,23 @@ def _in_scope(model: Any) -> str:
     return ""
 
 
+_ALL: list[Any] = []
+
+
 def cases(op_type: str | None = None) -> list[Any]:
-    """The node test cases of the installed onnx wheel (optionally of one operator type)."""
+    """The node test cases of the installed onnx wheel (optionally those with a node of one
+    operator type).  onnx collects its cases once per process, with the filter of the first
+    call, so this always collects all of them and filters itself."""
     from onnx.backend.test.case.node import collect_testcases
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with np.errstate(all="ignore"):
-            return list(collect_testcases(op_type))
+    if not _ALL:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with np.errstate(all="ignore"):
+                _ALL.extend(collect_testcases(None))
+    if op_type is None:
+        return list(_ALL)
+    return [c for c in _ALL if any(n.op_type == op_type for n in c.model.graph.node)]
 
 
 def _op_type(case: Any) -> str:

@@ -228,31 +228,32 @@ def graph_form(expr: Expr, *, into_primitive: bool = True,
 
 def _dropped(out: Expr, lets: Sequence[Node], memo: dict[Node, Expr]) -> list[Node]:
     """The input nodes a graph form dropped with its unused lets: those under some let's
-    value whose image the result does not hold (variables and lets aside)."""
+    value whose image the result does not hold (lets aside; let variables whose value was
+    dropped included, as lineage may lead into them)."""
     alive = set(post_order(out))
+    bound = {n.var for n in lets}  # type: ignore[attr-defined]
     out_nodes: dict[Node, None] = {}
     for n in lets:
         v = n.value  # type: ignore[attr-defined]
         if memo.get(v, v) in alive:
             continue
         for m in post_order(v, stop=lambda m: memo.get(m, m) in alive):
-            if type(m) is not Var and type(m) is not Let and memo.get(m, m) not in alive:
-                out_nodes[m] = None
+            if type(m) is not Let and memo.get(m, m) not in alive and (type(m) is not Var or m in bound):
+                out_nodes[m] = None  # (a let variable only when it stood for a dropped value)
     return list(out_nodes)
 
 
 def record_graph_lineage(g: dict[Node, Expr]) -> None:
     """Record lineage for a :func:`graph_form` map: rebuilt nodes derive from
-    their originals, substituted values from their let bindings."""
+    their originals, substituted values from their let bindings and variables."""
     d = Derivations()
     if not d:
         return
     for n, img in g.items():
-        k = type(n)
-        if k is Let:
-            value: Expr = n.value  # type: ignore[attr-defined]
+        if type(n) is Let:
+            value: Expr = n.value
             d.derive(g.get(value, value), n)
-        elif k is not Var and img is not n:
+        elif img is not n:  # a rebuilt node, or a variable replaced by its value
             d.derive(img, n)
 
 
@@ -481,7 +482,7 @@ def _graph_lineage(g: dict[Node, Expr], d: Derivations) -> dict[Node, Any]:
         for n, img in g.items():
             if img is not n:
                 d.derive(img, n)
-            if type(n) in _COMPOUND:
+            if type(n) in _COMPOUND or (type(n) is Var and img is not n):  # a variable: its value
                 cur = pre.get(img)
                 pre[img] = n.id if cur is None else (*((cur,) if type(cur) is bytes else cur), n.id)
         for same in [i for i, c in pre.items() if type(c) is bytes and c == i.id]:  # itself only

@@ -43,11 +43,13 @@ import numpy as np
 
 from ..errors import PyIRError
 from ..ir.expr import Call, Expr, Function, Op, const
+from ..ir.lineage import eliminate
 from ..ir.module import Module
 from ..ir.node import Node
+from ..ir.traverse import post_order
 from ..ir.types import TensorType
 from ..op.dyn import TO_STATIC
-from ..rewrite.functor import Rewriter
+from ..rewrite.functor import Derivations, Rewriter
 from .base import FunctionPass
 from .fold_constant import FoldConstant
 
@@ -60,6 +62,10 @@ for _op in TO_STATIC:
 
 
 class _Static(Rewriter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.measured: list[Node] = []  # the arguments of the shape_of calls made constants
+
     def should_visit(self, node: Node) -> bool:
         return bool(node._mask & _MASK)
 
@@ -71,6 +77,7 @@ class _Static(Rewriter):
             except PyIRError:
                 return call
             if type(t) is TensorType and t.static:
+                self.measured.append(call.args[0])  # may be used by nothing else now
                 return const(np.asarray(t.shape, dtype=call.attrs["dtype"]))
             return call
         to_static = TO_STATIC.get(op)  # type: ignore[call-overload]
@@ -80,7 +87,15 @@ class _Static(Rewriter):
             new = to_static(call)
         except PyIRError:  # e.g. a shape constant the static operator rejects: leave it dynamic
             return call
-        return call if new is None else new
+        if new is None:
+            return call
+        d = Derivations()
+        if d:  # the shape arguments that became attributes: the static call derives from them too
+            kept = set(new.children())
+            for a in call.args:
+                if a not in kept:
+                    d.derive(new, a)
+        return new
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,10 +112,20 @@ class DynamicToStatic(FunctionPass):
         if not func._mask & _MASK:  # no shape_of and no dynamic operator: nothing to do
             return func
         fold = FoldConstant()
+        measured: list[Node] = []
         for _ in range(self.max_rounds):
             folded = fold.transform_function(func, mod, name)
-            new = _Static().visit(folded)
+            st = _Static()
+            new = st.visit(folded)
+            measured += st.measured
             if new is folded:
-                return folded
+                break
             func = new
-        return func
+        else:
+            folded = func
+        if measured:  # an expression only measured by shape_of is gone: say so
+            alive = set(post_order(folded))
+            gone = [n for n in dict.fromkeys(measured) if n not in alive]
+            if gone:
+                eliminate(*gone)
+        return folded
