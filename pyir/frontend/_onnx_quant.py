@@ -1,0 +1,164 @@
+"""ONNX converters for casts, quantization and bit operators.
+
+CastLike casts as Cast does (``_onnx_ops.cast_to``: float8 saturation); QuantizeLinear,
+DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger and
+QLinearConv become ``qnn.*`` operators (an absent zero point becomes a zero constant);
+BitShift, BitwiseAnd/Or/Xor/Not, Xor and BitCast the operators of ``pyir.op.bitwise``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import op
+from ..ir.expr import Constant, Expr, TupleGetItem
+from ..op import qnn
+from ._onnx_ops import _axis, _pads, _reg, _reshape, cast_to, dtype_of, onnx_dtype, shape_of
+from .onnx import Ctx, FrontendError, _Attrs
+
+
+def _zero(dtype: str) -> Constant:
+    return Constant(np.zeros((), dtype=dtype))
+
+
+def _zp(cx: Ctx, i: int, dtype: str) -> Expr:
+    """Optional zero point input ``i``, or a zero of ``dtype``."""
+    return cx.x(i) if cx.has(i) else _zero(dtype)
+
+
+def _flag(a: _Attrs, name: str, default: int = 1) -> int:
+    v = a.get(name, default)
+    if v not in (0, 1):
+        raise FrontendError(f"{name}={v!r} (0 or 1)")
+    return int(v)
+
+
+@_reg("CastLike")
+def _cast_like(cx: Ctx, a: _Attrs) -> Expr:
+    return cast_to(cx.x(0), dtype_of(cx.x(1)), a.get("saturate", 1), a.get("round_mode", "up"))
+
+
+def _block_size(a: _Attrs) -> int:
+    bs = int(a.get("block_size", 0))
+    if bs < 0:
+        raise FrontendError(f"block_size={bs} (must be >= 0)")
+    return bs
+
+
+@_reg("QuantizeLinear")
+def _quantize_linear(cx: Ctx, a: _Attrs) -> Expr:
+    x, scale = cx.x(0), cx.x(1)
+    out = a.get("output_dtype", 0)
+    out_dt = onnx_dtype(out) if out else ""
+    if cx.has(2):
+        zp = cx.x(2)
+        if out_dt and dtype_of(zp) != out_dt:
+            raise FrontendError(f"output_dtype {out_dt} differs from the zero point's dtype {dtype_of(zp)}")
+        out_dt = dtype_of(zp)
+    else:
+        out_dt = out_dt or "uint8"
+        zp = _zero(out_dt)
+    if out_dt not in qnn.QUANT_DTYPES:
+        raise FrontendError(f"quantizing to {out_dt} is not supported (one of {', '.join(qnn.QUANT_DTYPES)})")
+    prec = a.get("precision", 0)
+    return qnn.quantize(x, scale, zp, axis=int(a.get("axis", 1)), block_size=_block_size(a), out_dtype=out_dt,
+                        saturate=bool(_flag(a, "saturate")), precision=onnx_dtype(prec) if prec else "")
+
+
+@_reg("DequantizeLinear")
+def _dequantize_linear(cx: Ctx, a: _Attrs) -> Expr:
+    x, scale = cx.x(0), cx.x(1)
+    out = a.get("output_dtype", 0)
+    return qnn.dequantize(x, scale, _zp(cx, 2, dtype_of(x)), axis=int(a.get("axis", 1)),
+                          block_size=_block_size(a), out_dtype=onnx_dtype(out) if out else "")
+
+
+@_reg("DynamicQuantizeLinear")
+def _dynamic_quantize_linear(cx: Ctx, a: _Attrs) -> list[Expr]:
+    t = qnn.dynamic_quantize(cx.x(0))
+    return [TupleGetItem(t, i) for i in range(3)]
+
+
+@_reg("MatMulInteger")
+def _matmul_integer(cx: Ctx, a: _Attrs) -> Expr:
+    x, w = cx.x(0), cx.x(1)
+    return qnn.matmul_integer(x, w, _zp(cx, 2, dtype_of(x)), _zp(cx, 3, dtype_of(w)))
+
+
+@_reg("QLinearMatMul")
+def _qlinear_matmul(cx: Ctx, a: _Attrs) -> Expr:
+    return qnn.qlinear_matmul(*(cx.x(i) for i in range(8)))
+
+
+def _conv_attrs(cx: Ctx, a: _Attrs, x: Expr, w: Expr) -> dict[str, Any]:
+    xs, ws = shape_of(x), shape_of(w)
+    if len(xs) < 3 or len(ws) != len(xs):
+        raise FrontendError(f"input {xs} and weight {ws} must have the same rank >= 3")
+    nd = len(xs) - 2
+    k = a.ints("kernel_shape", tuple(ws[2:]))
+    if tuple(k) != tuple(ws[2:]):
+        raise FrontendError(f"kernel_shape {k} differs from the weight's {tuple(ws[2:])}")
+    s = a.ints("strides", (1,) * nd)
+    d = a.ints("dilations", (1,) * nd)
+    if len(s) != nd or len(d) != nd:
+        raise FrontendError(f"strides {s} and dilations {d} must hold {nd} ints")
+    b, e = _pads(a, xs[2:], k, s, d)
+    return {"strides": s, "padding": tuple(b) + tuple(e), "dilation": d, "groups": int(a.get("group", 1))}
+
+
+@_reg("ConvInteger")
+def _conv_integer(cx: Ctx, a: _Attrs) -> Expr:
+    x, w = cx.x(0), cx.x(1)
+    return qnn.conv_integer(x, w, _zp(cx, 2, dtype_of(x)), _zp(cx, 3, dtype_of(w)), **_conv_attrs(cx, a, x, w))
+
+
+@_reg("QLinearConv")
+def _qlinear_conv(cx: Ctx, a: _Attrs) -> Expr:
+    ins = [cx.x(i) for i in range(8)]
+    w = ins[3]
+    bias = cx.x(8) if cx.has(8) else Constant(np.zeros(shape_of(w)[0], dtype=np.int32))
+    return qnn.qlinear_conv(*ins, bias, **_conv_attrs(cx, a, ins[0], w))
+
+
+# -- bit operators -------------------------------------------------------------------------------------
+
+_BIT_BINARY: dict[str, Callable[..., Expr]] = {
+    "BitwiseAnd": op.bitwise_and, "BitwiseOr": op.bitwise_or, "BitwiseXor": op.bitwise_xor,
+}
+
+
+@_reg(*_BIT_BINARY)
+def _bitwise(cx: Ctx, a: _Attrs) -> Expr:
+    return _BIT_BINARY[cx.node.op_type](cx.x(0), cx.x(1))
+
+
+@_reg("BitwiseNot")
+def _bitwise_not(cx: Ctx, a: _Attrs) -> Expr:
+    return op.bitwise_not(cx.x(0))
+
+
+@_reg("BitShift")
+def _bitshift(cx: Ctx, a: _Attrs) -> Expr:
+    direction = a.get("direction")
+    if direction not in ("LEFT", "RIGHT"):
+        raise FrontendError(f"direction={direction!r} (LEFT or RIGHT)")
+    fn = op.left_shift if direction == "LEFT" else op.right_shift
+    return fn(cx.x(0), cx.x(1))
+
+
+@_reg("Xor")
+def _xor(cx: Ctx, a: _Attrs) -> Expr:
+    x, y = cx.x(0), cx.x(1)
+    if a.get("broadcast", 0) and a.get("axis") is not None:  # opset < 7 explicit alignment
+        xr, ys = len(shape_of(x)), shape_of(y)
+        ax = _axis(a.get("axis"), xr)
+        y = _reshape(y, ys + (1,) * (xr - ax - len(ys)))
+    return op.logical_xor(x, y)
+
+
+@_reg("BitCast")
+def _bitcast(cx: Ctx, a: _Attrs) -> Expr:
+    return op.bitcast(cx.x(0), dtype=onnx_dtype(a.get("to")))
