@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from .. import op
-from ..ir.expr import Constant, Expr, TupleGetItem
 from ..errors import WellFormedError
+from ..ir.expr import Constant, Expr, TupleGetItem
 from ..ir.types import TensorType, dtype_kind, dtype_range, normalize_dtype
 from ..op import nn
 from .onnx import CONVERTERS, Ctx, FrontendError, _Attrs
@@ -152,7 +152,8 @@ def onnx_dtype(to: Any) -> str:
     try:
         return normalize_dtype(dt)
     except WellFormedError:
-        raise FrontendError(f"ONNX element type {onnx.TensorProto.DataType.Name(code)} is not supported") from None
+        name = onnx.TensorProto.DataType.Name(code)
+        raise FrontendError(f"ONNX element type {name} is not supported") from None
 
 
 def cast_to(x: Expr, dtype: str, saturate: Any = 1, round_mode: Any = "up") -> Expr:

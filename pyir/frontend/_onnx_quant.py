@@ -112,7 +112,8 @@ def _conv_attrs(cx: Ctx, a: _Attrs, x: Expr, w: Expr) -> dict[str, Any]:
 @_reg("ConvInteger")
 def _conv_integer(cx: Ctx, a: _Attrs) -> Expr:
     x, w = cx.x(0), cx.x(1)
-    return qnn.conv_integer(x, w, _zp(cx, 2, dtype_of(x)), _zp(cx, 3, dtype_of(w)), **_conv_attrs(cx, a, x, w))
+    return qnn.conv_integer(x, w, _zp(cx, 2, dtype_of(x)), _zp(cx, 3, dtype_of(w)),
+                            **_conv_attrs(cx, a, x, w))
 
 
 @_reg("QLinearConv")
@@ -120,7 +121,8 @@ def _qlinear_conv(cx: Ctx, a: _Attrs) -> Expr:
     ins = [cx.x(i) for i in range(8)]
     w = ins[3]
     bias = cx.x(8) if cx.has(8) else Constant(np.zeros(shape_of(w)[0], dtype=np.int32))
-    return qnn.qlinear_conv(*ins, bias, **_conv_attrs(cx, a, ins[0], w))
+    x, xs, xz, _, ws, wz, ys, yz = ins
+    return qnn.qlinear_conv(x, xs, xz, w, ws, wz, ys, yz, bias, **_conv_attrs(cx, a, x, w))
 
 
 # -- bit operators -------------------------------------------------------------------------------------

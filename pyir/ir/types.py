@@ -40,6 +40,7 @@ _EXTENDED_FLOATS = ("bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2
                     "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
 _EXTENDED_INTS = ("int4", "uint4", "int2", "uint2")
 
+_ml_dtypes: Any
 try:  # the machine-learning dtypes (bfloat16, float8, int4, ...) as numpy dtypes, when installed
     import ml_dtypes as _ml_dtypes
 except ImportError:  # pragma: no cover - ml_dtypes comes with onnx; the core set works without it
@@ -78,10 +79,11 @@ def dtype_range(dtype: str) -> tuple[Any, Any]:
     dt = np.dtype(normalize_dtype(dtype))
     k = dtype_kind(dt.name)
     if k in "iu":
-        info: Any = _ml_dtypes.iinfo(dt) if _ml_dtypes is not None and dt.name in EXTENDED_DTYPES else np.iinfo(dt)
+        ext = dt.name in EXTENDED_DTYPES
+        info: Any = _ml_dtypes.iinfo(dt) if ext else np.iinfo(dt)
         return int(info.min), int(info.max)
     if k == "f":
-        finfo: Any = _ml_dtypes.finfo(dt) if _ml_dtypes is not None and dt.name in EXTENDED_DTYPES else np.finfo(dt)
+        finfo: Any = _ml_dtypes.finfo(dt) if dt.name in EXTENDED_DTYPES else np.finfo(dt)
         return float(finfo.min), float(finfo.max)
     if k == "b":
         return False, True

@@ -877,10 +877,10 @@ class QnnConvInteger(Protocol):
 
     def __call__(
         self,
-        input0: ExprLike,
-        input1: ExprLike,
-        input2: ExprLike,
-        input3: ExprLike,
+        data: ExprLike,
+        weight: ExprLike,
+        x_zero_point: ExprLike,
+        w_zero_point: ExprLike,
         /,
         *,
         strides: Ints = (),
@@ -888,7 +888,10 @@ class QnnConvInteger(Protocol):
         dilation: Ints = (),
         groups: Int = 1,
     ) -> Call:
-        """N-d convolution (NC spatial..., weight M C/groups kernel...) of the zero-point-shifted integer inputs, in int32 (ONNX ConvInteger); the weight's zero point per tensor or output channel.
+        """Integer N-d convolution in int32 (ONNX ConvInteger).
+
+        Data (N, C, spatial...) and weight (M, C/groups, kernel...) less their zero points
+        (the weight's per tensor or output channel).
 
         ``strides``: per spatial axis; () for all 1
         ``padding``: begins then ends per spatial axis; () for none
@@ -902,9 +905,9 @@ class QnnDequantize(Protocol):
 
     def __call__(
         self,
-        input0: ExprLike,
-        input1: ExprLike,
-        input2: ExprLike,
+        data: ExprLike,
+        scale: ExprLike,
+        zero_point: ExprLike,
         /,
         *,
         axis: Int = 1,
@@ -924,15 +927,21 @@ class QnnDynamicQuantize(Protocol):
     """The builder of ``qnn.dynamic_quantize``."""
 
     def __call__(self, data: ExprLike, /) -> Call:
-        """Quantize to uint8 with a scale and zero point from the data's range (including 0): returns ``(data, scale, zero_point)`` (ONNX DynamicQuantizeLinear)."""
+        """Quantize to uint8 by the data's range (ONNX DynamicQuantizeLinear).
+
+        Returns ``(data, scale, zero_point)``; the range includes 0.
+        """
         ...
 
 
 class QnnMatmulInteger(Protocol):
     """The builder of ``qnn.matmul_integer``."""
 
-    def __call__(self, input0: ExprLike, input1: ExprLike, input2: ExprLike, input3: ExprLike, /) -> Call:
-        """``(a - a_zero_point) @ (b - b_zero_point)`` in int32 (ONNX MatMulInteger); zero points per tensor, per row of ``a``, per column of ``b``."""
+    def __call__(self, a: ExprLike, b: ExprLike, a_zero_point: ExprLike, b_zero_point: ExprLike, /) -> Call:
+        """``(a - a_zero_point) @ (b - b_zero_point)`` in int32 (ONNX MatMulInteger).
+
+        Zero points per tensor, per row of ``a``, per column of ``b``.
+        """
         ...
 
 
@@ -941,15 +950,15 @@ class QnnQlinearConv(Protocol):
 
     def __call__(
         self,
-        input0: ExprLike,
-        input1: ExprLike,
-        input2: ExprLike,
-        input3: ExprLike,
-        input4: ExprLike,
-        input5: ExprLike,
-        input6: ExprLike,
-        input7: ExprLike,
-        input8: ExprLike,
+        data: ExprLike,
+        x_scale: ExprLike,
+        x_zero_point: ExprLike,
+        weight: ExprLike,
+        w_scale: ExprLike,
+        w_zero_point: ExprLike,
+        y_scale: ExprLike,
+        y_zero_point: ExprLike,
+        bias: ExprLike,
         /,
         *,
         strides: Ints = (),
@@ -957,7 +966,11 @@ class QnnQlinearConv(Protocol):
         dilation: Ints = (),
         groups: Int = 1,
     ) -> Call:
-        """Quantized N-d convolution: the integer convolution of the zero-point-shifted inputs plus the int32 bias, requantized to ``y_scale``/``y_zero_point`` (ONNX QLinearConv); the weight's scale and zero point per tensor or output channel.
+        """Quantized N-d convolution (ONNX QLinearConv).
+
+        The integer convolution of the zero-point-shifted inputs plus the int32 bias,
+        requantized to ``y_scale`` and ``y_zero_point``; the weight's scale and zero point
+        per tensor or output channel.
 
         ``strides``: per spatial axis; () for all 1
         ``padding``: begins then ends per spatial axis; () for none
@@ -971,17 +984,21 @@ class QnnQlinearMatmul(Protocol):
 
     def __call__(
         self,
-        input0: ExprLike,
-        input1: ExprLike,
-        input2: ExprLike,
-        input3: ExprLike,
-        input4: ExprLike,
-        input5: ExprLike,
-        input6: ExprLike,
-        input7: ExprLike,
+        a: ExprLike,
+        a_scale: ExprLike,
+        a_zero_point: ExprLike,
+        b: ExprLike,
+        b_scale: ExprLike,
+        b_zero_point: ExprLike,
+        y_scale: ExprLike,
+        y_zero_point: ExprLike,
         /,
     ) -> Call:
-        """Quantized matrix product: the integer product of the zero-point-shifted inputs, requantized to ``y_scale``/``y_zero_point`` (ONNX QLinearMatMul)."""
+        """Quantized matrix product (ONNX QLinearMatMul).
+
+        The integer product of the zero-point-shifted inputs, requantized to ``y_scale``
+        and ``y_zero_point``.
+        """
         ...
 
 
@@ -990,9 +1007,9 @@ class QnnQuantize(Protocol):
 
     def __call__(
         self,
-        input0: ExprLike,
-        input1: ExprLike,
-        input2: ExprLike,
+        data: ExprLike,
+        scale: ExprLike,
+        zero_point: ExprLike,
         /,
         *,
         axis: Int = 1,
@@ -1001,7 +1018,7 @@ class QnnQuantize(Protocol):
         saturate: Bool = True,
         precision: str = '',
     ) -> Call:
-        """Quantize: ``saturate(round(data / scale) + zero_point)`` in ``out_dtype`` (ONNX QuantizeLinear).
+        """Quantize: ``saturate(round(data / scale) + zero_point)`` (ONNX QuantizeLinear).
 
         ``axis``: the axis of per-axis and blocked scales
         ``block_size``: 0: per tensor or axis; > 0: blocks along axis
@@ -1023,7 +1040,10 @@ class RightShift(Protocol):
     """The builder of ``right_shift``."""
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
-        """Broadcasting ``a >> b`` (arithmetic for signed dtypes); shifts outside ``[0, bits)`` give 0 (-1 for negative signed values)."""
+        """Broadcasting ``a >> b`` (arithmetic for signed dtypes).
+
+        Shifts outside ``[0, bits)`` give 0 (-1 for negative signed values).
+        """
         ...
 
 

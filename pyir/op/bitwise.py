@@ -77,8 +77,8 @@ left_shift: _sig.LeftShift = _binary(
     "Broadcasting ``a << b``; shifts outside ``[0, bits)`` give 0.")
 right_shift: _sig.RightShift = _binary(
     "right_shift", lambda a, b: _shift(a, b, False),
-    "Broadcasting ``a >> b`` (arithmetic for signed dtypes); shifts outside ``[0, bits)`` give 0 "
-    "(-1 for negative signed values).")
+    "Broadcasting ``a >> b`` (arithmetic for signed dtypes).\n\n"
+    "Shifts outside ``[0, bits)`` give 0 (-1 for negative signed values).")
 logical_xor: _sig.LogicalXor = _binary("logical_xor", np.logical_xor, "Broadcasting boolean xor.",
                                        _bool_binary_rel)
 

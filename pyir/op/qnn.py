@@ -22,6 +22,7 @@ from ..ir.dims import DimLike, dim_add, dim_floordiv
 from ..ir.node import Attrs
 from ..ir.types import TensorType, TupleType, Type, dtype_kind, dtype_range, normalize_dtype
 from ._rel import broadcast_shapes, fail, normalize_axis, shape_str, tensor, unify_dims
+from ._signature import INPUT_NAMES
 from .registry import AttrSpec, OpPattern, register_op
 
 if TYPE_CHECKING:  # the builders' typed signatures (generated, see _signature.py)
@@ -35,6 +36,17 @@ _FLOAT8 = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
 _FLOAT_SMALL = ("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn")  # no inf/NaN: casts saturate
 QUANT_DTYPES = _INT_QUANT + _FLOAT8 + _FLOAT_SMALL
 """The dtypes a tensor quantizes to (those of ml_dtypes only when it is installed)."""
+
+INPUT_NAMES.update({
+    "qnn.quantize": ("data", "scale", "zero_point"),
+    "qnn.dequantize": ("data", "scale", "zero_point"),
+    "qnn.matmul_integer": ("a", "b", "a_zero_point", "b_zero_point"),
+    "qnn.qlinear_matmul": ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale",
+                           "y_zero_point"),
+    "qnn.conv_integer": ("data", "weight", "x_zero_point", "w_zero_point"),
+    "qnn.qlinear_conv": ("data", "x_scale", "x_zero_point", "weight", "w_scale", "w_zero_point",
+                         "y_scale", "y_zero_point", "bias"),
+})
 
 
 def _float(t: TensorType, what: str) -> TensorType:
@@ -131,9 +143,9 @@ def _quantize(attrs: Attrs, x: np.ndarray, s: np.ndarray, z: np.ndarray) -> np.n
         return (q + _expand(z, x.shape, ax, bs).astype(q.dtype)).astype(dt)
 
 
-quantize: _sig.Quantize = register_op(
+quantize: _sig.QnnQuantize = register_op(
     "qnn.quantize", num_inputs=3, type_rel=_quantize_rel, compute=_quantize, pattern=OpPattern.BROADCAST,
-    doc="Quantize: ``saturate(round(data / scale) + zero_point)`` in ``out_dtype`` (ONNX QuantizeLinear).",
+    doc="Quantize: ``saturate(round(data / scale) + zero_point)`` (ONNX QuantizeLinear).",
     attrs=(AttrSpec("axis", "int", 1, "the axis of per-axis and blocked scales"),
            AttrSpec("block_size", "int", 0, "0: per tensor or axis; > 0: blocks along axis"),
            AttrSpec("out_dtype", "dtype", "uint8"),
@@ -172,7 +184,7 @@ def _dequantize(attrs: Attrs, x: np.ndarray, s: np.ndarray, z: np.ndarray) -> np
     return y.astype(attrs["out_dtype"] or s.dtype)
 
 
-dequantize: _sig.Dequantize = register_op(
+dequantize: _sig.QnnDequantize = register_op(
     "qnn.dequantize", num_inputs=3, type_rel=_dequantize_rel, compute=_dequantize,
     pattern=OpPattern.BROADCAST,
     doc="Dequantize: ``(data - zero_point) * scale`` (ONNX DequantizeLinear).",
@@ -198,11 +210,11 @@ def _dynamic_quantize(attrs: Attrs, x: np.ndarray) -> tuple[np.ndarray, ...]:
     return y.astype(np.uint8), np.array(scale, dtype=x.dtype), np.array(zp, dtype=np.uint8)
 
 
-dynamic_quantize: _sig.DynamicQuantize = register_op(
+dynamic_quantize: _sig.QnnDynamicQuantize = register_op(
     "qnn.dynamic_quantize", num_inputs=1, type_rel=_dynamic_quantize_rel, compute=_dynamic_quantize,
     pattern=OpPattern.OPAQUE,
-    doc="Quantize to uint8 with a scale and zero point from the data's range (including 0): returns "
-        "``(data, scale, zero_point)`` (ONNX DynamicQuantizeLinear).")
+    doc="Quantize to uint8 by the data's range (ONNX DynamicQuantizeLinear).\n\n"
+        "Returns ``(data, scale, zero_point)``; the range includes 0.")
 
 
 # -- integer matrix products ---------------------------------------------------------------------------
@@ -264,23 +276,25 @@ def _matmul_integer_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     _int(a, "a")
     _int(b, "b")
     if az.dtype != a.dtype or bz.dtype != b.dtype:
-        raise fail(f"zero points ({az.dtype}, {bz.dtype}) must have their inputs' dtypes ({a.dtype}, {b.dtype})")
+        raise fail(f"zero points ({az.dtype}, {bz.dtype}) must have their inputs' dtypes "
+                   f"({a.dtype}, {b.dtype})")
     _row_param(az, a, "a_zero_point")
     _col_param(bz, b, "b_zero_point")
     return TensorType(_matmul_shape(a, b), "int32")
 
 
-def _matmul_integer(attrs: Attrs, a: np.ndarray, b: np.ndarray, az: np.ndarray, bz: np.ndarray) -> np.ndarray:
+def _matmul_integer(attrs: Attrs, a: np.ndarray, b: np.ndarray, az: np.ndarray, bz: np.ndarray
+                    ) -> np.ndarray:
     aa = a.astype(np.int64) - _rows(az).astype(np.int64)
     bb = b.astype(np.int64) - _cols(bz).astype(np.int64)
     return _imatmul(aa, bb).astype(np.int32)
 
 
-matmul_integer: _sig.MatmulInteger = register_op(
+matmul_integer: _sig.QnnMatmulInteger = register_op(
     "qnn.matmul_integer", num_inputs=4, type_rel=_matmul_integer_rel, compute=_matmul_integer,
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    doc="``(a - a_zero_point) @ (b - b_zero_point)`` in int32 (ONNX MatMulInteger); zero points per "
-        "tensor, per row of ``a``, per column of ``b``.")
+    doc="``(a - a_zero_point) @ (b - b_zero_point)`` in int32 (ONNX MatMulInteger).\n\n"
+        "Zero points per tensor, per row of ``a``, per column of ``b``.")
 
 
 def _requant(acc: np.ndarray, factor: Any, yz: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -296,7 +310,8 @@ def _qlinear_matmul_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     _int(b, "b")
     _int(yz, "y_zero_point")
     if az.dtype != a.dtype or bz.dtype != b.dtype:
-        raise fail(f"zero points ({az.dtype}, {bz.dtype}) must have their inputs' dtypes ({a.dtype}, {b.dtype})")
+        raise fail(f"zero points ({az.dtype}, {bz.dtype}) must have their inputs' dtypes "
+                   f"({a.dtype}, {b.dtype})")
     for s, w in ((as_, "a_scale"), (bs, "b_scale"), (ys, "y_scale")):
         _float(s, w)
     _row_param(as_, a, "a_scale")
@@ -315,16 +330,18 @@ def _qlinear_matmul_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
 
 def _qlinear_matmul(attrs: Attrs, a: np.ndarray, as_: np.ndarray, az: np.ndarray, b: np.ndarray,
                     bs: np.ndarray, bz: np.ndarray, ys: np.ndarray, yz: np.ndarray) -> np.ndarray:
-    acc = _imatmul(a.astype(np.int64) - _rows(az).astype(np.int64), b.astype(np.int64) - _cols(bz).astype(np.int64))
+    acc = _imatmul(a.astype(np.int64) - _rows(az).astype(np.int64),
+                   b.astype(np.int64) - _cols(bz).astype(np.int64))
     factor = _rows(as_) * _cols(bs) / _rows(ys)  # in the scales' dtype, as ONNX's reference computes it
     return _requant(acc, factor.astype(np.float64), _rows(yz), yz.dtype)
 
 
-qlinear_matmul: _sig.QlinearMatmul = register_op(
+qlinear_matmul: _sig.QnnQlinearMatmul = register_op(
     "qnn.qlinear_matmul", num_inputs=8, type_rel=_qlinear_matmul_rel, compute=_qlinear_matmul,
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    doc="Quantized matrix product: the integer product of the zero-point-shifted inputs, requantized "
-        "to ``y_scale``/``y_zero_point`` (ONNX QLinearMatMul).")
+    doc="Quantized matrix product (ONNX QLinearMatMul).\n\n"
+        "The integer product of the zero-point-shifted inputs, requantized to ``y_scale``\n"
+        "and ``y_zero_point``.")
 
 
 # -- integer convolutions ---------------------------------------------------------------------------------
@@ -381,7 +398,8 @@ def _conv_shape(x: TensorType, w: TensorType, attrs: Attrs) -> tuple[DimLike, ..
         if type(n) is int:
             size = n + p[i] + p[nd + i] - eff
             if size < 0:
-                raise fail(f"kernel {shape_str(w.shape)} (dilated {eff}) exceeds padded input {n + p[i] + p[nd + i]}")
+                raise fail(f"kernel {shape_str(w.shape)} (dilated {eff}) exceeds the padded input "
+                           f"{n + p[i] + p[nd + i]}")
             out.append(size // s[i] + 1)
         else:
             out.append(dim_add(dim_floordiv(dim_add(n, p[i] + p[nd + i] - eff), s[i]), 1))
@@ -419,7 +437,8 @@ def _channel_param(p: TensorType, m: DimLike, what: str) -> None:
     if p.ndim == 0 or (p.ndim == 1 and p.shape[0] == 1):
         return
     if p.ndim != 1 or not _dims_eq(p.shape[0], m):
-        raise fail(f"{what} must be a scalar or a 1-D tensor of the {m} output channels, got {shape_str(p.shape)}")
+        raise fail(f"{what} must be a scalar or a 1-D tensor of the {m} output channels, got "
+                   f"{shape_str(p.shape)}")
 
 
 def _scalar_param(p: TensorType, what: str) -> None:
@@ -432,7 +451,8 @@ def _conv_integer_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     _int(x, "data")
     _int(w, "weight")
     if xz.dtype != x.dtype or wz.dtype != w.dtype:
-        raise fail(f"zero points ({xz.dtype}, {wz.dtype}) must have their inputs' dtypes ({x.dtype}, {w.dtype})")
+        raise fail(f"zero points ({xz.dtype}, {wz.dtype}) must have their inputs' dtypes "
+                   f"({x.dtype}, {w.dtype})")
     shape = _conv_shape(x, w, attrs)
     _scalar_param(xz, "x_zero_point")
     _channel_param(wz, w.shape[0], "w_zero_point")
@@ -450,11 +470,12 @@ def _conv_integer(attrs: Attrs, x: np.ndarray, w: np.ndarray, xz: np.ndarray, wz
     return _iconv(attrs, xs, ws).astype(np.int32)
 
 
-conv_integer: _sig.ConvInteger = register_op(
+conv_integer: _sig.QnnConvInteger = register_op(
     "qnn.conv_integer", num_inputs=4, type_rel=_conv_integer_rel, compute=_conv_integer,
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    doc="N-d convolution (NC spatial..., weight M C/groups kernel...) of the zero-point-shifted integer "
-        "inputs, in int32 (ONNX ConvInteger); the weight's zero point per tensor or output channel.",
+    doc="Integer N-d convolution in int32 (ONNX ConvInteger).\n\n"
+        "Data (N, C, spatial...) and weight (M, C/groups, kernel...) less their zero points\n"
+        "(the weight's per tensor or output channel).",
     attrs=_CONV_ATTRS, canonicalize=_conv_canon("qnn.conv_integer"))
 
 
@@ -466,7 +487,8 @@ def _qlinear_conv_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     _int(w, "weight")
     _int(yz, "y_zero_point")
     if xz.dtype != x.dtype or wz.dtype != w.dtype:
-        raise fail(f"zero points ({xz.dtype}, {wz.dtype}) must have their inputs' dtypes ({x.dtype}, {w.dtype})")
+        raise fail(f"zero points ({xz.dtype}, {wz.dtype}) must have their inputs' dtypes "
+                   f"({x.dtype}, {w.dtype})")
     for s, n in ((xs, "x_scale"), (ws, "w_scale"), (ys, "y_scale")):
         _float(s, n)
     shape = _conv_shape(x, w, attrs)
@@ -488,10 +510,11 @@ def _qlinear_conv(attrs: Attrs, x: np.ndarray, xs: np.ndarray, xz: np.ndarray, w
     return _requant(acc, factor.astype(np.float64), yz.reshape(()), yz.dtype)
 
 
-qlinear_conv: _sig.QlinearConv = register_op(
+qlinear_conv: _sig.QnnQlinearConv = register_op(
     "qnn.qlinear_conv", num_inputs=9, type_rel=_qlinear_conv_rel, compute=_qlinear_conv,
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    doc="Quantized N-d convolution: the integer convolution of the zero-point-shifted inputs plus the "
-        "int32 bias, requantized to ``y_scale``/``y_zero_point`` (ONNX QLinearConv); the weight's scale "
-        "and zero point per tensor or output channel.",
+    doc="Quantized N-d convolution (ONNX QLinearConv).\n\n"
+        "The integer convolution of the zero-point-shifted inputs plus the int32 bias,\n"
+        "requantized to ``y_scale`` and ``y_zero_point``; the weight's scale and zero point\n"
+        "per tensor or output channel.",
     attrs=_CONV_ATTRS, canonicalize=_conv_canon("qnn.qlinear_conv"))
