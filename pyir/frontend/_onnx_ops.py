@@ -159,14 +159,17 @@ def onnx_dtype(to: Any) -> str:
 def cast_to(x: Expr, dtype: str, saturate: Any = 1, round_mode: Any = "up") -> Expr:
     """ONNX's Cast of ``x`` to ``dtype``: float8 targets saturate (``saturate=1``, the default:
     out-of-range values and infinities become the largest finite value of their sign, as
-    ``clip`` then ``cast``); otherwise numpy's conversion (round to nearest even; NaN and inf
-    as the target holds them; float8 without inf gives NaN)."""
+    ``clip`` then ``cast``); FLOAT8E8M0 rounds the exponent by ``round_mode``; otherwise
+    numpy's conversion (round to nearest even; NaN and inf as the target holds them; float8
+    without inf gives NaN)."""
     if saturate not in (0, 1):
         raise FrontendError(f"saturate={saturate!r} (0 or 1)")
     if round_mode not in ("up", "down", "nearest"):
         raise FrontendError(f"round_mode={round_mode!r} (up, down or nearest)")
-    if dtype == "float8_e8m0fnu":
-        raise FrontendError("a cast to FLOAT8E8M0 is not supported")
+    if dtype == "float8_e8m0fnu":  # a power of two: the exponent, rounded by round_mode
+        from ._onnx_quant import to_e8m0
+
+        return to_e8m0(x, bool(saturate), round_mode)
     if dtype in _SATURATING and saturate and dtype_of(x) != "bool" and dtype_kind(dtype_of(x)) != "c":
         lo, hi = dtype_range(dtype)
         x = op.clip(x, a_min=lo, a_max=hi)

@@ -36,6 +36,37 @@ def _flag(a: _Attrs, name: str, default: int = 1) -> int:
     return int(v)
 
 
+def _u32(v: int) -> Constant:
+    return Constant(np.array(v, dtype=np.uint32))
+
+
+def _bits_set(bits: Expr, mask: int) -> Expr:
+    return op.not_equal(op.bitwise_and(bits, _u32(mask)), _u32(0))
+
+
+def to_e8m0(x: Expr, saturate: bool, round_mode: str) -> Expr:
+    """ONNX's cast to FLOAT8E8M0 (an 8-bit exponent) as bit operations on the float32 bits:
+    NaN and infinities give NaN (0xFF); ``round_mode`` "up" rounds any fraction up, "nearest"
+    by guard/round/sticky bits, "down" truncates; ``saturate`` keeps the largest exponent
+    from rounding up into NaN."""
+    bits = op.bitcast(op.cast(x, dtype="float32") if dtype_of(x) != "float32" else x, dtype="uint32")
+    e = op.bitwise_and(op.right_shift(bits, _u32(23)), _u32(0xFF))
+    special = op.equal(e, _u32(0xFF))  # NaN and infinities give NaN
+    up: Expr | None = None
+    if round_mode == "up":
+        up = _bits_set(bits, 0x7FFFFF)
+    elif round_mode == "nearest":
+        rest = op.logical_or(op.logical_or(_bits_set(bits, 0x200000), _bits_set(bits, 0x1FFFFF)),
+                             op.greater(e, _u32(0)))
+        up = op.logical_and(_bits_set(bits, 0x400000), rest)
+    if up is not None:
+        if saturate:
+            up = op.logical_and(up, op.not_equal(e, _u32(0xFE)))
+        e = op.add(e, op.cast(up, dtype="uint32"))
+    e = op.where(special, _u32(0xFF), e)
+    return op.bitcast(op.cast(e, dtype="uint8"), dtype="float8_e8m0fnu")
+
+
 @_reg("CastLike")
 def _cast_like(cx: Ctx, a: _Attrs) -> Expr:
     return cast_to(cx.x(0), dtype_of(cx.x(1)), a.get("saturate", 1), a.get("round_mode", "up"))
