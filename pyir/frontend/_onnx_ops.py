@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 
 from .. import op
-from ..errors import WellFormedError
 from ..ir.expr import Constant, Expr, TupleGetItem
-from ..ir.types import TensorType, dtype_kind, dtype_range, normalize_dtype
+from ..ir.types import TensorType
 from ..op import nn
 from .onnx import CONVERTERS, Ctx, FrontendError, _Attrs
 
@@ -135,50 +134,6 @@ def _variadic(cx: Ctx, a: _Attrs) -> Expr:
 @_reg("Where")
 def _where(cx: Ctx, a: _Attrs) -> Expr:
     return op.where(cx.x(0), cx.x(1), cx.x(2))
-
-
-_SATURATING = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
-
-
-def onnx_dtype(to: Any) -> str:
-    """The pyir dtype of an ONNX element type: a ``TensorProto`` code, or its name (Cast-1)."""
-    import onnx
-
-    try:
-        code = int(to) if not isinstance(to, str) else onnx.TensorProto.DataType.Value(to.upper())
-        dt = onnx.helper.tensor_dtype_to_np_dtype(code)
-    except (ValueError, KeyError, TypeError):
-        raise FrontendError(f"unknown ONNX element type {to!r}") from None
-    try:
-        return normalize_dtype(dt)
-    except WellFormedError:
-        name = onnx.TensorProto.DataType.Name(code)
-        raise FrontendError(f"ONNX element type {name} is not supported") from None
-
-
-def cast_to(x: Expr, dtype: str, saturate: Any = 1, round_mode: Any = "up") -> Expr:
-    """ONNX's Cast of ``x`` to ``dtype``: float8 targets saturate (``saturate=1``, the default:
-    out-of-range values and infinities become the largest finite value of their sign, as
-    ``clip`` then ``cast``); FLOAT8E8M0 rounds the exponent by ``round_mode``; otherwise
-    numpy's conversion (round to nearest even; NaN and inf as the target holds them; float8
-    without inf gives NaN)."""
-    if saturate not in (0, 1):
-        raise FrontendError(f"saturate={saturate!r} (0 or 1)")
-    if round_mode not in ("up", "down", "nearest"):
-        raise FrontendError(f"round_mode={round_mode!r} (up, down or nearest)")
-    if dtype == "float8_e8m0fnu":  # a power of two: the exponent, rounded by round_mode
-        from ._onnx_quant import to_e8m0
-
-        return to_e8m0(x, bool(saturate), round_mode)
-    if dtype in _SATURATING and saturate and dtype_of(x) != "bool" and dtype_kind(dtype_of(x)) != "c":
-        lo, hi = dtype_range(dtype)
-        x = op.clip(x, a_min=lo, a_max=hi)
-    return op.cast(x, dtype=dtype)
-
-
-@_reg("Cast")
-def _cast(cx: Ctx, a: _Attrs) -> Expr:
-    return cast_to(cx.x(0), onnx_dtype(a.get("to")), a.get("saturate", 1), a.get("round_mode", "up"))
 
 
 @_reg("Clip")
