@@ -179,3 +179,21 @@ def test_pyir_works_without_ml_dtypes(tmp_path) -> None:
     env = {**os.environ, "PYTHONPATH": ROOT}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "float8_e5m2"])
+def test_results_keep_their_declared_dtype(dtype: str) -> None:
+    """ml_dtypes' matmul returns float32 for bfloat16/float8 inputs: the interpreter (and so
+    FoldConstant) gives the declared dtype."""
+    a = pyir.var("a", shape=(2, 3), dtype=dtype)
+    b = pyir.var("b", shape=(3, 2), dtype=dtype)
+    f = pyir.Function([a, b], op.nn.softmax(op.matmul(a, b)))
+    x = np.ones((2, 3), np.float32).astype(dtype)
+    y = np.ones((3, 2), np.float32).astype(dtype)
+    assert np.matmul(x, y).dtype == np.float32  # what numpy does
+    r = pyir.evaluate(f, x, y)
+    assert r.dtype == np.dtype(dtype) and r.astype(np.float32).tolist() == [[0.5, 0.5], [0.5, 0.5]]
+    prod = pyir.Function([], op.matmul(pyir.const(x), pyir.const(y)))
+    c = pyir.transform.FoldConstant()(pyir.Module({"main": prod}))["main"].body
+    assert isinstance(c, pyir.Constant) and c.dtype == dtype
+    assert c.data.astype(np.float32).tolist() == [[3, 3]] * 2
