@@ -38,7 +38,7 @@ from ..ir.expr import (
 )
 from ..ir.module import Module
 from ..ir.node import Node, cached_type
-from ..ir.types import FuncType, TensorType, TupleType, Type
+from ..ir.types import EXTENDED_DTYPES, FuncType, TensorType, TupleType, Type
 from .typecheck import bind_dims, subst_type
 
 __all__ = ["evaluate", "Closure"]
@@ -214,7 +214,29 @@ def _apply_op(call: Call, args: list[Any]) -> Any:
                               f"{type(e).__name__}: {e}\n  in {short_repr(call)}") from e
     if isinstance(out, tuple):
         return tuple(np.asarray(o) for o in out)
-    return np.asarray(out)
+    r = np.asarray(out)
+    if _ML_DTYPES and args:
+        a0 = args[0]  # numpy numbers user-defined dtypes (ml_dtypes') from 256
+        if type(a0) is np.ndarray and a0.dtype.num >= 256 and r.dtype.num < 256:
+            r = _ml_result(call, r)
+    return r
+
+
+# ml_dtypes' numpy loops promote some results (matmul of bfloat16 gives float32): a result of
+# an operator on such inputs takes the operator's declared dtype
+_ML_DTYPES = bool(EXTENDED_DTYPES)
+
+
+def _ml_result(call: Call, r: np.ndarray) -> np.ndarray:
+    t = cached_type(call)
+    if t is None:
+        try:
+            t = call.checked_type
+        except PyIRError:
+            return r
+    if type(t) is TensorType and t.dtype in EXTENDED_DTYPES and r.dtype.name != t.dtype:
+        return r.astype(t.dtype)
+    return r
 
 
 def _run(expr: Expr, frame: _Frame, mod: Module | None) -> Any:

@@ -136,16 +136,6 @@ def _where(cx: Ctx, a: _Attrs) -> Expr:
     return op.where(cx.x(0), cx.x(1), cx.x(2))
 
 
-@_reg("Cast")
-def _cast(cx: Ctx, a: _Attrs) -> Expr:
-    from onnx.helper import tensor_dtype_to_np_dtype
-
-    a.ignore("saturate")
-    to = a.get("to")
-    dt = tensor_dtype_to_np_dtype(to) if isinstance(to, int) else np.dtype(str(to).lower())
-    return op.cast(cx.x(0), dtype=dt)
-
-
 @_reg("Clip")
 def _clip(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)

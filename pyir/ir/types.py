@@ -28,12 +28,67 @@ from .node import (
     short_int,
 )
 
-__all__ = ["Type", "TensorType", "TupleType", "FuncType", "normalize_dtype", "TENSOR_DTYPES"]
+__all__ = ["Type", "TensorType", "TupleType", "FuncType", "normalize_dtype", "TENSOR_DTYPES", "CORE_DTYPES",
+           "EXTENDED_DTYPES", "dtype_kind", "is_float_dtype", "dtype_range"]
 
 
-TENSOR_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                 "float16", "float32", "float64", "complex64", "complex128")
-"""The tensor dtypes (long double dtypes are platform-dependent and not supported)."""
+CORE_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+               "float16", "float32", "float64", "complex64", "complex128")
+"""numpy's own tensor dtypes (long double dtypes are platform-dependent and not supported)."""
+
+_EXTENDED_FLOATS = ("bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+                    "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
+_EXTENDED_INTS = ("int4", "uint4", "int2", "uint2")
+
+_ml_dtypes: Any
+try:  # the machine-learning dtypes (bfloat16, float8, int4, ...) as numpy dtypes, when installed
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - ml_dtypes comes with onnx; the core set works without it
+    _ml_dtypes = None
+
+EXTENDED_DTYPES: tuple[str, ...] = tuple(
+    n for n in _EXTENDED_FLOATS + _EXTENDED_INTS if _ml_dtypes is not None and hasattr(_ml_dtypes, n))
+"""The ``ml_dtypes`` dtypes (bfloat16, the float8/float6/float4 formats, int4/uint4, int2/uint2):
+tensor dtypes when ml_dtypes imports, else none.  Each holds one element per byte (or two)."""
+
+TENSOR_DTYPES = CORE_DTYPES + EXTENDED_DTYPES
+"""The tensor dtypes: :data:`CORE_DTYPES` then :data:`EXTENDED_DTYPES`."""
+
+_DTYPE_KIND: dict[str, str] = {name: np.dtype(name).kind for name in CORE_DTYPES}
+for _n in EXTENDED_DTYPES:
+    _DTYPE_KIND[_n] = "f" if _n in _EXTENDED_FLOATS else "u" if _n[0] == "u" else "i"
+
+
+def dtype_kind(dtype: str) -> str:
+    """The numpy kind of a canonical tensor dtype name: ``"b"``, ``"i"``, ``"u"``, ``"f"`` or
+    ``"c"``.  The ml_dtypes floats (bfloat16, float8, ...) are ``"f"`` and int4/uint4 ``"i"``/``"u"``
+    (numpy itself calls most of them ``"V"``).  Unknown names raise WellFormedError."""
+    k = _DTYPE_KIND.get(dtype)
+    if k is None:
+        return _DTYPE_KIND[normalize_dtype(dtype)]
+    return k
+
+
+def is_float_dtype(dtype: str) -> bool:
+    """Whether ``dtype`` (a canonical name) is a real floating-point dtype, ml_dtypes' included."""
+    return dtype_kind(dtype) == "f"
+
+
+def dtype_range(dtype: str) -> tuple[Any, Any]:
+    """``(lowest, highest)`` finite value of a numeric dtype (ml_dtypes' included), as Python numbers."""
+    dt = np.dtype(normalize_dtype(dtype))
+    k = dtype_kind(dt.name)
+    if k in "iu":
+        ext = dt.name in EXTENDED_DTYPES
+        info: Any = _ml_dtypes.iinfo(dt) if ext else np.iinfo(dt)
+        return int(info.min), int(info.max)
+    if k == "f":
+        finfo: Any = _ml_dtypes.finfo(dt) if dt.name in EXTENDED_DTYPES else np.finfo(dt)
+        return float(finfo.min), float(finfo.max)
+    if k == "b":
+        return False, True
+    raise WellFormedError(f"dtype {dt.name} has no range")
+
 
 _DTYPE_MEMO: dict[Any, str] = {}
 
@@ -41,8 +96,8 @@ _DTYPE_MEMO: dict[Any, str] = {}
 def normalize_dtype(dtype: Any) -> str:
     """Canonical dtype name (``"float32"``, ``"int64"``, ``"bool"``, ...).
 
-    Only the dtypes in :data:`TENSOR_DTYPES` are tensor dtypes; others raise
-    WellFormedError.
+    Only the dtypes in :data:`TENSOR_DTYPES` are tensor dtypes (numpy's, plus ml_dtypes'
+    bfloat16, float8, int4, ... when it is installed); others raise WellFormedError.
     """
     memo = type(dtype) is str or isinstance(dtype, np.dtype)
     if memo:

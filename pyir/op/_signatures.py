@@ -64,6 +64,46 @@ class Argmax(Protocol):
         ...
 
 
+class Bitcast(Protocol):
+    """The builder of ``bitcast``."""
+
+    def __call__(self, data: ExprLike, /, *, dtype: DType) -> Call:
+        """Reinterpret each element's bytes as ``dtype`` (of the same width; ONNX BitCast)."""
+        ...
+
+
+class BitwiseAnd(Protocol):
+    """The builder of ``bitwise_and``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Broadcasting bitwise ``a & b``."""
+        ...
+
+
+class BitwiseNot(Protocol):
+    """The builder of ``bitwise_not``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Elementwise bitwise ``~x``."""
+        ...
+
+
+class BitwiseOr(Protocol):
+    """The builder of ``bitwise_or``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Broadcasting bitwise ``a | b``."""
+        ...
+
+
+class BitwiseXor(Protocol):
+    """The builder of ``bitwise_xor``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Broadcasting bitwise ``a ^ b``."""
+        ...
+
+
 class BroadcastTo(Protocol):
     """The builder of ``broadcast_to``."""
 
@@ -363,6 +403,14 @@ class ImageResize2d(Protocol):
         ...
 
 
+class LeftShift(Protocol):
+    """The builder of ``left_shift``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Broadcasting ``a << b``; shifts outside ``[0, bits)`` give 0."""
+        ...
+
+
 class Less(Protocol):
     """The builder of ``less``."""
 
@@ -408,6 +456,14 @@ class LogicalOr(Protocol):
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
         """Broadcasting boolean or."""
+        ...
+
+
+class LogicalXor(Protocol):
+    """The builder of ``logical_xor``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Broadcasting boolean xor."""
         ...
 
 
@@ -816,11 +872,178 @@ class Prod(Protocol):
         ...
 
 
+class QnnConvInteger(Protocol):
+    """The builder of ``qnn.conv_integer``."""
+
+    def __call__(
+        self,
+        data: ExprLike,
+        weight: ExprLike,
+        x_zero_point: ExprLike,
+        w_zero_point: ExprLike,
+        /,
+        *,
+        strides: Ints = (),
+        padding: Ints = (),
+        dilation: Ints = (),
+        groups: Int = 1,
+    ) -> Call:
+        """Integer N-d convolution in int32 (ONNX ConvInteger).
+
+        Data (N, C, spatial...) and weight (M, C/groups, kernel...) less their zero points
+        (the weight's per tensor or output channel).
+
+        ``strides``: per spatial axis; () for all 1
+        ``padding``: begins then ends per spatial axis; () for none
+        ``dilation``: per spatial axis; () for all 1
+        """
+        ...
+
+
+class QnnDequantize(Protocol):
+    """The builder of ``qnn.dequantize``."""
+
+    def __call__(
+        self,
+        data: ExprLike,
+        scale: ExprLike,
+        zero_point: ExprLike,
+        /,
+        *,
+        axis: Int = 1,
+        block_size: Int = 0,
+        out_dtype: str = '',
+    ) -> Call:
+        """Dequantize: ``(data - zero_point) * scale`` (ONNX DequantizeLinear).
+
+        ``axis``: the axis of per-axis and blocked scales
+        ``block_size``: 0: per tensor or axis; > 0: blocks along axis
+        ``out_dtype``: a float dtype; '' for the scale's
+        """
+        ...
+
+
+class QnnDynamicQuantize(Protocol):
+    """The builder of ``qnn.dynamic_quantize``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Quantize to uint8 by the data's range (ONNX DynamicQuantizeLinear).
+
+        Returns ``(data, scale, zero_point)``; the range includes 0.
+        """
+        ...
+
+
+class QnnMatmulInteger(Protocol):
+    """The builder of ``qnn.matmul_integer``."""
+
+    def __call__(self, a: ExprLike, b: ExprLike, a_zero_point: ExprLike, b_zero_point: ExprLike, /) -> Call:
+        """``(a - a_zero_point) @ (b - b_zero_point)`` in int32 (ONNX MatMulInteger).
+
+        Zero points per tensor, per row of ``a``, per column of ``b``.
+        """
+        ...
+
+
+class QnnQlinearConv(Protocol):
+    """The builder of ``qnn.qlinear_conv``."""
+
+    def __call__(
+        self,
+        data: ExprLike,
+        x_scale: ExprLike,
+        x_zero_point: ExprLike,
+        weight: ExprLike,
+        w_scale: ExprLike,
+        w_zero_point: ExprLike,
+        y_scale: ExprLike,
+        y_zero_point: ExprLike,
+        bias: ExprLike,
+        /,
+        *,
+        strides: Ints = (),
+        padding: Ints = (),
+        dilation: Ints = (),
+        groups: Int = 1,
+    ) -> Call:
+        """Quantized N-d convolution (ONNX QLinearConv).
+
+        The integer convolution of the zero-point-shifted inputs plus the int32 bias,
+        requantized to ``y_scale`` and ``y_zero_point``; the weight's scale and zero point
+        per tensor or output channel.
+
+        ``strides``: per spatial axis; () for all 1
+        ``padding``: begins then ends per spatial axis; () for none
+        ``dilation``: per spatial axis; () for all 1
+        """
+        ...
+
+
+class QnnQlinearMatmul(Protocol):
+    """The builder of ``qnn.qlinear_matmul``."""
+
+    def __call__(
+        self,
+        a: ExprLike,
+        a_scale: ExprLike,
+        a_zero_point: ExprLike,
+        b: ExprLike,
+        b_scale: ExprLike,
+        b_zero_point: ExprLike,
+        y_scale: ExprLike,
+        y_zero_point: ExprLike,
+        /,
+    ) -> Call:
+        """Quantized matrix product (ONNX QLinearMatMul).
+
+        The integer product of the zero-point-shifted inputs, requantized to ``y_scale``
+        and ``y_zero_point``.
+        """
+        ...
+
+
+class QnnQuantize(Protocol):
+    """The builder of ``qnn.quantize``."""
+
+    def __call__(
+        self,
+        data: ExprLike,
+        scale: ExprLike,
+        zero_point: ExprLike,
+        /,
+        *,
+        axis: Int = 1,
+        block_size: Int = 0,
+        out_dtype: DType = 'uint8',
+        saturate: Bool = True,
+        precision: str = '',
+    ) -> Call:
+        """Quantize: ``saturate(round(data / scale) + zero_point)`` (ONNX QuantizeLinear).
+
+        ``axis``: the axis of per-axis and blocked scales
+        ``block_size``: 0: per tensor or axis; > 0: blocks along axis
+        ``saturate``: float8 targets: clamp to the finite range
+        ``precision``: a float dtype to divide in; '' for numpy's promotion
+        """
+        ...
+
+
 class Reshape(Protocol):
     """The builder of ``reshape``."""
 
     def __call__(self, data: ExprLike, /, *, newshape: Ints) -> Call:
         """Reshape; ``0`` copies the input dimension, ``-1`` is inferred."""
+        ...
+
+
+class RightShift(Protocol):
+    """The builder of ``right_shift``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Broadcasting ``a >> b`` (arithmetic for signed dtypes).
+
+        Shifts outside ``[0, bits)`` give 0 (-1 for negative signed values).
+        """
         ...
 
 

@@ -39,7 +39,7 @@ from ..ir.dims import (
     dims_equal,
 )
 from ..ir.node import Attrs
-from ..ir.types import TensorType, TupleType, Type, normalize_dtype
+from ..ir.types import TensorType, TupleType, Type, dtype_kind, normalize_dtype
 from ._rel import fail, normalize_axis, provably_less, same_dtype, shape_str, tensor, unify_dims
 from .registry import REQUIRED, AttrSpec, OpPattern, register_op
 
@@ -98,7 +98,7 @@ def _out_dtype(op: str, value: Any) -> str | None:
 
 
 def _is_float(dtype: str) -> bool:
-    return np.dtype(dtype).kind == "f"
+    return dtype_kind(dtype) == "f"  # bfloat16, float8 (ml_dtypes) are floats
 
 
 def _float_tensor(op: str, t: Type, what: str = "data") -> TensorType:

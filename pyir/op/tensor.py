@@ -23,7 +23,7 @@ from ..ir.dims import (
     dims_equal,
 )
 from ..ir.node import MAX_INDEX, Attrs
-from ..ir.types import TensorType, Type
+from ..ir.types import TensorType, Type, dtype_kind
 from ._rel import broadcast_shapes, fail, normalize_axis, same_dtype, shape_str, tensor, unify_dims
 from .registry import AttrSpec, OpPattern, register_op
 
@@ -52,7 +52,7 @@ def _unary_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
 
 def _float_unary_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     t = tensor(types[0])
-    if np.dtype(t.dtype).kind not in _FLOAT_KINDS:
+    if dtype_kind(t.dtype) not in _FLOAT_KINDS:  # bfloat16, float8 (ml_dtypes) are floats
         raise fail(f"needs a floating-point input, got {t.dtype}")
     return t
 

@@ -77,7 +77,7 @@ from ..ir.expr import (
 )
 from ..ir.module import Module
 from ..ir.node import gc_paused as _gc_paused
-from ..ir.types import FuncType, TensorType, TupleType, Type, normalize_dtype
+from ..ir.types import FuncType, TensorType, TupleType, Type, dtype_kind, normalize_dtype
 from .printer import is_plain_name
 
 __all__ = ["parse", "parse_expr", "parse_type", "tokenize", "Token", "Parser", "MAX_NESTING"]
@@ -1364,7 +1364,7 @@ def _dtype_kind(name: str) -> str | None:
     if kind == "?":
         try:
             dt = normalize_dtype(name)
-            kind = np.dtype(dt).kind if dt == name and np.dtype(dt).kind in "biufc" else None
+            kind = dtype_kind(dt) if dt == name else None  # ml_dtypes' floats are "f", int4 "i"...
         except (PyIRError, TypeError, ValueError):
             kind = None
         if len(_DTYPE_KINDS) < 1000:

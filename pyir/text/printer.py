@@ -63,7 +63,7 @@ from ..ir.expr import (
 from ..ir.kinds import info
 from ..ir.node import Attrs, Node, _typed_equal
 from ..ir.traverse import ScopeTree
-from ..ir.types import FuncType, TensorType, TupleType, Type
+from ..ir.types import FuncType, TensorType, TupleType, Type, dtype_kind
 from ..op.registry import REQUIRED
 
 __all__ = ["astext", "type_str", "type_repr", "short_repr", "format_attr_value", "is_plain_name",
@@ -337,7 +337,7 @@ def format_scalar(v: Any, dtype: str) -> str:
     """Exact text of one element of a ``dtype`` tensor."""
     if dtype == "bool":
         return "True" if v else "False"
-    if np.dtype(dtype).kind == "f":
+    if dtype_kind(dtype) == "f":
         s = str(np.dtype(dtype).type(v))
         if "." not in s and "e" not in s and "n" not in s:
             s += ".0"
@@ -403,7 +403,7 @@ def _inline_const(c: Constant, limit: int) -> str | None:
         return None
     if data.size > limit or (data.ndim and 0 in data.shape):
         return None
-    if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
+    if dtype_kind(dt) == "f" and not np.all(np.isfinite(data)):
         return None  # keep NaN payloads and infinities exact through metadata
     if data.ndim == 0:
         if dt == "bool":
