@@ -272,3 +272,231 @@ def _lp_pool(cx: Ctx, a: _Attrs) -> Expr:
 
 
 
+# -- RNN, GRU, LSTM: unrolled over the static sequence length ------------------------------------------
+
+
+def _affine(x: Expr, alpha: float, beta: float) -> Expr:
+    return op.add(op.multiply(x, scalar(alpha, x)), scalar(beta, x))
+
+
+def _elu(x: Expr, alpha: float, beta: float) -> Expr:
+    neg = op.multiply(scalar(alpha, x), op.subtract(op.exp(x), scalar(1, x)))
+    return op.where(op.greater(x, scalar(0, x)), x, neg)
+
+
+# name -> (function of (x, alpha, beta), default alpha, default beta); None: the parameter is unused
+_ACTIVATIONS: dict[str, tuple[Callable[[Expr, float, float], Expr], float | None, float | None]] = {
+    "relu": (lambda x, a, b: nn.relu(x), None, None),
+    "tanh": (lambda x, a, b: op.tanh(x), None, None),
+    "sigmoid": (lambda x, a, b: op.sigmoid(x), None, None),
+    "affine": (_affine, 1.0, 0.0),
+    "leakyrelu": (lambda x, a, b: nn.leaky_relu(x, alpha=a), 0.01, None),
+    "thresholdedrelu": (lambda x, a, b: nn.thresholded_relu(x, alpha=a), 1.0, None),
+    "scaledtanh": (lambda x, a, b: op.multiply(scalar(a, x), op.tanh(op.multiply(x, scalar(b, x)))), 1.0, 1.0),
+    "hardsigmoid": (lambda x, a, b: nn.hard_sigmoid(x, alpha=a, beta=b), 0.2, 0.5),
+    "elu": (_elu, 1.0, None),
+    "softsign": (lambda x, a, b: op.divide(x, op.add(op.abs(x), scalar(1, x))), None, None),
+    "softplus": (lambda x, a, b: nn.softplus(x), None, None),
+}
+
+_RNN_SPEC = {  # op type -> (gates, default activations per direction)
+    "RNN": (1, ("Tanh",)), "GRU": (3, ("Sigmoid", "Tanh")), "LSTM": (4, ("Sigmoid", "Tanh", "Tanh")),
+}
+
+Act = Callable[[Expr], Expr]
+
+
+def _activations(a: _Attrs, kind: str, n_dir: int) -> list[list[Act]]:
+    """The activation functions of each direction, with their alpha and beta consumed in order
+    by the functions that take them (ONNX's rule; missing values take the function's default)."""
+    per = len(_RNN_SPEC[kind][1])
+    names = a.get("activations")
+    names = list(_RNN_SPEC[kind][1]) * n_dir if not names else [str(n) for n in names]
+    if len(names) == per and n_dir == 2:
+        names = names * 2
+    if len(names) != per * n_dir:
+        raise FrontendError(f"activations {names}: expected {per} per direction ({n_dir})")
+    alphas = list(a.get("activation_alpha") or [])
+    betas = list(a.get("activation_beta") or [])
+    out: list[list[Act]] = []
+    for dn in range(n_dir):
+        fns: list[Act] = []
+        for name in names[dn * per:(dn + 1) * per]:
+            spec = _ACTIVATIONS.get(name.lower())
+            if spec is None:
+                raise FrontendError(f"activation {name!r} is not supported")
+            fn, da, db = spec
+            al = (float(alphas.pop(0)) if alphas else da) if da is not None else 0.0
+            be = (float(betas.pop(0)) if betas else db) if db is not None else 0.0
+            fns.append(lambda x, fn=fn, al=al, be=be: fn(x, al, be))
+        out.append(fns)
+    return out
+
+
+def _slice(x: Expr, axis: int, start: int, stop: int) -> Expr:
+    return op.strided_slice(x, begin=(start,), end=(stop,), axes=(axis,))
+
+
+def _dir(x: Expr, d: int) -> Expr:
+    """Direction ``d`` of a (num_directions, ...) tensor, without that axis."""
+    s = shape_of(x)
+    return _reshape(_slice(x, 0, d, d + 1), s[1:])
+
+
+@_reg("RNN", "GRU", "LSTM")
+def _rnn(cx: Ctx, a: _Attrs) -> list[Expr]:
+    kind = cx.node.op_type
+    gates = _RNN_SPEC[kind][0]
+    x, w, r = cx.x(0), cx.x(1), cx.x(2)
+    direction = a.get("direction", "forward")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise FrontendError(f"direction={direction!r} is not supported")
+    n_dir = 2 if direction == "bidirectional" else 1
+    layout = int(a.get("layout", 0))
+    if layout not in (0, 1):
+        raise FrontendError(f"layout={layout} is not supported")
+    if layout == 1:
+        x = op.transpose(x, axes=(1, 0, 2))
+    seq, batch, _ = shape_of(x)
+    hidden = shape_of(r)[-1]
+    hs = a.get("hidden_size")
+    if hs is not None and int(hs) != hidden:
+        raise FrontendError(f"hidden_size={hs} does not match R of shape {shape_of(r)}")
+    if shape_of(w)[0] != n_dir:
+        raise FrontendError(f"W of shape {shape_of(w)} does not have {n_dir} direction(s)")
+    clip = a.get("clip")
+    acts = _activations(a, kind, n_dir)
+    lbr = int(a.get("linear_before_reset", 0)) if kind == "GRU" else 0
+    coupled = int(a.get("input_forget", 0)) if kind == "LSTM" else 0
+    dt = dtype_of(x)
+    lens: Any = None  # None, a numpy array (constant lengths) or an int64 (batch,) expression
+    if cx.has(4):
+        lv = cx.x(4)
+        if type(lv) is Constant:
+            lens = lv.data.astype(np.int64).reshape(-1)
+            if np.all(lens == seq):
+                lens = None
+        else:
+            lens = op.cast(_reshape(lv, (batch,)), dtype="int64")
+    ys, hs_out, cs_out = [], [], []
+    for d in range(n_dir):
+        reverse = direction == "reverse" or d == 1
+        xs = x
+        if reverse:  # each sequence reversed within its own length
+            xs = _reshape(op.take(_reshape(x, (seq * batch, shape_of(x)[2])), _reverse_index(lens, seq, batch),
+                                  axis=0), (seq, batch, shape_of(x)[2]))
+        wd, rd = _dir(w, d), _dir(r, d)
+        xw = nn.dense(xs, wd)  # (seq, batch, gates * hidden), all steps at once
+        wb = rb = None
+        if cx.has(3):
+            bd = _dir(cx.x(3), d)
+            wb, rb = _slice(bd, 0, 0, gates * hidden), _slice(bd, 0, gates * hidden, 2 * gates * hidden)
+            if kind != "GRU" or not lbr:
+                xw = op.add(xw, op.add(wb, rb))
+                rb = None
+            else:  # GRU with linear_before_reset: the h gate's recurrent bias goes inside r * (...)
+                xw = op.add(xw, op.add(wb, op.concatenate(_slice(rb, 0, 0, 2 * hidden),
+                                                          Constant(np.zeros((hidden,), dt)), axis=0)))
+                rb = _slice(rb, 0, 2 * hidden, 3 * hidden)
+        h: Expr = _dir(cx.x(5), d) if cx.has(5) else Constant(np.zeros((batch, hidden), dt))
+        if layout == 1 and cx.has(5):
+            h = _reshape(_slice(op.transpose(cx.x(5), axes=(1, 0, 2)), 0, d, d + 1), (batch, hidden))
+        c: Expr | None = None
+        p = None
+        if kind == "LSTM":
+            if cx.has(6):
+                c = (_dir(cx.x(6), d) if layout == 0 else
+                     _reshape(_slice(op.transpose(cx.x(6), axes=(1, 0, 2)), 0, d, d + 1), (batch, hidden)))
+            else:
+                c = Constant(np.zeros((batch, hidden), dt))
+            if cx.has(7):
+                p = _dir(cx.x(7), d)
+        f = acts[d]
+
+        def pre(v: Expr) -> Expr:
+            return op.clip(v, a_min=-float(clip), a_max=float(clip)) if clip is not None else v
+
+        outs = []
+        for t in range(seq):
+            xt = _reshape(_slice(xw, 0, t, t + 1), (batch, gates * hidden))
+            g = [_slice(xt, 1, i * hidden, (i + 1) * hidden) for i in range(gates)]
+            if kind == "RNN":
+                hn = f[0](pre(op.add(g[0], nn.dense(h, rd))))
+            elif kind == "GRU":
+                hr = nn.dense(h, _slice(rd, 0, 0, 2 * hidden))
+                z = f[0](pre(op.add(g[0], _slice(hr, 1, 0, hidden))))
+                rr = f[0](pre(op.add(g[1], _slice(hr, 1, hidden, 2 * hidden))))
+                rh = _slice(rd, 0, 2 * hidden, 3 * hidden)
+                if lbr:
+                    inner = nn.dense(h, rh)
+                    if rb is not None:
+                        inner = op.add(inner, rb)
+                    hh = f[1](pre(op.add(g[2], op.multiply(rr, inner))))
+                else:
+                    hh = f[1](pre(op.add(g[2], nn.dense(op.multiply(rr, h), rh))))
+                hn = op.add(op.multiply(op.subtract(scalar(1, z), z), hh), op.multiply(z, h))
+            else:
+                assert c is not None
+                hr = nn.dense(h, rd)
+                gi, go, gf, gc = (op.add(g[i], _slice(hr, 1, i * hidden, (i + 1) * hidden)) for i in range(4))
+                if p is not None:
+                    gi = op.add(gi, op.multiply(_slice(p, 0, 0, hidden), c))
+                    gf = op.add(gf, op.multiply(_slice(p, 0, 2 * hidden, 3 * hidden), c))
+                i_t = f[0](pre(gi))
+                f_t = op.subtract(scalar(1, i_t), i_t) if coupled else f[0](pre(gf))
+                cn = op.add(op.multiply(f_t, c), op.multiply(i_t, f[1](pre(gc))))
+                if p is not None:
+                    go = op.add(go, op.multiply(_slice(p, 0, hidden, 2 * hidden), cn))
+                hn = op.multiply(f[0](pre(go)), f[2](cn))
+            y_t = hn
+            if lens is not None:  # past a sequence's end: its state holds and its output is 0
+                alive = (Constant((t < lens).reshape(batch, 1)) if isinstance(lens, np.ndarray) else
+                         _reshape(op.less(Constant(np.asarray(t, np.int64)), lens), (batch, 1)))
+                hn = op.where(alive, hn, h)
+                y_t = op.where(alive, y_t, Constant(np.zeros((batch, hidden), dt)))
+                if kind == "LSTM":
+                    cn = op.where(alive, cn, c)
+            h = hn
+            if kind == "LSTM":
+                c = cn
+            outs.append(y_t)
+        if reverse:  # back to the input's time order
+            outs = outs[::-1] if lens is None else _unreverse(outs, lens, batch, hidden)
+        ys.append(op.concatenate(*[_reshape(o, (1, 1, batch, hidden)) for o in outs], axis=0))
+        hs_out.append(_reshape(h, (1, batch, hidden)))
+        if c is not None:
+            cs_out.append(_reshape(c, (1, batch, hidden)))
+    y = op.concatenate(*ys, axis=1) if n_dir == 2 else ys[0]
+    yh = op.concatenate(*hs_out, axis=0) if n_dir == 2 else hs_out[0]
+    res = [y, yh]
+    if kind == "LSTM":
+        res.append(op.concatenate(*cs_out, axis=0) if n_dir == 2 else cs_out[0])
+    if layout == 1:
+        res = [op.transpose(res[0], axes=(2, 0, 1, 3))] + [op.transpose(v, axes=(1, 0, 2)) for v in res[1:]]
+    return res
+
+
+def _reverse_index(lens: Any, seq: int, batch: int) -> Expr:
+    """Row indices into a (seq * batch, ...) tensor that reverse each batch row's sequence within
+    its length ``lens`` (None: all of ``seq``; a numpy array; or an int64 expression): the same
+    permutation undoes itself."""
+    t_idx = np.arange(seq, dtype=np.int64)[:, None]
+    cols = np.arange(batch, dtype=np.int64)[None, :]
+    if lens is None or isinstance(lens, np.ndarray):
+        ln = np.full((batch,), seq, dtype=np.int64) if lens is None else lens
+        src = np.where(t_idx < ln[None, :], ln[None, :] - 1 - t_idx, t_idx)
+        return Constant((src * batch + cols).reshape(-1))
+    tt, lr = Constant(t_idx), _reshape(lens, (1, batch))
+    src_e = op.where(op.less(tt, lr), op.subtract(op.subtract(lr, Constant(np.asarray(1, np.int64))), tt), tt)
+    flat = op.add(op.multiply(src_e, Constant(np.asarray(batch, np.int64))), Constant(cols))
+    return _reshape(flat, (seq * batch,))
+
+
+def _unreverse(outs: list[Expr], lens: Any, batch: int, hidden: int) -> list[Expr]:
+    """Outputs of a reversed pass (step t read x[len - 1 - t]) put back at time len - 1 - t,
+    per batch row (steps past a row's length hold zeros and stay there)."""
+    seq = len(outs)
+    stacked = op.concatenate(*[_reshape(o, (1, batch, hidden)) for o in outs], axis=0)
+    back = _reshape(op.take(_reshape(stacked, (seq * batch, hidden)), _reverse_index(lens, seq, batch), axis=0),
+                    (seq, batch, hidden))
+    return [_reshape(_slice(back, 0, t, t + 1), (batch, hidden)) for t in range(seq)]
