@@ -500,3 +500,49 @@ def _unreverse(outs: list[Expr], lens: Any, batch: int, hidden: int) -> list[Exp
     back = _reshape(op.take(_reshape(stacked, (seq * batch, hidden)), _reverse_index(lens, seq, batch), axis=0),
                     (seq, batch, hidden))
     return [_reshape(_slice(back, 0, t, t + 1), (batch, hidden)) for t in range(seq)]
+
+
+# -- CausalConvWithState: a depthwise causal 1-D convolution that carries its state ---------------------
+
+
+@_reg("CausalConvWithState")
+def _causal_conv(cx: Ctx, a: _Attrs) -> list[Expr]:
+    act = a.get("activation", "none")
+    if act not in ("none", "silu", "swish"):
+        raise FrontendError(f"activation={act!r} is not supported")
+    x, w = cx.x(0), cx.x(1)
+    xs, ws = shape_of(x), shape_of(w)
+    if len(xs) != 3 or len(ws) != 3 or ws[0] != xs[1] or ws[1] != 1:
+        raise FrontendError(f"input {xs} must be (batch, channels, length) and weight {ws} (channels, 1, k)")
+    n, c, length = xs
+    k = ws[2]
+    past = cx.x(3) if cx.has(3) else Constant(np.zeros((n, c, k - 1), dtype_of(x)))
+    padded = op.concatenate(past, x, axis=2) if k > 1 else x
+    total = length + k - 1
+    y: Expr = nn.conv2d(_reshape(padded, (n, c, 1, total)), _reshape(w, (c, 1, 1, k)), groups=c)
+    y = _reshape(y, (n, c, length))
+    if cx.has(2):
+        y = nn.bias_add(y, cx.x(2), axis=1)
+    if act != "none":
+        y = op.multiply(y, op.sigmoid(y))
+    state = _slice(padded, 2, total - (k - 1), total)
+    return [y, state]
+
+
+@_reg("LinearAttention")
+def _linear_attention(cx: Ctx, a: _Attrs) -> list[Expr]:
+    a.ignore("chunk_size")  # a tuning hint without effect on the result
+    rule = a.get("update_rule", "gated_delta")
+    if rule not in ("linear", "gated", "delta", "gated_delta"):
+        raise FrontendError(f"update_rule={rule!r} is not supported")
+    hq, hkv = a.get("q_num_heads"), a.get("kv_num_heads")
+    if hq is None or hkv is None:
+        raise FrontendError("LinearAttention needs q_num_heads and kv_num_heads")
+    gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+    if cx.has(4) != gated or cx.has(5) != delta:
+        raise FrontendError(f"update_rule {rule!r} {'needs' if gated else 'forbids'} decay and "
+                            f"{'needs' if delta else 'forbids'} beta")
+    args = [cx.x(0), cx.x(1), cx.x(2)] + [cx.x(i) for i in (3, 4, 5) if cx.has(i)]
+    t = nn.linear_attention(*args, q_num_heads=int(hq), kv_num_heads=int(hkv),
+                            scale=float(a.get("scale", 0.0)), update_rule=rule, has_past=cx.has(3))
+    return [TupleGetItem(t, 0), TupleGetItem(t, 1)]

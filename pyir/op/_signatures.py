@@ -756,6 +756,26 @@ class NnLeakyRelu(Protocol):
         ...
 
 
+class NnLinearAttention(Protocol):
+    """The builder of ``nn.linear_attention``."""
+
+    def __call__(
+        self,
+        *data: ExprLike,
+        q_num_heads: Int,
+        kv_num_heads: Int,
+        scale: Float = 0.0,
+        update_rule: str = 'gated_delta',
+        has_past: Bool = False,
+    ) -> Call:
+        """Linear attention with a recurrent (heads, d_k, d_v) state (ONNX LinearAttention): (q, k, v[, past_state][, decay][, beta]) -> (out, present_state).
+
+        ``scale``: 0: 1 / sqrt(head_size)
+        ``update_rule``: linear, gated, delta or gated_delta
+        """
+        ...
+
+
 class NnLogSoftmax(Protocol):
     """The builder of ``nn.log_softmax``."""
 

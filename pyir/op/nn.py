@@ -1497,3 +1497,104 @@ rotary_embedding: _sig.NnRotaryEmbedding = register_op(
            AttrSpec("rotary_embedding_dim", "int", 0, "0: the whole head"),
            AttrSpec("num_heads", "int?", None, "heads of 3-D x"),
            AttrSpec("has_position_ids", "bool", False)))
+
+
+_UPDATE_RULES = ("linear", "gated", "delta", "gated_delta")
+
+
+def _lin_attn_canon(a: dict[str, Any]) -> dict[str, Any]:
+    op = "nn.linear_attention"
+    if a["update_rule"] not in _UPDATE_RULES:
+        raise _attr_error(op, "update_rule", f"must be one of {_UPDATE_RULES}, got {a['update_rule']!r}")
+    hq, hkv = a["q_num_heads"], a["kv_num_heads"]
+    if hq < 1 or hkv < 1 or hq % hkv:
+        raise _attr_error(op, "q_num_heads", f"q_num_heads {hq} must be a positive multiple of kv_num_heads {hkv}")
+    return a
+
+
+def _linear_attention_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    op = "linear_attention"
+    rule = attrs["update_rule"]
+    gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+    want = 3 + attrs["has_past"] + gated + delta
+    if len(types) != want:
+        raise fail(f"{op}: update_rule {rule!r} takes {want} inputs (q, k, v{', past_state' * attrs['has_past']}"
+                   f"{', decay' * gated}{', beta' * delta}), got {len(types)}")
+    q, k, v = (_float_tensor(op, t, w) for t, w in zip(types, ("query", "key", "value")))
+    where = f"(query {shape_str(q.shape)}, key {shape_str(k.shape)}, value {shape_str(v.shape)})"
+    if q.ndim != 3 or k.ndim != 3 or v.ndim != 3:
+        raise fail(f"{op}: query, key and value must be 3-D (batch, seq, heads * head_size) {where}")
+    hq, hkv = attrs["q_num_heads"], attrs["kv_num_heads"]
+    b = _same(op, q.shape[0], _same(op, k.shape[0], v.shape[0], "batch sizes", where), "batch sizes", where)
+    t = _same(op, q.shape[1], _same(op, k.shape[1], v.shape[1], "sequence lengths", where), "sequence lengths",
+              where)
+    dk = _same(op, _heads(op, q.shape[2], hq, "query"), _heads(op, k.shape[2], hkv, "key"), "head sizes", where)
+    dv = _heads(op, v.shape[2], hkv, "value")
+    state = TensorType((b, hkv, dk, dv), q.dtype)
+    i = 3
+    if attrs["has_past"]:
+        p = _float_tensor(op, types[i], "past_state")
+        i += 1
+        if p.ndim != 4 or any(unify_dims(x, y) is None for x, y in zip(p.shape, state.shape)):
+            raise fail(f"{op}: past_state {shape_str(p.shape)} must have shape {shape_str(state.shape)} {where}")
+        state = TensorType(state.shape, p.dtype)
+    for flag, name, lasts in ((gated, "decay", (hkv, dim_mul(hkv, dk))), (delta, "beta", (hkv, 1))):
+        if not flag:
+            continue
+        g = _float_tensor(op, types[i], name)
+        i += 1
+        if g.ndim != 3 or unify_dims(g.shape[0], b) is None or unify_dims(g.shape[1], t) is None or all(
+                unify_dims(g.shape[2], d) is None for d in lasts):
+            raise fail(f"{op}: {name} {shape_str(g.shape)} must be (batch, seq, {' or '.join(map(str, lasts))}) "
+                       f"{where}")
+    return TupleType([TensorType((b, t, dim_mul(hq, dv)), q.dtype), state])
+
+
+def _linear_attention(attrs: Attrs, q: np.ndarray, k: np.ndarray, v: np.ndarray, *rest: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    rule = attrs["update_rule"]
+    gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+    it = iter(rest)
+    past = next(it) if attrs["has_past"] else None
+    decay = next(it) if gated else None
+    beta = next(it) if delta else None
+    hq, hkv = attrs["q_num_heads"], attrs["kv_num_heads"]
+    b, t, _ = q.shape
+    f32 = np.float32
+
+    def heads(x: np.ndarray, h: int) -> np.ndarray:  # (B, T, H*D) -> (B, H, T, D)
+        return x.reshape(b, t, h, -1).transpose(0, 2, 1, 3).astype(f32)
+
+    q4, k4, v4 = heads(q, hq), heads(k, hkv), heads(v, hkv)
+    dk, dv = q4.shape[3], v4.shape[3]
+    g4 = None if decay is None else (decay.reshape(b, t, hkv, 1).transpose(0, 2, 1, 3).astype(f32)
+                                     if decay.shape[2] == hkv else heads(decay, hkv))
+    b4 = None if beta is None else beta.reshape(b, t, beta.shape[2], 1).transpose(0, 2, 1, 3).astype(f32)
+    state = np.zeros((b, hkv, dk, dv), f32) if past is None else past.astype(f32)
+    scale = attrs["scale"] or 1.0 / np.sqrt(dk)
+    group = hq // hkv
+    out = np.empty((b, hq, t, dv), f32)
+    for i in range(t):  # the recurrence over time, vectorized over batch, heads and features
+        kt, vt = k4[:, :, i, :], v4[:, :, i, :]
+        if g4 is not None:
+            state = state * np.exp(g4[:, :, i, :])[..., None]
+        if b4 is not None:
+            vt = b4[:, :, i, :] * (vt - np.einsum("bhdm,bhd->bhm", state, kt))
+        state = state + kt[..., :, None] * vt[..., None, :]
+        read = state if group == 1 else np.repeat(state, group, axis=1)
+        out[:, :, i, :] = scale * np.einsum("bhd,bhdm->bhm", q4[:, :, i, :], read)
+    y = out.transpose(0, 2, 1, 3).reshape(b, t, hq * dv).astype(q.dtype)
+    return y, state.astype(q.dtype if past is None else past.dtype)
+
+
+linear_attention: _sig.NnLinearAttention = register_op(
+    "nn.linear_attention", num_inputs=None, type_rel=_linear_attention_rel, compute=_linear_attention,
+    pattern=OpPattern.OPAQUE,
+    doc="Linear attention with a recurrent (heads, d_k, d_v) state (ONNX LinearAttention): "
+        "(q, k, v[, past_state][, decay][, beta]) -> (out, present_state).",
+    attrs=(AttrSpec("q_num_heads", "int", REQUIRED), AttrSpec("kv_num_heads", "int", REQUIRED),
+           AttrSpec("scale", "float", 0.0, "0: 1 / sqrt(head_size)"),
+           AttrSpec("update_rule", "str", "gated_delta", "linear, gated, delta or gated_delta"),
+           AttrSpec("has_past", "bool", False)),
+    canonicalize=_lin_attn_canon)
+__all__ += ["linear_attention"]
