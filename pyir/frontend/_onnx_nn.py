@@ -546,3 +546,14 @@ def _linear_attention(cx: Ctx, a: _Attrs) -> list[Expr]:
     t = nn.linear_attention(*args, q_num_heads=int(hq), kv_num_heads=int(hkv),
                             scale=float(a.get("scale", 0.0)), update_rule=rule, has_past=cx.has(3))
     return [TupleGetItem(t, 0), TupleGetItem(t, 1)]
+
+
+@_reg("MeanVarianceNormalization")
+def _mvn(cx: Ctx, a: _Attrs) -> Expr:
+    """ONNX's function body: ``(X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9)`` over ``axes``."""
+    x = cx.x(0)
+    r = len(shape_of(x))
+    axes = tuple(sorted({_axis(v, r) for v in a.ints("axes", (0, 2, 3))}))
+    mean = op.mean(x, axis=axes, keepdims=True)
+    var = op.subtract(op.mean(op.multiply(x, x), axis=axes, keepdims=True), op.multiply(mean, mean))
+    return op.divide(op.subtract(x, mean), op.add(op.sqrt(var), scalar(1e-9, x)))
