@@ -4,8 +4,10 @@
 imported lazily, so ``import pyir`` works without it.
 """
 
-from . import _onnx_ops  # noqa: F401  (registers the operator converters)
-from . import _onnx_nn  # noqa: F401  (the neural-network converters: attention, norms, losses, RNNs)
+from . import (
+    _onnx_nn,  # noqa: F401  (neural-network converters: attention, norms, losses, RNNs)
+    _onnx_ops,  # noqa: F401  (registers the operator converters)
+)
 from .onnx import FrontendError, from_onnx, onnx_sources
 
 __all__ = ["FrontendError", "from_onnx", "onnx_sources"]

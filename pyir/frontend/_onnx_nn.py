@@ -11,7 +11,7 @@ ONNX default and rejects values it does not support with a FrontendError.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -292,7 +292,8 @@ _ACTIVATIONS: dict[str, tuple[Callable[[Expr, float, float], Expr], float | None
     "affine": (_affine, 1.0, 0.0),
     "leakyrelu": (lambda x, a, b: nn.leaky_relu(x, alpha=a), 0.01, None),
     "thresholdedrelu": (lambda x, a, b: nn.thresholded_relu(x, alpha=a), 1.0, None),
-    "scaledtanh": (lambda x, a, b: op.multiply(scalar(a, x), op.tanh(op.multiply(x, scalar(b, x)))), 1.0, 1.0),
+    "scaledtanh": (lambda x, a, b: op.multiply(scalar(a, x), op.tanh(op.multiply(x, scalar(b, x)))),
+                   1.0, 1.0),
     "hardsigmoid": (lambda x, a, b: nn.hard_sigmoid(x, alpha=a, beta=b), 0.2, 0.5),
     "elu": (_elu, 1.0, None),
     "softsign": (lambda x, a, b: op.divide(x, op.add(op.abs(x), scalar(1, x))), None, None),
@@ -304,6 +305,13 @@ _RNN_SPEC = {  # op type -> (gates, default activations per direction)
 }
 
 Act = Callable[[Expr], Expr]
+
+
+def _bind(fn: Callable[[Expr, float, float], Expr], alpha: float, beta: float) -> Act:
+    def act(x: Expr) -> Expr:
+        return fn(x, alpha, beta)
+
+    return act
 
 
 def _activations(a: _Attrs, kind: str, n_dir: int) -> list[list[Act]]:
@@ -328,7 +336,7 @@ def _activations(a: _Attrs, kind: str, n_dir: int) -> list[list[Act]]:
             fn, da, db = spec
             al = (float(alphas.pop(0)) if alphas else da) if da is not None else 0.0
             be = (float(betas.pop(0)) if betas else db) if db is not None else 0.0
-            fns.append(lambda x, fn=fn, al=al, be=be: fn(x, al, be))
+            fns.append(_bind(fn, al, be))
         out.append(fns)
     return out
 
@@ -383,8 +391,9 @@ def _rnn(cx: Ctx, a: _Attrs) -> list[Expr]:
         reverse = direction == "reverse" or d == 1
         xs = x
         if reverse:  # each sequence reversed within its own length
-            xs = _reshape(op.take(_reshape(x, (seq * batch, shape_of(x)[2])), _reverse_index(lens, seq, batch),
-                                  axis=0), (seq, batch, shape_of(x)[2]))
+            rows = _reverse_index(lens, seq, batch)
+            xs = _reshape(op.take(_reshape(x, (seq * batch, shape_of(x)[2])), rows, axis=0),
+                          (seq, batch, shape_of(x)[2]))
         wd, rd = _dir(w, d), _dir(r, d)
         xw = nn.dense(xs, wd)  # (seq, batch, gates * hidden), all steps at once
         wb = rb = None
@@ -454,7 +463,7 @@ def _rnn(cx: Ctx, a: _Attrs) -> list[Expr]:
                          _reshape(op.less(Constant(np.asarray(t, np.int64)), lens), (batch, 1)))
                 hn = op.where(alive, hn, h)
                 y_t = op.where(alive, y_t, Constant(np.zeros((batch, hidden), dt)))
-                if kind == "LSTM":
+                if c is not None:
                     cn = op.where(alive, cn, c)
             h = hn
             if kind == "LSTM":
@@ -468,11 +477,11 @@ def _rnn(cx: Ctx, a: _Attrs) -> list[Expr]:
             cs_out.append(_reshape(c, (1, batch, hidden)))
     y = op.concatenate(*ys, axis=1) if n_dir == 2 else ys[0]
     yh = op.concatenate(*hs_out, axis=0) if n_dir == 2 else hs_out[0]
-    res = [y, yh]
+    res: list[Expr] = [y, yh]
     if kind == "LSTM":
         res.append(op.concatenate(*cs_out, axis=0) if n_dir == 2 else cs_out[0])
     if layout == 1:
-        res = [op.transpose(res[0], axes=(2, 0, 1, 3))] + [op.transpose(v, axes=(1, 0, 2)) for v in res[1:]]
+        res = [op.transpose(res[0], axes=(2, 0, 1, 3)), *(op.transpose(v, axes=(1, 0, 2)) for v in res[1:])]
     return res
 
 
@@ -497,8 +506,8 @@ def _unreverse(outs: list[Expr], lens: Any, batch: int, hidden: int) -> list[Exp
     per batch row (steps past a row's length hold zeros and stay there)."""
     seq = len(outs)
     stacked = op.concatenate(*[_reshape(o, (1, batch, hidden)) for o in outs], axis=0)
-    back = _reshape(op.take(_reshape(stacked, (seq * batch, hidden)), _reverse_index(lens, seq, batch), axis=0),
-                    (seq, batch, hidden))
+    rows = _reverse_index(lens, seq, batch)
+    back = _reshape(op.take(_reshape(stacked, (seq * batch, hidden)), rows, axis=0), (seq, batch, hidden))
     return [_reshape(_slice(back, 0, t, t + 1), (batch, hidden)) for t in range(seq)]
 
 

@@ -779,7 +779,7 @@ pad: _sig.NnPad = register_op(
 # Each follows the ONNX operator of the same name (opsets 13-25); computes keep the input dtype
 # (float16 data is computed in float32 and cast back, ONNX's ``stash_type=1``).
 
-__all__ += [  # noqa: PLE0605 - extended here so that the sections above stay untouched
+__all__ += [  # extended here so that the sections above stay untouched
     "attention", "celu", "gelu", "group_norm", "hard_sigmoid", "hard_swish", "hardmax", "lp_normalize",
     "mish", "nll_loss", "rms_norm", "rotary_embedding", "shrink", "softmax_cross_entropy", "softplus",
     "swiglu", "thresholded_relu",
@@ -1084,7 +1084,8 @@ def _layer_norm_nd(attrs: Attrs, x: np.ndarray, scale: np.ndarray, *bias: np.nda
 layer_norm_nd: _sig.NnLayerNormNd = register_op(
     "nn.layer_norm_nd", num_inputs=None, type_rel=_layer_norm_nd_rel, compute=_layer_norm_nd,
     pattern=OpPattern.OPAQUE,
-    doc="Layer norm over axes ``axis``..: (data, scale[, bias]) -> (out, mean, inv_std) (ONNX LayerNormalization).",
+    doc="Layer norm over axes ``axis``..: (data, scale[, bias]) -> (out, mean, inv_std) "
+        "(ONNX LayerNormalization).",
     attrs=(AttrSpec("axis", "int", -1), AttrSpec("epsilon", "float", 1e-5)))
 __all__ += ["layer_norm_nd"]
 
@@ -1110,7 +1111,7 @@ def _group_norm_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
 
 
 def _group_norm(attrs: Attrs, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> np.ndarray:
-    n, c = x.shape[:2]
+    n = x.shape[0]
     g = attrs["num_groups"]
     xw = _wide(x).reshape(n, g, -1)
     mean = xw.mean(axis=2, keepdims=True)
@@ -1220,7 +1221,8 @@ softmax_cross_entropy: _sig.NnSoftmaxCrossEntropy = register_op(
 def _attn_canon(a: dict[str, Any]) -> dict[str, Any]:
     op = "nn.attention"
     if a["qk_matmul_output_mode"] not in (0, 1, 2, 3):
-        raise _attr_error(op, "qk_matmul_output_mode", f"must be 0, 1, 2 or 3, got {a['qk_matmul_output_mode']}")
+        raise _attr_error(op, "qk_matmul_output_mode",
+                          f"must be 0, 1, 2 or 3, got {a['qk_matmul_output_mode']}")
     for name in ("q_num_heads", "kv_num_heads"):
         if a[name] is not None and a[name] < 1:
             raise _attr_error(op, name, f"must be >= 1, got {a[name]}")
@@ -1251,8 +1253,8 @@ def _attention_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     want = 3 + attrs["has_mask"] + 2 * attrs["has_past"] + attrs["has_nonpad"]
     if len(types) != want:
         raise fail(f"{op}: expected {want} inputs (q, k, v{', mask' * attrs['has_mask']}"
-                   f"{', past_key, past_value' * attrs['has_past']}{', nonpad_kv_seqlen' * attrs['has_nonpad']}),"
-                   f" got {len(types)}")
+                   f"{', past_key, past_value' * attrs['has_past']}"
+                   f"{', nonpad_kv_seqlen' * attrs['has_nonpad']}), got {len(types)}")
     q, k, v = (_float_tensor(op, t, w) for t, w in zip(types, ("q", "k", "v")))
     where = f"(q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)})"
     if not (q.dtype == k.dtype == v.dtype):
@@ -1298,8 +1300,10 @@ def _attention_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
             raise fail(f"{op}: past_key {pk} and past_value {pv} must be 4-D {q.dtype} "
                        "(batch, kv_heads, past_seq, head_size)")
         pwhere = f"(past_key {shape_str(pk.shape)}, past_value {shape_str(pv.shape)}) {where}"
-        b = _same(op, b, _same(op, pk.shape[0], pv.shape[0], "past batch sizes", pwhere), "batch sizes", pwhere)
-        hkv = _same(op, hkv, _same(op, pk.shape[1], pv.shape[1], "past head counts", pwhere), "kv heads", pwhere)
+        b = _same(op, b, _same(op, pk.shape[0], pv.shape[0], "past batch sizes", pwhere), "batch sizes",
+                  pwhere)
+        hkv = _same(op, hkv, _same(op, pk.shape[1], pv.shape[1], "past head counts", pwhere), "kv heads",
+                    pwhere)
         d = _same(op, d, pk.shape[3], "past_key head size", pwhere)
         dv = _same(op, dv, pv.shape[3], "past_value head size", pwhere)
         stot = dim_add(_same(op, pk.shape[2], pv.shape[2], "past sequence lengths", pwhere), skv)
@@ -1456,7 +1460,8 @@ def _rotary_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         _same(op, p.shape[0], b, "position_ids and x batch sizes", where)
         _same(op, p.shape[1], s, "position_ids and x sequence lengths", where)
         if cos.ndim != 2 or sin.ndim != 2:
-            raise fail(f"{op}: with position_ids the caches must be 2-D (max_position, rotary_dim / 2) {where}")
+            raise fail(f"{op}: with position_ids the caches must be 2-D (max_position, rotary_dim / 2) "
+                       f"{where}")
     elif cos.ndim != 3 or sin.ndim != 3:
         raise fail(f"{op}: without position_ids the caches must be 3-D (batch, seq, rotary_dim / 2) {where}")
     else:
@@ -1508,7 +1513,8 @@ def _lin_attn_canon(a: dict[str, Any]) -> dict[str, Any]:
         raise _attr_error(op, "update_rule", f"must be one of {_UPDATE_RULES}, got {a['update_rule']!r}")
     hq, hkv = a["q_num_heads"], a["kv_num_heads"]
     if hq < 1 or hkv < 1 or hq % hkv:
-        raise _attr_error(op, "q_num_heads", f"q_num_heads {hq} must be a positive multiple of kv_num_heads {hkv}")
+        raise _attr_error(op, "q_num_heads",
+                          f"q_num_heads {hq} must be a positive multiple of kv_num_heads {hkv}")
     return a
 
 
@@ -1518,7 +1524,8 @@ def _linear_attention_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
     want = 3 + attrs["has_past"] + gated + delta
     if len(types) != want:
-        raise fail(f"{op}: update_rule {rule!r} takes {want} inputs (q, k, v{', past_state' * attrs['has_past']}"
+        raise fail(f"{op}: update_rule {rule!r} takes {want} inputs "
+                   f"(q, k, v{', past_state' * attrs['has_past']}"
                    f"{', decay' * gated}{', beta' * delta}), got {len(types)}")
     q, k, v = (_float_tensor(op, t, w) for t, w in zip(types, ("query", "key", "value")))
     where = f"(query {shape_str(q.shape)}, key {shape_str(k.shape)}, value {shape_str(v.shape)})"
@@ -1526,9 +1533,10 @@ def _linear_attention_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         raise fail(f"{op}: query, key and value must be 3-D (batch, seq, heads * head_size) {where}")
     hq, hkv = attrs["q_num_heads"], attrs["kv_num_heads"]
     b = _same(op, q.shape[0], _same(op, k.shape[0], v.shape[0], "batch sizes", where), "batch sizes", where)
-    t = _same(op, q.shape[1], _same(op, k.shape[1], v.shape[1], "sequence lengths", where), "sequence lengths",
-              where)
-    dk = _same(op, _heads(op, q.shape[2], hq, "query"), _heads(op, k.shape[2], hkv, "key"), "head sizes", where)
+    t = _same(op, q.shape[1], _same(op, k.shape[1], v.shape[1], "sequence lengths", where),
+              "sequence lengths", where)
+    dk = _same(op, _heads(op, q.shape[2], hq, "query"), _heads(op, k.shape[2], hkv, "key"), "head sizes",
+               where)
     dv = _heads(op, v.shape[2], hkv, "value")
     state = TensorType((b, hkv, dk, dv), q.dtype)
     i = 3
@@ -1536,7 +1544,8 @@ def _linear_attention_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         p = _float_tensor(op, types[i], "past_state")
         i += 1
         if p.ndim != 4 or any(unify_dims(x, y) is None for x, y in zip(p.shape, state.shape)):
-            raise fail(f"{op}: past_state {shape_str(p.shape)} must have shape {shape_str(state.shape)} {where}")
+            raise fail(f"{op}: past_state {shape_str(p.shape)} must have shape {shape_str(state.shape)} "
+                       f"{where}")
         state = TensorType(state.shape, p.dtype)
     for flag, name, lasts in ((gated, "decay", (hkv, dim_mul(hkv, dk))), (delta, "beta", (hkv, 1))):
         if not flag:
@@ -1545,8 +1554,8 @@ def _linear_attention_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         i += 1
         if g.ndim != 3 or unify_dims(g.shape[0], b) is None or unify_dims(g.shape[1], t) is None or all(
                 unify_dims(g.shape[2], d) is None for d in lasts):
-            raise fail(f"{op}: {name} {shape_str(g.shape)} must be (batch, seq, {' or '.join(map(str, lasts))}) "
-                       f"{where}")
+            shown = " or ".join(dim_str(d, 40) for d in lasts)
+            raise fail(f"{op}: {name} {shape_str(g.shape)} must be (batch, seq, {shown}) {where}")
     return TupleType([TensorType((b, t, dim_mul(hq, dv)), q.dtype), state])
 
 
