@@ -995,8 +995,7 @@ def _lp_normalize(attrs: Attrs, x: np.ndarray) -> np.ndarray:
         n = np.abs(xw).sum(axis=ax, keepdims=True)
     else:
         n = np.sqrt(np.square(xw).sum(axis=ax, keepdims=True))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (xw / n).astype(x.dtype)
+    return (xw / np.where(n == 0, n.dtype.type(1), n)).astype(x.dtype)  # a zero vector stays zero
 
 
 lp_normalize: _sig.NnLpNormalize = register_op(
