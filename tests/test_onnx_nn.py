@@ -83,7 +83,7 @@ _ACT_CASES = [
     ("Mish", {}, 22, "nn.mish"), ("Celu", {"alpha": 2.0}, 12, "nn.celu"),
     ("ThresholdedRelu", {"alpha": 0.5}, 22, "nn.thresholded_relu"),
     ("Shrink", {"lambd": 0.7, "bias": 0.2}, 9, "nn.shrink"), ("Softplus", {}, 22, "nn.softplus"),
-    ("Hardmax", {"axis": 1}, 13, "nn.hardmax"),
+    ("Swish", {"alpha": 0.7}, 24, "nn.swish"), ("Hardmax", {"axis": 1}, 13, "nn.hardmax"),
     ("LpNormalization", {"axis": 1, "p": 2}, 22, "nn.lp_normalize"),
 ]
 

@@ -78,7 +78,7 @@ _PATTERNS = {
 }
 # the ONNX neural-network operators of issue 13 (tests/test_onnx_nn.py tests them)
 _PATTERNS.update({name: OpPattern.ELEMWISE for name in (
-    "gelu", "hard_sigmoid", "hard_swish", "softplus", "mish", "celu", "thresholded_relu", "shrink", "swiglu")})
+    "gelu", "hard_sigmoid", "hard_swish", "softplus", "mish", "celu", "thresholded_relu", "shrink", "swiglu", "swish")})
 _PATTERNS.update({name: OpPattern.OPAQUE for name in (
     "hardmax", "lp_normalize", "rms_norm", "layer_norm_nd", "group_norm", "nll_loss", "softmax_cross_entropy",
     "attention", "rotary_embedding", "linear_attention")})

@@ -72,6 +72,11 @@ def _mish(cx: Ctx, a: _Attrs) -> Expr:
     return nn.mish(cx.x(0))
 
 
+@_reg("Swish")
+def _swish(cx: Ctx, a: _Attrs) -> Expr:
+    return nn.swish(cx.x(0), alpha=float(a.get("alpha", 1.0)))
+
+
 @_reg("Celu")
 def _celu(cx: Ctx, a: _Attrs) -> Expr:
     alpha = float(a.get("alpha", 1.0))
@@ -444,8 +449,7 @@ def _rnn(cx: Ctx, a: _Attrs) -> list[Expr]:
                 else:
                     hh = f[1](pre(op.add(g[2], nn.dense(op.multiply(rr, h), rh))))
                 hn = op.add(op.multiply(op.subtract(scalar(1, z), z), hh), op.multiply(z, h))
-            else:
-                assert c is not None
+            elif c is not None:  # LSTM
                 hr = nn.dense(h, rd)
                 gi, go, gf, gc = (op.add(g[i], _slice(hr, 1, i * hidden, (i + 1) * hidden)) for i in range(4))
                 if p is not None:
@@ -533,7 +537,7 @@ def _causal_conv(cx: Ctx, a: _Attrs) -> list[Expr]:
     if cx.has(2):
         y = nn.bias_add(y, cx.x(2), axis=1)
     if act != "none":
-        y = op.multiply(y, op.sigmoid(y))
+        y = nn.swish(y)
     state = _slice(padded, 2, total - (k - 1), total)
     return [y, state]
 

@@ -960,6 +960,14 @@ class NnSwiglu(Protocol):
         ...
 
 
+class NnSwish(Protocol):
+    """The builder of ``nn.swish``."""
+
+    def __call__(self, data: ExprLike, /, *, alpha: Float = 1.0) -> Call:
+        """Swish ``x * sigmoid(alpha x)`` (SiLU for alpha 1; ONNX Swish)."""
+        ...
+
+
 class NnThresholdedRelu(Protocol):
     """The builder of ``nn.thresholded_relu``."""
 

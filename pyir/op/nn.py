@@ -898,6 +898,12 @@ mish: _sig.NnMish = _elemwise("mish", lambda a, x: x * np.tanh(_softplus(a, x)),
                               "Mish ``x * tanh(softplus(x))``.")
 
 
+swish: _sig.NnSwish = _elemwise(
+    "swish", lambda a, x: x / (1 + np.exp(-a["alpha"] * x)),
+    "Swish ``x * sigmoid(alpha x)`` (SiLU for alpha 1; ONNX Swish).", attrs=(AttrSpec("alpha", "float", 1.0),))
+__all__ += ["swish"]
+
+
 def _celu_canon(a: dict[str, Any]) -> dict[str, Any]:
     if a["alpha"] == 0:
         raise _attr_error("nn.celu", "alpha", "must not be 0")
