@@ -116,6 +116,16 @@ def test_activations_float16_and_errors() -> None:
     _check(_model("Shrink", [("x", xi)], opset=9, lambd=1.5, bias=1.0), [("x", xi)], "nn.shrink")
 
 
+def test_hardmax_before_opset_13_flattens_the_trailing_axes() -> None:
+    """Opset 11 Hardmax coerces the input to 2-D at ``axis`` (onnx.reference does not: onnxruntime
+    is the oracle): one 1 per batch row, at the maximum of its flattened trailing axes."""
+    x = _r(2, 3, 4)
+    model = _model("Hardmax", [("x", x)], opset=11, axis=1)
+    got = evaluate(from_onnx(model), x)
+    np.testing.assert_array_equal(got, _ort(model, {"x": x})[0])
+    assert (got.reshape(2, 12).argmax(1) == x.reshape(2, 12).argmax(1)).all() and got.sum() == 2
+
+
 def test_l1_normalization_divides_by_the_sum_of_magnitudes() -> None:
     """p=1 is the L1 norm sum(|x|) (onnx.reference sums the signed values), and a zero vector stays 0."""
     x = _r(3, 4)
