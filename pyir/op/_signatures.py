@@ -518,7 +518,7 @@ class NnAttention(Protocol):
         has_past: Bool = False,
         has_nonpad: Bool = False,
     ) -> Call:
-        """Scaled dot-product attention (ONNX Attention): (q, k, v[, mask][, past_key, past_value][, nonpad_kv_seqlen]) -> (out, present_key, present_value, qk_matmul_output).
+        """ONNX Attention: (q, k, v[, mask][, past k, v][, nonpad_kv_seqlen]) -> (out, k, v, qk).
 
         ``scale``: None: 1 / sqrt(head_size)
         ``q_num_heads``: heads of 3-D q (required for 3-D inputs)
@@ -693,7 +693,7 @@ class NnGroupNorm(Protocol):
         num_groups: Int,
         epsilon: Float = 1e-05,
     ) -> Call:
-        """Group norm: normalize (N, C, ...) data over each of ``num_groups`` channel groups, then scale and shift per channel."""
+        """Group norm over ``num_groups`` channel groups of (N, C, ...) data, per-channel scale and shift."""
         ...
 
 
@@ -744,7 +744,7 @@ class NnLayerNormNd(Protocol):
     """The builder of ``nn.layer_norm_nd``."""
 
     def __call__(self, *data: ExprLike, axis: Int = -1, epsilon: Float = 1e-05) -> Call:
-        """Layer norm over axes ``axis``..: (data, scale[, bias]) -> (out, mean, inv_std) (ONNX LayerNormalization)."""
+        """ONNX LayerNormalization over axes ``axis``..: -> (out, mean, inv_std_dev)."""
         ...
 
 
@@ -768,7 +768,7 @@ class NnLinearAttention(Protocol):
         update_rule: str = 'gated_delta',
         has_past: Bool = False,
     ) -> Call:
-        """Linear attention with a recurrent (heads, d_k, d_v) state (ONNX LinearAttention): (q, k, v[, past_state][, decay][, beta]) -> (out, present_state).
+        """ONNX LinearAttention: (q, k, v[, past_state][, decay][, beta]) -> (out, present_state).
 
         ``scale``: 0: 1 / sqrt(head_size)
         ``update_rule``: linear, gated, delta or gated_delta

@@ -900,7 +900,8 @@ mish: _sig.NnMish = _elemwise("mish", lambda a, x: x * np.tanh(_softplus(a, x)),
 
 swish: _sig.NnSwish = _elemwise(
     "swish", lambda a, x: x / (1 + np.exp(-a["alpha"] * x)),
-    "Swish ``x * sigmoid(alpha x)`` (SiLU for alpha 1; ONNX Swish).", attrs=(AttrSpec("alpha", "float", 1.0),))
+    "Swish ``x * sigmoid(alpha x)`` (SiLU for alpha 1; ONNX Swish).",
+    attrs=(AttrSpec("alpha", "float", 1.0),))
 __all__ += ["swish"]
 
 
@@ -1089,8 +1090,7 @@ def _layer_norm_nd(attrs: Attrs, x: np.ndarray, scale: np.ndarray, *bias: np.nda
 layer_norm_nd: _sig.NnLayerNormNd = register_op(
     "nn.layer_norm_nd", num_inputs=None, type_rel=_layer_norm_nd_rel, compute=_layer_norm_nd,
     pattern=OpPattern.OPAQUE,
-    doc="Layer norm over axes ``axis``..: (data, scale[, bias]) -> (out, mean, inv_std) "
-        "(ONNX LayerNormalization).",
+    doc="ONNX LayerNormalization over axes ``axis``..: -> (out, mean, inv_std_dev).",
     attrs=(AttrSpec("axis", "int", -1), AttrSpec("epsilon", "float", 1e-5)))
 __all__ += ["layer_norm_nd"]
 
@@ -1128,8 +1128,7 @@ def _group_norm(attrs: Attrs, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray
 
 group_norm: _sig.NnGroupNorm = register_op(
     "nn.group_norm", num_inputs=3, type_rel=_group_norm_rel, compute=_group_norm, pattern=OpPattern.OPAQUE,
-    doc="Group norm: normalize (N, C, ...) data over each of ``num_groups`` channel groups, then scale and "
-        "shift per channel.",
+    doc="Group norm over ``num_groups`` channel groups of (N, C, ...) data, per-channel scale and shift.",
     attrs=(AttrSpec("num_groups", "int", REQUIRED), AttrSpec("epsilon", "float", 1e-5)),
     canonicalize=_group_norm_canon)
 
@@ -1325,8 +1324,6 @@ def _attention_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
             raise fail(f"{op}: attn_mask must have rank 1 to 4, got {shape_str(mask.shape)}")
         if type(mask.shape[-1]) is int and type(stot) is int and mask.shape[-1] > stot:
             raise fail(f"{op}: attn_mask {shape_str(mask.shape)} is longer than the {stot} keys")
-        if type(mask.shape[-1]) is int and mask.shape[-1] == 1 and stot != 1:
-            pass  # broadcast along the keys
         bs = _broadcast(mask.shape[:-1] + (stot,), full)
         if any(unify_dims(x, y) is None for x, y in zip(bs, full)):
             raise fail(f"{op}: attn_mask {shape_str(mask.shape)} does not broadcast to {shape_str(full)}")
@@ -1402,10 +1399,12 @@ def _attention(attrs: Attrs, q: np.ndarray, k: np.ndarray, v: np.ndarray, *rest:
     m = x.max(axis=-1, keepdims=True)
     dead = np.isneginf(m)
     with np.errstate(invalid="ignore", over="ignore"):
-        e = np.exp(x - np.where(dead, sdt.type(0), m))
+        e = np.exp(x - np.where(dead, sdt.type(0), m) if dead.any() else x - m)
         tot = e.sum(axis=-1, keepdims=True)
         p = e / np.where(tot == 0, sdt.type(1), tot)
-    p = np.where(np.isneginf(bias.max(axis=-1, keepdims=True)), sdt.type(0), p)
+    masked_rows = np.isneginf(bias.max(axis=-1, keepdims=True))  # no key allowed: the row is 0
+    if masked_rows.any():
+        p = np.where(masked_rows, sdt.type(0), p)
     if mode == 3:
         qk_out = p
     full = (q.shape[0], hq, sq, skv)
@@ -1418,8 +1417,7 @@ def _attention(attrs: Attrs, q: np.ndarray, k: np.ndarray, v: np.ndarray, *rest:
 
 attention: _sig.NnAttention = register_op(
     "nn.attention", num_inputs=None, type_rel=_attention_rel, compute=_attention, pattern=OpPattern.OPAQUE,
-    doc="Scaled dot-product attention (ONNX Attention): (q, k, v[, mask][, past_key, past_value]"
-        "[, nonpad_kv_seqlen]) -> (out, present_key, present_value, qk_matmul_output).",
+    doc="ONNX Attention: (q, k, v[, mask][, past k, v][, nonpad_kv_seqlen]) -> (out, k, v, qk).",
     attrs=(AttrSpec("scale", "float?", None, "None: 1 / sqrt(head_size)"),
            AttrSpec("is_causal", "bool", False),
            AttrSpec("q_num_heads", "int?", None, "heads of 3-D q (required for 3-D inputs)"),
@@ -1604,8 +1602,7 @@ def _linear_attention(attrs: Attrs, q: np.ndarray, k: np.ndarray, v: np.ndarray,
 linear_attention: _sig.NnLinearAttention = register_op(
     "nn.linear_attention", num_inputs=None, type_rel=_linear_attention_rel, compute=_linear_attention,
     pattern=OpPattern.OPAQUE,
-    doc="Linear attention with a recurrent (heads, d_k, d_v) state (ONNX LinearAttention): "
-        "(q, k, v[, past_state][, decay][, beta]) -> (out, present_state).",
+    doc="ONNX LinearAttention: (q, k, v[, past_state][, decay][, beta]) -> (out, present_state).",
     attrs=(AttrSpec("q_num_heads", "int", REQUIRED), AttrSpec("kv_num_heads", "int", REQUIRED),
            AttrSpec("scale", "float", 0.0, "0: 1 / sqrt(head_size)"),
            AttrSpec("update_rule", "str", "gated_delta", "linear, gated, delta or gated_delta"),
