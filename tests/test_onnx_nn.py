@@ -454,3 +454,30 @@ def test_new_operators_print_and_parse_back() -> None:
         assert back.astext(show_meta_data=True) == text
         assert pyir.alpha_equal(back["main"], m["main"])
     assert "softcap=1.5" in extra.astext()
+
+
+def test_relations_over_symbolic_dimensions() -> None:
+    """The normalizations, losses, rotary embedding and linear attention type symbolic shapes,
+    and serialize back to the same module."""
+    n, s, e = sym("n"), sym("s"), sym("e")
+    x = pyir.var("x", shape=(n, s, e))
+    g = pyir.var("g", shape=(e,))
+    assert pyir.infer_type(nn.rms_norm(x, g)).shape == (n, s, e)
+    ln = pyir.infer_type(nn.layer_norm_nd(x, pyir.var("g2", shape=(s, e)), axis=1))
+    assert ln.fields[0].shape == (n, s, e) and ln.fields[1].shape == (n, 1, 1)
+    logits = pyir.var("l", shape=(n, 5, s))
+    sce = pyir.infer_type(nn.softmax_cross_entropy(logits, pyir.var("t", shape=(n, s), dtype="int64"),
+                                                   reduction="none"))
+    assert sce.fields[0].shape == (n, s) and sce.fields[1].shape == (n, 5, s)
+    r = nn.rotary_embedding(pyir.var("q", shape=(n, s, 4 * 8)), pyir.var("c", shape=(n, s, 4)),
+                            pyir.var("si", shape=(n, s, 4)), num_heads=4)
+    assert pyir.infer_type(r).shape == (n, s, 32)
+    la = nn.linear_attention(pyir.var("lq", shape=(n, s, 16)), pyir.var("lk", shape=(n, s, 8)),
+                             pyir.var("lv", shape=(n, s, 6)), q_num_heads=4, kv_num_heads=2,
+                             update_rule="linear")
+    lt = pyir.infer_type(la)
+    assert lt.fields[0].shape == (n, s, 12) and lt.fields[1].shape == (n, 2, 4, 3)
+    body = pyir.Tuple([nn.rms_norm(x, g), pyir.TupleGetItem(la, 1)])
+    mod = pyir.Module({"main": pyir.Function(sorted(pyir.free_vars(body), key=lambda v: v.name_hint), body)})
+    back = pyir.loads(pyir.dumps(mod))
+    assert pyir.alpha_equal(back["main"], mod["main"])

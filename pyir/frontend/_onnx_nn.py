@@ -18,11 +18,25 @@ import numpy as np
 
 from .. import op
 from ..ir.expr import Constant, Expr, TupleGetItem
+from ..ir.types import TensorType
 from ..op import nn
 from ._onnx_ops import _axis, _pads, _pool_nd, _reg, _reshape, dtype_of, scalar, shape_of
 from .onnx import Ctx, FrontendError, _Attrs
 
 __all__: list[str] = []
+
+
+def _dims(e: Expr) -> tuple[Any, ...]:
+    """The shape of a tensor expression, symbolic or unknown dimensions included (the operators'
+    relations handle them; only the converters that unroll or reshape need :func:`shape_of`)."""
+    t = e.checked_type
+    if not isinstance(t, TensorType):
+        raise FrontendError(f"expected a tensor, got {t}")
+    return t.shape
+
+
+def _same_dims(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(x is y or (type(x) is int and x == y) for x, y in zip(a, b))
 
 
 def _n_outputs(cx: Ctx) -> int:
@@ -104,10 +118,10 @@ def _coerced_2d(cx: Ctx, a: _Attrs, fn: Callable[[Expr, int], Expr], default_old
     """Softmax-style operators: from opset 13 along ``axis``; before, the input is coerced to
     2-D at ``axis`` and the operator runs along the second dimension."""
     x = cx.x(0)
-    s = shape_of(x)
-    ax = _axis(a.get("axis", default_old if cx.opset < 13 else -1), len(s))
-    if cx.opset >= 13 or ax == len(s) - 1:
+    ax = _axis(a.get("axis", default_old if cx.opset < 13 else -1), len(_dims(x)))
+    if cx.opset >= 13 or ax == len(_dims(x)) - 1:
         return fn(x, ax)
+    s = shape_of(x)
     flat = _reshape(x, (int(np.prod(s[:ax], dtype=np.int64)), int(np.prod(s[ax:], dtype=np.int64))))
     return _reshape(fn(flat, 1), s)
 
@@ -123,7 +137,7 @@ def _lp_normalization(cx: Ctx, a: _Attrs) -> Expr:
     p = int(a.get("p", 2))
     if p not in (1, 2):
         raise FrontendError(f"p={p} is not supported (1 or 2)")
-    return nn.lp_normalize(x, axis=_axis(int(a.get("axis", -1)), len(shape_of(x))), p=p)
+    return nn.lp_normalize(x, axis=_axis(int(a.get("axis", -1)), len(_dims(x))), p=p)
 
 
 # -- normalizations --------------------------------------------------------------------------------
@@ -133,12 +147,12 @@ def _lp_normalization(cx: Ctx, a: _Attrs) -> Expr:
 def _layer_norm(cx: Ctx, a: _Attrs) -> list[Expr]:
     _stash(a)
     x, scale = cx.x(0), cx.x(1)
-    xs = shape_of(x)
+    xs = _dims(x)
     ax = _axis(int(a.get("axis", -1)), len(xs))
     eps = float(a.get("epsilon", 1e-5))
     bias = cx.x(2) if cx.has(2) else None
-    simple = (ax == len(xs) - 1 and _n_outputs(cx) == 1 and shape_of(scale) == (xs[-1],)
-              and (bias is None or shape_of(bias) == (xs[-1],)))
+    simple = (ax == len(xs) - 1 and _n_outputs(cx) == 1 and _same_dims(_dims(scale), (xs[-1],))
+              and (_same_dims(_dims(bias), (xs[-1],)) if bias is not None else type(xs[-1]) is int))
     if simple:  # the common case: Relay's layer_norm over the last axis
         beta = bias if bias is not None else Constant(np.zeros((xs[-1],), dtype=dtype_of(x)))
         return [nn.layer_norm(x, scale, beta, axis=-1, epsilon=eps, center=bias is not None)]
@@ -151,7 +165,7 @@ def _layer_norm(cx: Ctx, a: _Attrs) -> list[Expr]:
 def _rms_norm(cx: Ctx, a: _Attrs) -> Expr:
     _stash(a)
     x = cx.x(0)
-    return nn.rms_norm(x, cx.x(1), axis=_axis(int(a.get("axis", -1)), len(shape_of(x))),
+    return nn.rms_norm(x, cx.x(1), axis=_axis(int(a.get("axis", -1)), len(_dims(x))),
                        epsilon=float(a.get("epsilon", 1e-5)))
 
 
@@ -164,10 +178,11 @@ def _group_norm(cx: Ctx, a: _Attrs) -> Expr:
     if g is None:
         raise FrontendError("GroupNormalization needs num_groups")
     g = int(g)
-    c = shape_of(x)[1]
-    if g < 1 or c % g:
+    c = _dims(x)[1] if len(_dims(x)) > 1 else 0
+    if g < 1 or (type(c) is int and c % g):
         raise FrontendError(f"num_groups={g} does not divide the {c} channels")
-    if shape_of(scale) == (g,) and g != c:  # opset 18: one scale and bias per group
+    if _same_dims(_dims(scale), (g,)) and g != c:  # opset 18: one scale and bias per group
+        c = shape_of(x)[1]
         idx = Constant(np.arange(c, dtype=np.int64) // (c // g))
         scale, bias = op.take(scale, idx, axis=0), op.take(bias, idx, axis=0)
     return nn.group_norm(x, scale, bias, num_groups=g, epsilon=float(a.get("epsilon", 1e-5)))
@@ -236,7 +251,7 @@ def _attention(cx: Ctx, a: _Attrs) -> list[Expr]:
     }
     if kw["qk_matmul_output_mode"] not in (0, 1, 2, 3):
         raise FrontendError(f"qk_matmul_output_mode={kw['qk_matmul_output_mode']} is not supported")
-    if len(shape_of(args[0])) == 4 and cx.opset >= 25 and (kw["q_num_heads"] or kw["kv_num_heads"]):
+    if len(_dims(args[0])) == 4 and cx.opset >= 25 and (kw["q_num_heads"] or kw["kv_num_heads"]):
         raise FrontendError("q_num_heads and kv_num_heads must not be given for 4-D inputs")
     t = nn.attention(*args, has_mask=has_mask, has_past=has_past, has_nonpad=has_nonpad, **kw)
     return [TupleGetItem(t, i) for i in range(4)]
@@ -565,7 +580,7 @@ def _linear_attention(cx: Ctx, a: _Attrs) -> list[Expr]:
 def _mvn(cx: Ctx, a: _Attrs) -> Expr:
     """ONNX's function body: ``(X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9)`` over ``axes``."""
     x = cx.x(0)
-    r = len(shape_of(x))
+    r = len(_dims(x))
     axes = tuple(sorted({_axis(v, r) for v in a.ints("axes", (0, 2, 3))}))
     mean = op.mean(x, axis=axes, keepdims=True)
     var = op.subtract(op.mean(op.multiply(x, x), axis=axes, keepdims=True), op.multiply(mean, mean))
