@@ -332,6 +332,8 @@ def test_lp_pool_matches_reference(p: int) -> None:
     ins = [("x", x)]
     _check(_model("LpPool", ins, opset=22, kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 1, 1], p=p),
            ins, "nn.avg_pool2d", rtol=1e-4, atol=1e-4)
+    with pytest.raises(FrontendError, match="p must be > 0"):
+        from_onnx(_model("LpPool", ins, opset=22, kernel_shape=[2, 2], p=0))
 
 
 def _ort(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:

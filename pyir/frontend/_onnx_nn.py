@@ -283,6 +283,8 @@ def _lp_pool(cx: Ctx, a: _Attrs) -> Expr:
     d = a.ints("dilations", (1,) * nd)
     ceil = bool(a.get("ceil_mode", 0))
     p = float(a.get("p", 2))
+    if not p > 0:
+        raise FrontendError(f"p={p} is not supported (p must be > 0)")
     b, e = _pads(a, xs[2:], k, s, d)
     ax = op.abs(x)
     xp = op.multiply(ax, ax) if p == 2 else op.power(ax, scalar(p, x))
