@@ -195,6 +195,13 @@ def test_rms_and_group_norm() -> None:
                                                                             ("b", (6,))]), num_groups=4))
 
 
+def test_instance_norm_is_group_norm_per_channel() -> None:
+    x = _r(2, 3, 4, 5)
+    ins = [("x", x), ("c_s", _r(3)), ("c_b", _r(3))]
+    mod = _check(_model("InstanceNormalization", ins, opset=22, epsilon=1e-3), ins, "nn.group_norm")
+    assert len([n for n in post_order([mod["main"]]) if isinstance(n, pyir.Call)]) == 1
+
+
 # -- losses -----------------------------------------------------------------------------------------
 
 

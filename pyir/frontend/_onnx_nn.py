@@ -188,6 +188,19 @@ def _group_norm(cx: Ctx, a: _Attrs) -> Expr:
     return nn.group_norm(x, scale, bias, num_groups=g, epsilon=float(a.get("epsilon", 1e-5)))
 
 
+@_reg("InstanceNormalization")
+def _instance_norm(cx: Ctx, a: _Attrs) -> Expr:
+    """Instance norm is group norm with one group per channel: one ``nn.group_norm`` call
+    (the channel count must be static; otherwise the primitive expansion of ``_onnx_ops``)."""
+    x = cx.x(0)
+    xs = _dims(x)
+    if len(xs) < 3 or type(xs[1]) is not int:
+        from ._onnx_ops import _instance_norm as expanded
+
+        return expanded(cx, a)
+    return nn.group_norm(x, cx.x(1), cx.x(2), num_groups=xs[1], epsilon=float(a.get("epsilon", 1e-5)))
+
+
 # -- losses ------------------------------------------------------------------------------------------
 
 
