@@ -195,6 +195,15 @@ def test_rms_and_group_norm() -> None:
                                                                             ("b", (6,))]), num_groups=4))
 
 
+def test_batch_norm_training_mode_matches_reference() -> None:
+    """opset 14+ training mode: batch statistics, and the running statistics with momentum."""
+    x = _r(4, 3, 2, 2)
+    ins = [("x", x), ("c_s", _r(3)), ("c_b", _r(3)), ("c_m", _r(3)), ("c_v", np.abs(_r(3)))]
+    _check(_model("BatchNormalization", ins, n_out=3, opset=15, training_mode=1, momentum=0.8, epsilon=1e-3),
+           ins, "nn.batch_norm")
+    _check(_model("BatchNormalization", ins, opset=15), ins, "nn.batch_norm")  # inference mode
+
+
 def test_instance_norm_is_group_norm_per_channel() -> None:
     x = _r(2, 3, 4, 5)
     ins = [("x", x), ("c_s", _r(3)), ("c_b", _r(3))]

@@ -188,6 +188,33 @@ def _group_norm(cx: Ctx, a: _Attrs) -> Expr:
     return nn.group_norm(x, scale, bias, num_groups=g, epsilon=float(a.get("epsilon", 1e-5)))
 
 
+@_reg("BatchNormalization")
+def _batch_norm(cx: Ctx, a: _Attrs) -> list[Expr]:
+    """Training mode (opset 14+, ``training_mode=1``): normalize with the batch statistics and
+    return ``(Y, running_mean, running_var)`` updated with ``momentum``; inference mode is
+    ``_onnx_ops``' converter."""
+    if cx.opset < 14 or not a.values.get("training_mode", 0):
+        from ._onnx_ops import _batch_norm as inference
+
+        return inference(cx, a)
+    a.get("training_mode")
+    x, scale, bias, mean, var = (cx.x(i) for i in range(5))
+    r = len(_dims(x))
+    if r < 2:
+        raise FrontendError(f"BatchNormalization needs data of rank >= 2, got {_dims(x)}")
+    axes = (0, *range(2, r))
+    momentum = float(a.get("momentum", 0.9))
+    saved_mean = op.mean(x, axis=axes)
+    diff = op.subtract(x, op.mean(x, axis=axes, keepdims=True))
+    saved_var = op.mean(op.multiply(diff, diff), axis=axes)
+    y = nn.batch_norm(x, scale, bias, saved_mean, saved_var, axis=1, epsilon=float(a.get("epsilon", 1e-5)))
+
+    def running(old: Expr, new: Expr) -> Expr:
+        return op.add(op.multiply(old, scalar(momentum, old)), op.multiply(new, scalar(1 - momentum, new)))
+
+    return [TupleGetItem(y, 0), running(mean, saved_mean), running(var, saved_var)]
+
+
 @_reg("InstanceNormalization")
 def _instance_norm(cx: Ctx, a: _Attrs) -> Expr:
     """Instance norm is group norm with one group per channel: one ``nn.group_norm`` call
