@@ -786,14 +786,29 @@ __all__ += [  # extended here so that the sections above stay untouched
 ]
 
 
+def _is_float_like(dtype: str) -> bool:
+    """A floating-point dtype: numpy's, or ml_dtypes' bfloat16 and float8 types (kind "V")."""
+    return np.dtype(dtype).kind == "f" or dtype.startswith(("bfloat", "float8", "float4"))
+
+
+def _float_like(op: str, t: Type, what: str = "data") -> TensorType:
+    tt = tensor(t, what)
+    if not _is_float_like(tt.dtype):
+        raise fail(f"{op}: {what} must be floating-point, got {tt.dtype} (shape {shape_str(tt.shape)})")
+    return tt
+
+
 def _wide(x: np.ndarray) -> np.ndarray:
-    """``x`` in a dtype of at least float32 precision (float16 data is computed in float32)."""
-    return x.astype(np.float32) if x.dtype.itemsize < 4 and x.dtype.kind == "f" else x
+    """``x`` in a dtype of at least float32 precision (float16 and bfloat16 data are computed in
+    float32, ONNX's ``stash_type=1``)."""
+    if x.dtype.itemsize < 4 and (x.dtype.kind == "f" or _is_float_like(x.dtype.name)):
+        return x.astype(np.float32)
+    return x
 
 
 def _float_unary_rel(name: str) -> _Rel:
     def rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
-        return _float_tensor(name, types[0])
+        return _float_like(name, types[0])
 
     return rel
 
@@ -942,7 +957,7 @@ shrink: _sig.NnShrink = register_op(
 
 
 def _swiglu_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
-    a, b = _float_tensor("swiglu", types[0], "a"), _float_tensor("swiglu", types[1], "b")
+    a, b = _float_like("swiglu", types[0], "a"), _float_like("swiglu", types[1], "b")
     if a.dtype != b.dtype:
         raise fail(f"swiglu: a dtype {a.dtype} != b dtype {b.dtype}")
     if len(a.shape) != len(b.shape):
@@ -1043,7 +1058,7 @@ def _stats_type(d: TensorType, axis: int) -> TensorType:
 
 
 def _rms_norm_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
-    d = _float_tensor("rms_norm", types[0])
+    d = _float_like("rms_norm", types[0])
     ax = normalize_axis(attrs["axis"], d.ndim)
     _trailing_arg("rms_norm", types[1], "scale", d, ax)
     return d
@@ -1063,7 +1078,7 @@ rms_norm: _sig.NnRmsNorm = register_op(
 
 
 def _layer_norm_nd_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
-    d = _float_tensor("layer_norm_nd", types[0])
+    d = _float_like("layer_norm_nd", types[0])
     ax = normalize_axis(attrs["axis"], d.ndim)
     _trailing_arg("layer_norm_nd", types[1], "scale", d, ax)
     if len(types) == 3:
@@ -1102,7 +1117,7 @@ def _group_norm_canon(a: dict[str, Any]) -> dict[str, Any]:
 
 
 def _group_norm_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
-    d = _float_tensor("group_norm", types[0])
+    d = _float_like("group_norm", types[0])
     if d.ndim < 2:
         raise fail(f"group_norm: data must have rank >= 2 (N, C, ...), got {shape_str(d.shape)}")
     g = attrs["num_groups"]
@@ -1153,7 +1168,7 @@ def _loss_rel(name: str) -> _Rel:
     def rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         if len(types) not in (2, 3):
             raise fail(f"{name}: takes scores, labels and optional weights, got {len(types)} inputs")
-        x = _float_tensor(name, types[0], "scores")
+        x = _float_like(name, types[0], "scores")
         t = tensor(types[1], "labels")
         if x.ndim < 2:
             raise fail(f"{name}: scores must have rank >= 2 (N, C, ...), got {shape_str(x.shape)}")
@@ -1259,7 +1274,7 @@ def _attention_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         raise fail(f"{op}: expected {want} inputs (q, k, v{', mask' * attrs['has_mask']}"
                    f"{', past_key, past_value' * attrs['has_past']}"
                    f"{', nonpad_kv_seqlen' * attrs['has_nonpad']}), got {len(types)}")
-    q, k, v = (_float_tensor(op, t, w) for t, w in zip(types, ("q", "k", "v")))
+    q, k, v = (_float_like(op, t, w) for t, w in zip(types, ("q", "k", "v")))
     where = f"(q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)})"
     if not (q.dtype == k.dtype == v.dtype):
         raise fail(f"{op}: q, k and v dtypes differ ({q.dtype}, {k.dtype}, {v.dtype})")
@@ -1438,7 +1453,7 @@ def _rotary_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     if len(types) != want:
         raise fail(f"{op}: expected {want} inputs (x, cos_cache, sin_cache"
                    f"{', position_ids' * attrs['has_position_ids']}), got {len(types)}")
-    x = _float_tensor(op, types[0], "x")
+    x = _float_like(op, types[0], "x")
     cos, sin = tensor(types[1], "cos_cache"), tensor(types[2], "sin_cache")
     where = f"(x {shape_str(x.shape)}, cos_cache {shape_str(cos.shape)}, sin_cache {shape_str(sin.shape)})"
     if cos.dtype != x.dtype or sin.dtype != x.dtype:
@@ -1530,7 +1545,7 @@ def _linear_attention_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         raise fail(f"{op}: update_rule {rule!r} takes {want} inputs "
                    f"(q, k, v{', past_state' * attrs['has_past']}"
                    f"{', decay' * gated}{', beta' * delta}), got {len(types)}")
-    q, k, v = (_float_tensor(op, t, w) for t, w in zip(types, ("query", "key", "value")))
+    q, k, v = (_float_like(op, t, w) for t, w in zip(types, ("query", "key", "value")))
     where = f"(query {shape_str(q.shape)}, key {shape_str(k.shape)}, value {shape_str(v.shape)})"
     if q.ndim != 3 or k.ndim != 3 or v.ndim != 3:
         raise fail(f"{op}: query, key and value must be 3-D (batch, seq, heads * head_size) {where}")
@@ -1544,7 +1559,7 @@ def _linear_attention_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     state = TensorType((b, hkv, dk, dv), q.dtype)
     i = 3
     if attrs["has_past"]:
-        p = _float_tensor(op, types[i], "past_state")
+        p = _float_like(op, types[i], "past_state")
         i += 1
         if p.ndim != 4 or any(unify_dims(x, y) is None for x, y in zip(p.shape, state.shape)):
             raise fail(f"{op}: past_state {shape_str(p.shape)} must have shape {shape_str(state.shape)} "
@@ -1553,7 +1568,7 @@ def _linear_attention_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     for flag, name, lasts in ((gated, "decay", (hkv, dim_mul(hkv, dk))), (delta, "beta", (hkv, 1))):
         if not flag:
             continue
-        g = _float_tensor(op, types[i], name)
+        g = _float_like(op, types[i], name)
         i += 1
         if g.ndim != 3 or unify_dims(g.shape[0], b) is None or unify_dims(g.shape[1], t) is None or all(
                 unify_dims(g.shape[2], d) is None for d in lasts):
