@@ -2,11 +2,14 @@
 
 Each maps onto one pyir operator (``pyir.op.nn.attention``, ``nn.rotary_embedding``,
 ``nn.layer_norm`` / ``nn.layer_norm_nd``, ``nn.rms_norm``, ``nn.group_norm``, the
-activations, the losses...), so FuseOps, patterns and lineage see the operator the model
-used.  Two rarely used families expand to existing operators instead: ``LpPool``
-(average pooling of ``|x|^p``) and the recurrent ``RNN`` / ``GRU`` / ``LSTM`` (unrolled over
-the static sequence length).  Every converter reads every attribute of its schema with the
-ONNX default and rejects values it does not support with a FrontendError.
+activations, the losses, ``nn.linear_attention``...), so FuseOps, patterns and lineage see the
+operator the model used; InstanceNormalization is ``nn.group_norm`` with a group per channel and
+BatchNormalization's training mode ``nn.batch_norm`` on the batch statistics.  The rarely used
+ones expand to existing operators instead: ``LpPool`` (average pooling of ``|x|^p``),
+``MeanVarianceNormalization`` (its function body), ``CausalConvWithState`` (a depthwise
+``nn.conv2d``) and the recurrent ``RNN`` / ``GRU`` / ``LSTM`` (unrolled over the static sequence
+length).  Every converter reads every attribute of its schema with the ONNX default and rejects
+values it does not support with a FrontendError.
 """
 
 from __future__ import annotations
