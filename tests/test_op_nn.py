@@ -76,6 +76,13 @@ _PATTERNS = {
     "bias_add": OpPattern.BROADCAST, "softmax": OpPattern.OPAQUE, "log_softmax": OpPattern.OPAQUE,
     "dropout": OpPattern.OPAQUE, "batch_flatten": OpPattern.INJECTIVE, "pad": OpPattern.INJECTIVE,
 }
+# the ONNX neural-network operators of issue 13 (tests/test_onnx_nn.py tests them)
+_PATTERNS.update(dict.fromkeys((
+    "gelu", "hard_sigmoid", "hard_swish", "softplus", "mish", "celu", "thresholded_relu", "shrink", "swiglu",
+    "swish"), OpPattern.ELEMWISE))
+_PATTERNS.update(dict.fromkeys((
+    "hardmax", "lp_normalize", "rms_norm", "layer_norm_nd", "group_norm", "nll_loss", "softmax_cross_entropy",
+    "attention", "rotary_embedding", "linear_attention"), OpPattern.OPAQUE))
 
 
 def test_all_ops_registered_with_patterns() -> None:

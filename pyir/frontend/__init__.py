@@ -4,7 +4,12 @@
 imported lazily, so ``import pyir`` works without it.
 """
 
-from . import _onnx_ops, _onnx_quant  # noqa: F401  (register the operator converters)
+# importing these modules registers their converters (pyir.frontend.onnx.CONVERTERS)
+from . import (  # noqa: F401
+    _onnx_nn,  # neural-network converters: attention, norms, losses, RNNs
+    _onnx_ops,  # the core table: elementwise, shapes, convolutions, pools, reductions
+    _onnx_quant,  # casts, quantization, bit operators
+)
 from .onnx import FrontendError, from_onnx, onnx_sources
 
 __all__ = ["FrontendError", "from_onnx", "onnx_sources"]

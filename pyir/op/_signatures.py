@@ -555,6 +555,37 @@ class Negative(Protocol):
         ...
 
 
+class NnAttention(Protocol):
+    """The builder of ``nn.attention``."""
+
+    def __call__(
+        self,
+        *data: ExprLike,
+        scale: Float | None = None,
+        is_causal: Bool = False,
+        q_num_heads: Int | None = None,
+        kv_num_heads: Int | None = None,
+        softcap: Float = 0.0,
+        qk_matmul_output_mode: Int = 0,
+        softmax_precision: str = '',
+        left_window_size: Int = -1,
+        right_window_size: Int = -1,
+        has_mask: Bool = False,
+        has_past: Bool = False,
+        has_nonpad: Bool = False,
+    ) -> Call:
+        """ONNX Attention: (q, k, v[, mask][, past k, v][, nonpad_kv_seqlen]) -> (out, k, v, qk).
+
+        ``scale``: None: 1 / sqrt(head_size)
+        ``q_num_heads``: heads of 3-D q (required for 3-D inputs)
+        ``kv_num_heads``: heads of 3-D k and v (required for 3-D inputs)
+        ``softcap``: > 0: scores become softcap * tanh(scores / softcap)
+        ``qk_matmul_output_mode``: the 4th output: 0 q.k, 1 after softcap, 2 after the mask, 3 after softmax
+        ``softmax_precision``: dtype of the softmax ('' : the input dtype)
+        """
+        ...
+
+
 class NnAvgPool2d(Protocol):
     """The builder of ``nn.avg_pool2d``."""
 
@@ -616,6 +647,14 @@ class NnBiasAdd(Protocol):
         ...
 
 
+class NnCelu(Protocol):
+    """The builder of ``nn.celu``."""
+
+    def __call__(self, data: ExprLike, /, *, alpha: Float = 1.0) -> Call:
+        """CELU ``max(0, x) + min(0, alpha (exp(x / alpha) - 1))``."""
+        ...
+
+
 class NnConv2d(Protocol):
     """The builder of ``nn.conv2d``."""
 
@@ -670,6 +709,17 @@ class NnDropout(Protocol):
         ...
 
 
+class NnGelu(Protocol):
+    """The builder of ``nn.gelu``."""
+
+    def __call__(self, data: ExprLike, /, *, approximate: str = 'none') -> Call:
+        """GELU ``0.5 x (1 + erf(x / sqrt 2))``, or its tanh approximation (ONNX Gelu).
+
+        ``approximate``: 'none' (erf) or 'tanh'
+        """
+        ...
+
+
 class NnGlobalAvgPool2d(Protocol):
     """The builder of ``nn.global_avg_pool2d``."""
 
@@ -683,6 +733,47 @@ class NnGlobalMaxPool2d(Protocol):
 
     def __call__(self, data: ExprLike, /, *, layout: str = 'NCHW') -> Call:
         """Maximum over H and W: (N, C, H, W) -> (N, C, 1, 1)."""
+        ...
+
+
+class NnGroupNorm(Protocol):
+    """The builder of ``nn.group_norm``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        /,
+        *,
+        num_groups: Int,
+        epsilon: Float = 1e-05,
+    ) -> Call:
+        """Group norm over ``num_groups`` channel groups of (N, C, ...) data, per-channel scale and shift."""
+        ...
+
+
+class NnHardSigmoid(Protocol):
+    """The builder of ``nn.hard_sigmoid``."""
+
+    def __call__(self, data: ExprLike, /, *, alpha: Float = 0.2, beta: Float = 0.5) -> Call:
+        """Hard sigmoid ``clip(alpha x + beta, 0, 1)`` (ONNX HardSigmoid)."""
+        ...
+
+
+class NnHardSwish(Protocol):
+    """The builder of ``nn.hard_swish``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Hard swish ``x * clip(x / 6 + 1/2, 0, 1)`` (ONNX HardSwish)."""
+        ...
+
+
+class NnHardmax(Protocol):
+    """The builder of ``nn.hardmax``."""
+
+    def __call__(self, data: ExprLike, /, *, axis: Int = -1) -> Call:
+        """One-hot of the first maximum along ``axis`` (ONNX Hardmax)."""
         ...
 
 
@@ -705,6 +796,14 @@ class NnLayerNorm(Protocol):
         ...
 
 
+class NnLayerNormNd(Protocol):
+    """The builder of ``nn.layer_norm_nd``."""
+
+    def __call__(self, *data: ExprLike, axis: Int = -1, epsilon: Float = 1e-05) -> Call:
+        """ONNX LayerNormalization over axes ``axis``..: -> (out, mean, inv_std_dev)."""
+        ...
+
+
 class NnLeakyRelu(Protocol):
     """The builder of ``nn.leaky_relu``."""
 
@@ -713,11 +812,39 @@ class NnLeakyRelu(Protocol):
         ...
 
 
+class NnLinearAttention(Protocol):
+    """The builder of ``nn.linear_attention``."""
+
+    def __call__(
+        self,
+        *data: ExprLike,
+        q_num_heads: Int,
+        kv_num_heads: Int,
+        scale: Float = 0.0,
+        update_rule: str = 'gated_delta',
+        has_past: Bool = False,
+    ) -> Call:
+        """ONNX LinearAttention: (q, k, v[, past_state][, decay][, beta]) -> (out, present_state).
+
+        ``scale``: 0: 1 / sqrt(head_size)
+        ``update_rule``: linear, gated, delta or gated_delta
+        """
+        ...
+
+
 class NnLogSoftmax(Protocol):
     """The builder of ``nn.log_softmax``."""
 
     def __call__(self, data: ExprLike, /, *, axis: Int = -1) -> Call:
         """Numerically stable log of softmax along ``axis``."""
+        ...
+
+
+class NnLpNormalize(Protocol):
+    """The builder of ``nn.lp_normalize``."""
+
+    def __call__(self, data: ExprLike, /, *, axis: Int = -1, p: Int = 2) -> Call:
+        """Divide by the L1 or L2 norm along ``axis`` (ONNX LpNormalization)."""
         ...
 
 
@@ -762,6 +889,26 @@ class NnMaxPool2d(Protocol):
         ...
 
 
+class NnMish(Protocol):
+    """The builder of ``nn.mish``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Mish ``x * tanh(softplus(x))``."""
+        ...
+
+
+class NnNllLoss(Protocol):
+    """The builder of ``nn.nll_loss``."""
+
+    def __call__(self, *data: ExprLike, reduction: str = 'mean', ignore_index: Int | None = None) -> Call:
+        """Negative log-likelihood loss of (log-probabilities (N, C, ...), labels (N, ...)[, weights (C,)]).
+
+        ``reduction``: 'none', 'sum' or 'mean' (over the kept weights)
+        ``ignore_index``: a label whose terms count 0 (weight 0)
+        """
+        ...
+
+
 class NnPad(Protocol):
     """The builder of ``nn.pad``."""
 
@@ -798,11 +945,90 @@ class NnRelu(Protocol):
         ...
 
 
+class NnRmsNorm(Protocol):
+    """The builder of ``nn.rms_norm``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, axis: Int = -1, epsilon: Float = 1e-05) -> Call:
+        """RMS norm: divide by the root mean square over axes ``axis``.. and scale (ONNX RMSNormalization)."""
+        ...
+
+
+class NnRotaryEmbedding(Protocol):
+    """The builder of ``nn.rotary_embedding``."""
+
+    def __call__(
+        self,
+        *data: ExprLike,
+        interleaved: Bool = False,
+        rotary_embedding_dim: Int = 0,
+        num_heads: Int | None = None,
+        has_position_ids: Bool = False,
+    ) -> Call:
+        """Rotary position embedding (ONNX RotaryEmbedding): (x, cos_cache, sin_cache[, position_ids]).
+
+        ``rotary_embedding_dim``: 0: the whole head
+        ``num_heads``: heads of 3-D x
+        """
+        ...
+
+
+class NnShrink(Protocol):
+    """The builder of ``nn.shrink``."""
+
+    def __call__(self, data: ExprLike, /, *, lambd: Float = 0.5, bias: Float = 0.0) -> Call:
+        """Shrink: ``x + bias`` below ``-lambd``, ``x - bias`` above ``lambd``, else 0 (ONNX Shrink)."""
+        ...
+
+
 class NnSoftmax(Protocol):
     """The builder of ``nn.softmax``."""
 
     def __call__(self, data: ExprLike, /, *, axis: Int = -1) -> Call:
         """Numerically stable softmax along ``axis``."""
+        ...
+
+
+class NnSoftmaxCrossEntropy(Protocol):
+    """The builder of ``nn.softmax_cross_entropy``."""
+
+    def __call__(self, *data: ExprLike, reduction: str = 'mean', ignore_index: Int | None = None) -> Call:
+        """Softmax cross-entropy of (scores (N, C, ...), labels[, weights]) -> (loss, log_prob).
+
+        ``reduction``: 'none', 'sum' or 'mean' (over the kept weights)
+        ``ignore_index``: a label whose terms count 0 (weight 0)
+        """
+        ...
+
+
+class NnSoftplus(Protocol):
+    """The builder of ``nn.softplus``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Softplus ``log(1 + exp(x))``, computed stably."""
+        ...
+
+
+class NnSwiglu(Protocol):
+    """The builder of ``nn.swiglu``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, alpha: Float = 1.0) -> Call:
+        """SwiGLU ``a * sigmoid(alpha a) * b`` of two same-shaped tensors (ONNX SwiGLU)."""
+        ...
+
+
+class NnSwish(Protocol):
+    """The builder of ``nn.swish``."""
+
+    def __call__(self, data: ExprLike, /, *, alpha: Float = 1.0) -> Call:
+        """Swish ``x * sigmoid(alpha x)`` (SiLU for alpha 1; ONNX Swish)."""
+        ...
+
+
+class NnThresholdedRelu(Protocol):
+    """The builder of ``nn.thresholded_relu``."""
+
+    def __call__(self, data: ExprLike, /, *, alpha: Float = 1.0) -> Call:
+        """Thresholded ReLU: ``x`` where ``x > alpha``, else 0."""
         ...
 
 

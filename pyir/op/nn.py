@@ -772,3 +772,875 @@ pad: _sig.NnPad = register_op(
            AttrSpec("pad_value", "float", 0.0),
            AttrSpec("pad_mode", "str", "constant", "constant, edge or reflect")),
     canonicalize=_pad_canon)
+
+
+# == ONNX neural-network operators (issue 13): activations, normalizations, losses, attention ======
+#
+# Each follows the ONNX operator of the same name (opsets 13-25); computes keep the input dtype
+# (float16 data is computed in float32 and cast back, ONNX's ``stash_type=1``).
+
+__all__ += [  # extended here so that the sections above stay untouched
+    "attention", "celu", "gelu", "group_norm", "hard_sigmoid", "hard_swish", "hardmax", "lp_normalize",
+    "mish", "nll_loss", "rms_norm", "rotary_embedding", "shrink", "softmax_cross_entropy", "softplus",
+    "swiglu", "thresholded_relu",
+]
+
+
+def _is_float_like(dtype: str) -> bool:
+    """A floating-point dtype: numpy's, or ml_dtypes' bfloat16 and float8 types (kind "V")."""
+    return np.dtype(dtype).kind == "f" or dtype.startswith(("bfloat", "float8", "float4"))
+
+
+def _float_like(op: str, t: Type, what: str = "data") -> TensorType:
+    tt = tensor(t, what)
+    if not _is_float_like(tt.dtype):
+        raise fail(f"{op}: {what} must be floating-point, got {tt.dtype} (shape {shape_str(tt.shape)})")
+    return tt
+
+
+def _wide(x: np.ndarray) -> np.ndarray:
+    """``x`` in a dtype of at least float32 precision (float16 and bfloat16 data are computed in
+    float32, ONNX's ``stash_type=1``)."""
+    if x.dtype.itemsize < 4 and (x.dtype.kind == "f" or _is_float_like(x.dtype.name)):
+        return x.astype(np.float32)
+    return x
+
+
+def _float_unary_rel(name: str) -> _Rel:
+    def rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+        return _float_like(name, types[0])
+
+    return rel
+
+
+def _erfc_abs(z: np.ndarray) -> np.ndarray:
+    """erfc(z) for z >= 0 in float64 (W. J. Cody's rational approximations; relative error below
+    1e-13): 1 - erf(z) below 0.5, erfc directly above, so the upper tail keeps its digits."""
+    z = np.asarray(z, dtype=np.float64)
+    out = np.empty_like(z)
+    small = z < 0.5
+    xs = z[small]
+    x2 = xs * xs
+    a = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02, 3.20937758913846947e03,
+         1.85777706184603153e-1)
+    b = (2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03, 2.84423683343917062e03)
+    num = a[4] * x2
+    den = x2
+    for i in range(3):
+        num = (num + a[i]) * x2
+        den = (den + b[i]) * x2
+    out[small] = 1.0 - xs * (num + a[3]) / (den + b[3])
+    mid = (~small) & (z < 4.0)
+    y = z[mid]
+    c = (5.64188496988670089e-1, 8.88314979438837594e00, 6.61191906371416295e01, 2.98635138197400131e02,
+         8.81952221241769090e02, 1.71204761263407058e03, 2.05107837782607147e03, 1.23033935479799725e03,
+         2.15311535474403846e-8)
+    d = (1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02, 1.62138957456669019e03,
+         3.29079923573345963e03, 4.36261909014324716e03, 3.43936767414372164e03, 1.23033935480374942e03)
+    num = c[8] * y
+    den = y
+    for i in range(7):
+        num = (num + c[i]) * y
+        den = (den + d[i]) * y
+    out[mid] = (num + c[7]) / (den + d[7]) * np.exp(-y * y)
+    big = z >= 4.0
+    y = z[big]
+    p = (3.05326634961232344e-1, 3.60344899949804439e-1, 1.25781726111229246e-1, 1.60837851487422766e-2,
+         6.58749161529837803e-4, 1.63153871373020978e-2)
+    q = (2.56852019228982242e00, 1.87295284992346725e00, 5.27905102951428412e-1, 6.05183413124413191e-2,
+         2.33520497626869185e-3)
+    with np.errstate(all="ignore"):
+        w = 1.0 / (y * y)
+        num = p[5] * w
+        den = w
+        for i in range(4):
+            num = (num + p[i]) * w
+            den = (den + q[i]) * w
+        r = w * (num + p[4]) / (den + q[4])
+        r = (1.0 / np.sqrt(np.pi) - r) / y
+        # exp(-y^2) as exp(-ys^2) exp(-(y - ys)(y + ys)) with ys = y rounded to 1/16 (Cody's trick)
+        ys = np.trunc(y * 16.0) / 16.0
+        out[big] = np.where(y < 27.3, r * np.exp(-ys * ys) * np.exp(-(y - ys) * (y + ys)), 0.0)
+    return out
+
+
+def _elemwise(name: str, fn: Callable[[Attrs, np.ndarray], np.ndarray], doc: str,
+              attrs: tuple[AttrSpec, ...] = (), canonicalize: Callable[[dict[str, Any]], dict[str, Any]]
+              | None = None) -> Any:
+    def compute(a: Attrs, x: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(fn(a, _wide(x))).astype(x.dtype, copy=False)
+
+    return register_op(f"nn.{name}", num_inputs=1, type_rel=_float_unary_rel(name), compute=compute,
+                       pattern=OpPattern.ELEMWISE, doc=doc, attrs=attrs, canonicalize=canonicalize)
+
+
+def _gelu_canon(a: dict[str, Any]) -> dict[str, Any]:
+    if a["approximate"] not in ("none", "tanh"):
+        raise _attr_error("nn.gelu", "approximate", f"must be 'none' or 'tanh', got {a['approximate']!r}")
+    return a
+
+
+# erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2), z >= 0: relative error below 1.2e-7 for every z
+# (Numerical Recipes' erfcc, a Chebyshev fit); P's coefficients, constant term first.
+_ERFC_P = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398,
+           1.48851587, -0.82215223, 0.17087277)
+
+
+def _normal_cdf(x: np.ndarray) -> np.ndarray:
+    """Phi(x) = erfc(-x / sqrt 2) / 2 in x's dtype, through the complementary function so that the
+    relative error stays small in the lower tail too (where GELU's value is tiny)."""
+    dt = x.dtype.type
+    z = np.abs(x) * dt(1 / np.sqrt(2.0))
+    t = dt(1) / (dt(1) + dt(0.5) * z)
+    p = np.full_like(t, _ERFC_P[-1])
+    for c in _ERFC_P[-2::-1]:
+        p = p * t + dt(c)
+    half = dt(0.5) * t * np.exp(p - z * z)
+    return np.where(x < 0, half, dt(1) - half)
+
+
+def _gelu(a: Attrs, x: np.ndarray) -> np.ndarray:
+    if a["approximate"] == "tanh":
+        c = np.sqrt(2.0 / np.pi)
+        return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x * x * x)))
+    if x.dtype.itemsize <= 4:  # float32 (float16 is widened): erfcc's 1.2e-7 is below float32's precision
+        return x * _normal_cdf(x)
+    half = 0.5 * _erfc_abs(np.abs(x) * (1.0 / np.sqrt(2.0)))
+    return (x * np.where(x < 0, half, 1.0 - half)).astype(x.dtype)
+
+
+def _softplus(a: Attrs, x: np.ndarray) -> np.ndarray:
+    return np.logaddexp(x.dtype.type(0), x)
+
+
+gelu: _sig.NnGelu = _elemwise(
+    "gelu", _gelu, "GELU ``0.5 x (1 + erf(x / sqrt 2))``, or its tanh approximation (ONNX Gelu).",
+    attrs=(AttrSpec("approximate", "str", "none", "'none' (erf) or 'tanh'"),), canonicalize=_gelu_canon)
+
+hard_sigmoid: _sig.NnHardSigmoid = _elemwise(
+    "hard_sigmoid", lambda a, x: np.clip(x * x.dtype.type(a["alpha"]) + x.dtype.type(a["beta"]), 0, 1),
+    "Hard sigmoid ``clip(alpha x + beta, 0, 1)`` (ONNX HardSigmoid).",
+    attrs=(AttrSpec("alpha", "float", 0.2), AttrSpec("beta", "float", 0.5)))
+
+hard_swish: _sig.NnHardSwish = _elemwise(
+    "hard_swish", lambda a, x: x * np.clip(x / x.dtype.type(6) + x.dtype.type(0.5), 0, 1),
+    "Hard swish ``x * clip(x / 6 + 1/2, 0, 1)`` (ONNX HardSwish).")
+
+softplus: _sig.NnSoftplus = _elemwise("softplus", _softplus, "Softplus ``log(1 + exp(x))``, computed stably.")
+
+mish: _sig.NnMish = _elemwise("mish", lambda a, x: x * np.tanh(_softplus(a, x)),
+                              "Mish ``x * tanh(softplus(x))``.")
+
+
+swish: _sig.NnSwish = _elemwise(
+    "swish", lambda a, x: x / (1 + np.exp(-a["alpha"] * x)),
+    "Swish ``x * sigmoid(alpha x)`` (SiLU for alpha 1; ONNX Swish).",
+    attrs=(AttrSpec("alpha", "float", 1.0),))
+__all__ += ["swish"]
+
+
+def _celu_canon(a: dict[str, Any]) -> dict[str, Any]:
+    if a["alpha"] == 0:
+        raise _attr_error("nn.celu", "alpha", "must not be 0")
+    return a
+
+
+celu: _sig.NnCelu = _elemwise(
+    "celu", lambda a, x: np.maximum(x, 0) + np.minimum(0, a["alpha"] * np.expm1(x / a["alpha"])),
+    "CELU ``max(0, x) + min(0, alpha (exp(x / alpha) - 1))``.",
+    attrs=(AttrSpec("alpha", "float", 1.0),), canonicalize=_celu_canon)
+
+thresholded_relu: _sig.NnThresholdedRelu = _elemwise(
+    "thresholded_relu", lambda a, x: np.where(x > a["alpha"], x, x.dtype.type(0)),
+    "Thresholded ReLU: ``x`` where ``x > alpha``, else 0.", attrs=(AttrSpec("alpha", "float", 1.0),))
+
+
+def _shrink_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    d = tensor(types[0], "data")
+    if np.dtype(d.dtype).kind not in "fiu":
+        raise fail(f"shrink: data must be numeric, got {d.dtype}")
+    return d
+
+
+def _shrink(a: Attrs, x: np.ndarray) -> np.ndarray:
+    lam, bias = a["lambd"], a["bias"]
+    xw = _wide(x) if x.dtype.kind == "f" else x.astype(np.float64)
+    out = np.where(xw < -lam, xw + bias, np.where(xw > lam, xw - bias, 0))
+    return out.astype(x.dtype)
+
+
+shrink: _sig.NnShrink = register_op(
+    "nn.shrink", num_inputs=1, type_rel=_shrink_rel, compute=_shrink, pattern=OpPattern.ELEMWISE,
+    doc="Shrink: ``x + bias`` below ``-lambd``, ``x - bias`` above ``lambd``, else 0 (ONNX Shrink).",
+    attrs=(AttrSpec("lambd", "float", 0.5), AttrSpec("bias", "float", 0.0)))
+
+
+def _swiglu_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    a, b = _float_like("swiglu", types[0], "a"), _float_like("swiglu", types[1], "b")
+    if a.dtype != b.dtype:
+        raise fail(f"swiglu: a dtype {a.dtype} != b dtype {b.dtype}")
+    if len(a.shape) != len(b.shape):
+        raise fail(f"swiglu: a {shape_str(a.shape)} and b {shape_str(b.shape)} must have one shape")
+    dims = []
+    for x, y in zip(a.shape, b.shape):
+        u = unify_dims(x, y)
+        if u is None:
+            raise fail(f"swiglu: a {shape_str(a.shape)} and b {shape_str(b.shape)} must have one shape")
+        dims.append(u)
+    return TensorType(tuple(dims), a.dtype)
+
+
+def _swiglu(attrs: Attrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    aw, bw = _wide(a), _wide(b)
+    with np.errstate(over="ignore"):
+        s = (aw / (1 + np.exp(-attrs["alpha"] * aw))).astype(a.dtype)
+    return (_wide(s) * bw).astype(a.dtype)
+
+
+swiglu: _sig.NnSwiglu = register_op(
+    "nn.swiglu", num_inputs=2, type_rel=_swiglu_rel, compute=_swiglu, pattern=OpPattern.ELEMWISE,
+    doc="SwiGLU ``a * sigmoid(alpha a) * b`` of two same-shaped tensors (ONNX SwiGLU).",
+    attrs=(AttrSpec("alpha", "float", 1.0),))
+
+
+def _hardmax_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    d = tensor(types[0], "data")
+    normalize_axis(attrs["axis"], d.ndim)
+    return d
+
+
+def _hardmax(attrs: Attrs, x: np.ndarray) -> np.ndarray:
+    ax = attrs["axis"] % x.ndim
+    out = np.zeros_like(x)
+    if x.size:
+        idx = np.expand_dims(np.argmax(x, axis=ax), ax)
+        np.put_along_axis(out, idx, 1, axis=ax)
+    return out
+
+
+hardmax: _sig.NnHardmax = register_op(
+    "nn.hardmax", num_inputs=1, type_rel=_hardmax_rel, compute=_hardmax, pattern=OpPattern.OPAQUE,
+    doc="One-hot of the first maximum along ``axis`` (ONNX Hardmax).", attrs=(AttrSpec("axis", "int", -1),))
+
+
+def _lp_canon(a: dict[str, Any]) -> dict[str, Any]:
+    if a["p"] not in (1, 2):
+        raise _attr_error("nn.lp_normalize", "p", f"must be 1 or 2, got {a['p']}")
+    return a
+
+
+def _lp_normalize(attrs: Attrs, x: np.ndarray) -> np.ndarray:
+    xw = _wide(x)
+    ax = attrs["axis"] % x.ndim
+    if attrs["p"] == 1:
+        n = np.abs(xw).sum(axis=ax, keepdims=True)
+    else:
+        n = np.sqrt(np.square(xw).sum(axis=ax, keepdims=True))
+    return (xw / np.where(n == 0, n.dtype.type(1), n)).astype(x.dtype)  # a zero vector stays zero
+
+
+lp_normalize: _sig.NnLpNormalize = register_op(
+    "nn.lp_normalize", num_inputs=1, type_rel=_softmax_rel("lp_normalize"), compute=_lp_normalize,
+    pattern=OpPattern.OPAQUE, doc="Divide by the L1 or L2 norm along ``axis`` (ONNX LpNormalization).",
+    attrs=(AttrSpec("axis", "int", -1), AttrSpec("p", "int", 2)), canonicalize=_lp_canon)
+
+
+# -- normalizations over trailing axes ----------------------------------------------------------------
+
+
+def _trailing_arg(op: str, t: Type, what: str, data: TensorType, axis: int) -> None:
+    """``t`` must broadcast (unidirectionally) to ``data.shape[axis:]`` and have data's dtype."""
+    v = tensor(t, what)
+    tail = data.shape[axis:]
+    msg = (f"{op}: {what} {shape_str(v.shape)} must broadcast to the normalized shape {shape_str(tail)} "
+           f"of data {shape_str(data.shape)} (axis {axis})")
+    if v.ndim > len(tail):
+        raise fail(msg)
+    try:
+        b = _broadcast(tail, v.shape)
+    except PyIRError:
+        raise fail(msg) from None
+    if any(unify_dims(x, y) is None for x, y in zip(b, tail)):
+        raise fail(msg)
+    if v.dtype != data.dtype:
+        raise fail(f"{op}: {what} dtype {v.dtype} != data dtype {data.dtype}")
+
+
+def _broadcast(a: tuple[DimLike, ...], b: tuple[DimLike, ...]) -> tuple[DimLike, ...]:
+    from ._rel import broadcast_shapes
+
+    return broadcast_shapes(a, b)
+
+
+def _stats_type(d: TensorType, axis: int) -> TensorType:
+    return TensorType(d.shape[:axis] + (1,) * (d.ndim - axis), d.dtype)
+
+
+def _rms_norm_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    d = _float_like("rms_norm", types[0])
+    ax = normalize_axis(attrs["axis"], d.ndim)
+    _trailing_arg("rms_norm", types[1], "scale", d, ax)
+    return d
+
+
+def _rms_norm(attrs: Attrs, x: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    xw = _wide(x)
+    ax = attrs["axis"] % x.ndim
+    ms = np.square(xw).mean(axis=tuple(range(ax, x.ndim)), keepdims=True)
+    return (xw / np.sqrt(ms + attrs["epsilon"]) * _wide(scale)).astype(x.dtype)
+
+
+rms_norm: _sig.NnRmsNorm = register_op(
+    "nn.rms_norm", num_inputs=2, type_rel=_rms_norm_rel, compute=_rms_norm, pattern=OpPattern.OPAQUE,
+    doc="RMS norm: divide by the root mean square over axes ``axis``.. and scale (ONNX RMSNormalization).",
+    attrs=(AttrSpec("axis", "int", -1), AttrSpec("epsilon", "float", 1e-5)))
+
+
+def _layer_norm_nd_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    d = _float_like("layer_norm_nd", types[0])
+    ax = normalize_axis(attrs["axis"], d.ndim)
+    _trailing_arg("layer_norm_nd", types[1], "scale", d, ax)
+    if len(types) == 3:
+        _trailing_arg("layer_norm_nd", types[2], "bias", d, ax)
+    elif len(types) != 2:
+        raise fail(f"layer_norm_nd: takes data, scale and an optional bias, got {len(types)} inputs")
+    s = _stats_type(d, ax)
+    return TupleType([d, s, s])
+
+
+def _layer_norm_nd(attrs: Attrs, x: np.ndarray, scale: np.ndarray, *bias: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    xw = _wide(x)
+    axes = tuple(range(attrs["axis"] % x.ndim, x.ndim))
+    mean = xw.mean(axis=axes, keepdims=True)
+    diff = xw - mean
+    inv = 1 / np.sqrt(np.square(diff).mean(axis=axes, keepdims=True) + attrs["epsilon"])
+    y = diff * inv * _wide(scale)
+    if bias:
+        y = y + _wide(bias[0])
+    return y.astype(x.dtype), mean.astype(x.dtype), inv.astype(x.dtype)
+
+
+layer_norm_nd: _sig.NnLayerNormNd = register_op(
+    "nn.layer_norm_nd", num_inputs=None, type_rel=_layer_norm_nd_rel, compute=_layer_norm_nd,
+    pattern=OpPattern.OPAQUE,
+    doc="ONNX LayerNormalization over axes ``axis``..: -> (out, mean, inv_std_dev).",
+    attrs=(AttrSpec("axis", "int", -1), AttrSpec("epsilon", "float", 1e-5)))
+__all__ += ["layer_norm_nd"]
+
+
+def _group_norm_canon(a: dict[str, Any]) -> dict[str, Any]:
+    if a["num_groups"] < 1:
+        raise _attr_error("nn.group_norm", "num_groups", f"must be >= 1, got {a['num_groups']}")
+    return a
+
+
+def _group_norm_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    d = _float_like("group_norm", types[0])
+    if d.ndim < 2:
+        raise fail(f"group_norm: data must have rank >= 2 (N, C, ...), got {shape_str(d.shape)}")
+    g = attrs["num_groups"]
+    c = d.shape[1]
+    rem = dim_mod(c, g)
+    if type(rem) is int and rem != 0:
+        raise fail(f"group_norm: channels {dim_str(c, 40)} not divisible by num_groups {g}")
+    for t, what in zip(types[1:], ("gamma", "beta")):
+        c = _vector_arg("group_norm", t, what, c, d, 1)
+    return _refine(d, 1, c)
+
+
+def _group_norm(attrs: Attrs, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    n = x.shape[0]
+    g = attrs["num_groups"]
+    xw = _wide(x).reshape(n, g, -1)
+    mean = xw.mean(axis=2, keepdims=True)
+    diff = xw - mean
+    y = (diff / np.sqrt(np.square(diff).mean(axis=2, keepdims=True) + attrs["epsilon"])).reshape(x.shape)
+    y = y * _along(_wide(gamma), x.ndim, 1) + _along(_wide(beta), x.ndim, 1)
+    return y.astype(x.dtype)
+
+
+group_norm: _sig.NnGroupNorm = register_op(
+    "nn.group_norm", num_inputs=3, type_rel=_group_norm_rel, compute=_group_norm, pattern=OpPattern.OPAQUE,
+    doc="Group norm over ``num_groups`` channel groups of (N, C, ...) data, per-channel scale and shift.",
+    attrs=(AttrSpec("num_groups", "int", REQUIRED), AttrSpec("epsilon", "float", 1e-5)),
+    canonicalize=_group_norm_canon)
+
+
+# -- losses --------------------------------------------------------------------------------------------
+
+_REDUCTIONS = ("none", "sum", "mean")
+
+
+def _loss_canon(op: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def canon(a: dict[str, Any]) -> dict[str, Any]:
+        if a["reduction"] not in _REDUCTIONS:
+            raise _attr_error(op, "reduction", f"must be one of {_REDUCTIONS}, got {a['reduction']!r}")
+        return a
+
+    return canon
+
+
+def _loss_rel(name: str) -> _Rel:
+    """(scores (N, C, d1, ...), labels (N, d1, ...)[, weights (C,)]) -> the loss (and for
+    softmax_cross_entropy the log-probabilities of the scores' shape)."""
+    def rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+        if len(types) not in (2, 3):
+            raise fail(f"{name}: takes scores, labels and optional weights, got {len(types)} inputs")
+        x = _float_like(name, types[0], "scores")
+        t = tensor(types[1], "labels")
+        if x.ndim < 2:
+            raise fail(f"{name}: scores must have rank >= 2 (N, C, ...), got {shape_str(x.shape)}")
+        if np.dtype(t.dtype).kind not in "iu":
+            raise fail(f"{name}: labels must be integers, got {t.dtype}")
+        want = (x.shape[0], *x.shape[2:])
+        if t.ndim != len(want) or any(unify_dims(a, b) is None for a, b in zip(t.shape, want)):
+            raise fail(f"{name}: labels {shape_str(t.shape)} must have shape {shape_str(want)} "
+                       f"for scores {shape_str(x.shape)}")
+        if len(types) == 3:
+            _vector_arg(name, types[2], "weights", x.shape[1], x, 1)
+        loss = TensorType(want if attrs["reduction"] == "none" else (), x.dtype)
+        return TupleType([loss, x]) if name == "softmax_cross_entropy" else loss
+
+    return rel
+
+
+def _nll(attrs: Attrs, logp: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
+    c = logp.shape[1]
+    ii = attrs["ignore_index"]
+    t = target.astype(np.int64)
+    keep = np.ones(t.shape, dtype=bool) if ii is None else t != ii
+    safe = np.where(keep, np.clip(t, 0, max(c - 1, 0)), 0)
+    picked = np.take_along_axis(logp, np.expand_dims(safe, 1), axis=1)[:, 0]
+    w = np.ones(t.shape, dtype=logp.dtype) if weight is None else weight.astype(logp.dtype)[safe]
+    w = np.where(keep, w, 0).astype(logp.dtype)
+    loss = -picked * w
+    red = attrs["reduction"]
+    if red == "sum":
+        return np.asarray(loss.sum(dtype=logp.dtype))
+    if red == "mean":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.asarray(loss.sum(dtype=logp.dtype) / w.sum(dtype=logp.dtype))
+    return loss
+
+
+def _nll_loss(attrs: Attrs, x: np.ndarray, target: np.ndarray, *weight: np.ndarray) -> np.ndarray:
+    return _nll(attrs, _wide(x), target, weight[0] if weight else None).astype(x.dtype)
+
+
+def _softmax_cross_entropy(attrs: Attrs, x: np.ndarray, target: np.ndarray, *weight: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    xw = _wide(x)
+    shifted = xw - xw.max(axis=1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    loss = _nll(attrs, logp, target, weight[0] if weight else None)
+    return loss.astype(x.dtype), logp.astype(x.dtype)
+
+
+_LOSS_ATTRS = (AttrSpec("reduction", "str", "mean", "'none', 'sum' or 'mean' (over the kept weights)"),
+               AttrSpec("ignore_index", "int?", None, "a label whose terms count 0 (weight 0)"))
+
+nll_loss: _sig.NnNllLoss = register_op(
+    "nn.nll_loss", num_inputs=None, type_rel=_loss_rel("nll_loss"), compute=_nll_loss,
+    pattern=OpPattern.OPAQUE,
+    doc="Negative log-likelihood loss of (log-probabilities (N, C, ...), labels (N, ...)[, weights (C,)]).",
+    attrs=_LOSS_ATTRS, canonicalize=_loss_canon("nn.nll_loss"))
+
+softmax_cross_entropy: _sig.NnSoftmaxCrossEntropy = register_op(
+    "nn.softmax_cross_entropy", num_inputs=None, type_rel=_loss_rel("softmax_cross_entropy"),
+    compute=_softmax_cross_entropy, pattern=OpPattern.OPAQUE,
+    doc="Softmax cross-entropy of (scores (N, C, ...), labels[, weights]) -> (loss, log_prob).",
+    attrs=_LOSS_ATTRS, canonicalize=_loss_canon("nn.softmax_cross_entropy"))
+
+
+# -- attention and rotary embeddings -------------------------------------------------------------------
+
+
+def _attn_canon(a: dict[str, Any]) -> dict[str, Any]:
+    op = "nn.attention"
+    if a["qk_matmul_output_mode"] not in (0, 1, 2, 3):
+        raise _attr_error(op, "qk_matmul_output_mode",
+                          f"must be 0, 1, 2 or 3, got {a['qk_matmul_output_mode']}")
+    for name in ("q_num_heads", "kv_num_heads"):
+        if a[name] is not None and a[name] < 1:
+            raise _attr_error(op, name, f"must be >= 1, got {a[name]}")
+    for name in ("left_window_size", "right_window_size"):
+        if a[name] < -1:
+            raise _attr_error(op, name, f"must be -1 (unbounded) or >= 0, got {a[name]}")
+    if a["softmax_precision"]:
+        a["softmax_precision"] = _out_dtype(op, a["softmax_precision"]) or ""
+    return a
+
+
+def _heads(op: str, total: DimLike, heads: int, what: str) -> DimLike:
+    rem = dim_mod(total, heads)
+    if type(rem) is int and rem != 0:
+        raise fail(f"{op}: {what} hidden size {dim_str(total, 40)} is not divisible by {heads} heads")
+    return dim_floordiv(total, heads)
+
+
+def _same(op: str, a: DimLike, b: DimLike, what: str, where: str) -> DimLike:
+    u = unify_dims(a, b)
+    if u is None:
+        raise fail(f"{op}: {what} differ ({dim_str(a, 40)} vs {dim_str(b, 40)}) {where}")
+    return u
+
+
+def _attention_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    op = "attention"
+    want = 3 + attrs["has_mask"] + 2 * attrs["has_past"] + attrs["has_nonpad"]
+    if len(types) != want:
+        raise fail(f"{op}: expected {want} inputs (q, k, v{', mask' * attrs['has_mask']}"
+                   f"{', past_key, past_value' * attrs['has_past']}"
+                   f"{', nonpad_kv_seqlen' * attrs['has_nonpad']}), got {len(types)}")
+    q, k, v = (_float_like(op, t, w) for t, w in zip(types, ("q", "k", "v")))
+    where = f"(q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)})"
+    if not (q.dtype == k.dtype == v.dtype):
+        raise fail(f"{op}: q, k and v dtypes differ ({q.dtype}, {k.dtype}, {v.dtype})")
+    if q.ndim not in (3, 4) or k.ndim != q.ndim or v.ndim != q.ndim:
+        raise fail(f"{op}: q, k and v must all be 3-D (batch, seq, hidden) or 4-D (batch, heads, seq, "
+                   f"head_size) {where}")
+    hq_a, hkv_a = attrs["q_num_heads"], attrs["kv_num_heads"]
+    if q.ndim == 3:
+        if hq_a is None or hkv_a is None:
+            raise fail(f"{op}: 3-D inputs need the q_num_heads and kv_num_heads attributes {where}")
+        b, sq = q.shape[:2]
+        hq, hkv = hq_a, hkv_a
+        d = _heads(op, q.shape[2], hq, "q")
+        dk = _heads(op, k.shape[2], hkv, "k")
+        dv = _heads(op, v.shape[2], hkv, "v")
+        skv = _same(op, k.shape[1], v.shape[1], "k and v sequence lengths", where)
+        b = _same(op, b, _same(op, k.shape[0], v.shape[0], "batch sizes", where), "batch sizes", where)
+    else:
+        b, hq, sq, d = q.shape
+        _, hkv, skv, dk = k.shape
+        dv = v.shape[3]
+        hkv = _same(op, hkv, v.shape[1], "k and v head counts", where)
+        skv = _same(op, skv, v.shape[2], "k and v sequence lengths", where)
+        b = _same(op, b, _same(op, k.shape[0], v.shape[0], "batch sizes", where), "batch sizes", where)
+        if hq_a is not None:
+            hq = _same(op, hq, hq_a, "q heads and q_num_heads", where)
+        if hkv_a is not None:
+            hkv = _same(op, hkv, hkv_a, "kv heads and kv_num_heads", where)
+    d = _same(op, d, dk, "q and k head sizes", where)
+    if type(hq) is int and type(hkv) is int and hq % hkv:
+        raise fail(f"{op}: q heads {hq} not a multiple of kv heads {hkv} {where}")
+    i = 3
+    mask = None
+    if attrs["has_mask"]:
+        mask = tensor(types[i], "attn_mask")
+        i += 1
+    stot = skv
+    if attrs["has_past"]:
+        pk, pv = tensor(types[i], "past_key"), tensor(types[i + 1], "past_value")
+        i += 2
+        if pk.ndim != 4 or pv.ndim != 4 or pk.dtype != q.dtype or pv.dtype != q.dtype:
+            raise fail(f"{op}: past_key {pk} and past_value {pv} must be 4-D {q.dtype} "
+                       "(batch, kv_heads, past_seq, head_size)")
+        pwhere = f"(past_key {shape_str(pk.shape)}, past_value {shape_str(pv.shape)}) {where}"
+        b = _same(op, b, _same(op, pk.shape[0], pv.shape[0], "past batch sizes", pwhere), "batch sizes",
+                  pwhere)
+        hkv = _same(op, hkv, _same(op, pk.shape[1], pv.shape[1], "past head counts", pwhere), "kv heads",
+                    pwhere)
+        d = _same(op, d, pk.shape[3], "past_key head size", pwhere)
+        dv = _same(op, dv, pv.shape[3], "past_value head size", pwhere)
+        stot = dim_add(_same(op, pk.shape[2], pv.shape[2], "past sequence lengths", pwhere), skv)
+    if attrs["has_nonpad"]:
+        n = tensor(types[i], "nonpad_kv_seqlen")
+        if n.ndim != 1 or np.dtype(n.dtype).kind not in "iu" or unify_dims(n.shape[0], b) is None:
+            raise fail(f"{op}: nonpad_kv_seqlen must be a 1-D integer tensor of the batch size "
+                       f"{dim_str(b, 40)}, got {n}")
+    full = (b, hq, sq, stot)
+    if mask is not None:
+        if mask.dtype != "bool" and mask.dtype != q.dtype:
+            raise fail(f"{op}: attn_mask must be bool or {q.dtype}, got {mask.dtype}")
+        if mask.ndim < 1 or mask.ndim > 4:
+            raise fail(f"{op}: attn_mask must have rank 1 to 4, got {shape_str(mask.shape)}")
+        if type(mask.shape[-1]) is int and type(stot) is int and mask.shape[-1] > stot:
+            raise fail(f"{op}: attn_mask {shape_str(mask.shape)} is longer than the {stot} keys")
+        bs = _broadcast(mask.shape[:-1] + (stot,), full)
+        if any(unify_dims(x, y) is None for x, y in zip(bs, full)):
+            raise fail(f"{op}: attn_mask {shape_str(mask.shape)} does not broadcast to {shape_str(full)}")
+    y = TensorType((b, sq, dim_mul(hq, dv)) if q.ndim == 3 else (b, hq, sq, dv), q.dtype)
+    return TupleType([y, TensorType((b, hkv, stot, d), q.dtype), TensorType((b, hkv, stot, dv), q.dtype),
+                      TensorType(full, q.dtype)])
+
+
+def _attention(attrs: Attrs, q: np.ndarray, k: np.ndarray, v: np.ndarray, *rest: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    it = iter(rest)
+    mask = next(it) if attrs["has_mask"] else None
+    pk, pv = (next(it), next(it)) if attrs["has_past"] else (None, None)
+    nonpad = next(it) if attrs["has_nonpad"] else None
+    dt = q.dtype
+    neg_inf, zero = dt.type(-np.inf), dt.type(0)
+    three = q.ndim == 3
+    if three:
+        hq, hkv = attrs["q_num_heads"], attrs["kv_num_heads"]
+        bsz = q.shape[0]
+        q = q.reshape(bsz, q.shape[1], hq, -1).transpose(0, 2, 1, 3)
+        k = k.reshape(bsz, k.shape[1], hkv, -1).transpose(0, 2, 1, 3)
+        v = v.reshape(bsz, v.shape[1], hkv, -1).transpose(0, 2, 1, 3)
+    scale = attrs["scale"]
+    if scale is None:
+        scale = 1 / np.sqrt(q.shape[3])
+    s = dt.type(np.sqrt(scale))  # applied to q and k both, as ONNX's function body does
+    if pk is not None and pv is not None:
+        k = np.concatenate((pk, k), axis=2)
+        v = np.concatenate((pv, v), axis=2)
+    present_k, present_v = np.ascontiguousarray(k), np.ascontiguousarray(v)
+    sq, skv = q.shape[2], k.shape[2]
+    if mask is not None and mask.shape[-1] < skv:
+        widths = [(0, 0)] * (mask.ndim - 1) + [(0, skv - mask.shape[-1])]
+        mask = np.pad(mask, widths, constant_values=False if mask.dtype == np.bool_ else -np.inf)
+    if mask is not None and mask.dtype == np.bool_:
+        mask = np.where(mask, zero, neg_inf)
+    bias: np.ndarray = np.zeros((sq, skv), dtype=dt) if mask is None else mask.astype(dt, copy=False)
+    ii = np.arange(sq).reshape(sq, 1)
+    jj = np.arange(skv).reshape(1, skv)
+    if nonpad is not None and pk is None:
+        offset: Any = (nonpad.astype(np.int64).reshape(-1) - sq).reshape(-1, 1, 1, 1)
+    else:
+        offset = pk.shape[2] if pk is not None else 0
+    if attrs["is_causal"]:
+        bias = bias + np.where(jj <= ii + offset, zero, neg_inf)
+    lw, rw = attrs["left_window_size"], attrs["right_window_size"]
+    if lw >= 0 or rw >= 0:
+        diff = ii + offset - jj
+        allowed = np.ones(np.shape(diff), dtype=bool)
+        if lw >= 0:
+            allowed &= diff <= lw
+        if rw >= 0:
+            allowed &= -diff <= rw
+        bias = bias + np.where(allowed, zero, neg_inf)
+    if nonpad is not None:
+        keep = np.arange(skv) < nonpad.astype(np.int64).reshape(-1, 1)
+        bias = bias + np.where(keep, zero, neg_inf).reshape(-1, 1, 1, skv)
+    hq, hkv = q.shape[1], k.shape[1]
+    if hq != hkv:
+        k = np.repeat(k, hq // hkv, axis=1)
+        v = np.repeat(v, hq // hkv, axis=1)
+    qk = np.matmul(q * s, np.swapaxes(k * s, -1, -2))
+    cap = attrs["softcap"]
+    if cap > 0:
+        qk = (np.tanh(qk / dt.type(cap)) * dt.type(cap)).astype(dt, copy=False)
+    with np.errstate(invalid="ignore"):
+        qkb = qk + bias
+    mode = attrs["qk_matmul_output_mode"]
+    qk_out = qkb if mode == 2 else qk
+    sdt = np.dtype(attrs["softmax_precision"] or dt)
+    x = qkb.astype(sdt, copy=False)
+    m = x.max(axis=-1, keepdims=True)
+    dead = np.isneginf(m)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(x - np.where(dead, sdt.type(0), m) if dead.any() else x - m)
+        tot = e.sum(axis=-1, keepdims=True)
+        p = e / np.where(tot == 0, sdt.type(1), tot)
+    masked_rows = np.isneginf(bias.max(axis=-1, keepdims=True))  # no key allowed: the row is 0
+    if masked_rows.any():
+        p = np.where(masked_rows, sdt.type(0), p)
+    if mode == 3:
+        qk_out = p
+    full = (q.shape[0], hq, sq, skv)
+    qk_out = np.ascontiguousarray(np.broadcast_to(qk_out.astype(dt, copy=False), full))
+    y = np.matmul(np.broadcast_to(p.astype(dt, copy=False), full), v)
+    if three:
+        y = y.transpose(0, 2, 1, 3).reshape(y.shape[0], sq, -1)
+    return np.ascontiguousarray(y), present_k, present_v, qk_out
+
+
+attention: _sig.NnAttention = register_op(
+    "nn.attention", num_inputs=None, type_rel=_attention_rel, compute=_attention, pattern=OpPattern.OPAQUE,
+    doc="ONNX Attention: (q, k, v[, mask][, past k, v][, nonpad_kv_seqlen]) -> (out, k, v, qk).",
+    attrs=(AttrSpec("scale", "float?", None, "None: 1 / sqrt(head_size)"),
+           AttrSpec("is_causal", "bool", False),
+           AttrSpec("q_num_heads", "int?", None, "heads of 3-D q (required for 3-D inputs)"),
+           AttrSpec("kv_num_heads", "int?", None, "heads of 3-D k and v (required for 3-D inputs)"),
+           AttrSpec("softcap", "float", 0.0, "> 0: scores become softcap * tanh(scores / softcap)"),
+           AttrSpec("qk_matmul_output_mode", "int", 0,
+                    "the 4th output: 0 q.k, 1 after softcap, 2 after the mask, 3 after softmax"),
+           AttrSpec("softmax_precision", "str", "", "dtype of the softmax ('' : the input dtype)"),
+           AttrSpec("left_window_size", "int", -1), AttrSpec("right_window_size", "int", -1),
+           AttrSpec("has_mask", "bool", False), AttrSpec("has_past", "bool", False),
+           AttrSpec("has_nonpad", "bool", False)),
+    canonicalize=_attn_canon)
+
+
+def _rotary_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    op = "rotary_embedding"
+    want = 3 + attrs["has_position_ids"]
+    if len(types) != want:
+        raise fail(f"{op}: expected {want} inputs (x, cos_cache, sin_cache"
+                   f"{', position_ids' * attrs['has_position_ids']}), got {len(types)}")
+    x = _float_like(op, types[0], "x")
+    cos, sin = tensor(types[1], "cos_cache"), tensor(types[2], "sin_cache")
+    where = f"(x {shape_str(x.shape)}, cos_cache {shape_str(cos.shape)}, sin_cache {shape_str(sin.shape)})"
+    if cos.dtype != x.dtype or sin.dtype != x.dtype:
+        raise fail(f"{op}: cos_cache and sin_cache must be {x.dtype} {where}")
+    if x.ndim == 4:
+        b, _, s, d = x.shape
+    elif x.ndim == 3:
+        if attrs["num_heads"] is None:
+            raise fail(f"{op}: 3-D x needs the num_heads attribute {where}")
+        b, s = x.shape[:2]
+        d = _heads(op, x.shape[2], attrs["num_heads"], "x")
+    else:
+        raise fail(f"{op}: x must be 3-D (batch, seq, hidden) or 4-D (batch, heads, seq, head_size) {where}")
+    rd = attrs["rotary_embedding_dim"] or d
+    if type(rd) is int and type(d) is int and (rd > d or rd % 2):
+        raise fail(f"{op}: rotary_embedding_dim {rd} must be even and at most the head size {d} {where}")
+    half = dim_floordiv(rd, 2)
+    if attrs["has_position_ids"]:
+        p = tensor(types[3], "position_ids")
+        if np.dtype(p.dtype).kind not in "iu" or p.ndim != 2:
+            raise fail(f"{op}: position_ids must be a 2-D integer tensor (batch, seq), got {p}")
+        _same(op, p.shape[0], b, "position_ids and x batch sizes", where)
+        _same(op, p.shape[1], s, "position_ids and x sequence lengths", where)
+        if cos.ndim != 2 or sin.ndim != 2:
+            raise fail(f"{op}: with position_ids the caches must be 2-D (max_position, rotary_dim / 2) "
+                       f"{where}")
+    elif cos.ndim != 3 or sin.ndim != 3:
+        raise fail(f"{op}: without position_ids the caches must be 3-D (batch, seq, rotary_dim / 2) {where}")
+    else:
+        _same(op, cos.shape[0], b, "cache and x batch sizes", where)
+        _same(op, cos.shape[1], s, "cache and x sequence lengths", where)
+    for c in (cos, sin):
+        _same(op, c.shape[-1], half, "cache width and rotary_embedding_dim / 2", where)
+    return x
+
+
+def _rotary(attrs: Attrs, x: np.ndarray, cos: np.ndarray, sin: np.ndarray, *pos: np.ndarray) -> np.ndarray:
+    shape = x.shape
+    xt = x.transpose(0, 2, 1, 3) if x.ndim == 4 else x.reshape(shape[0], shape[1], attrs["num_heads"], -1)
+    rd = attrs["rotary_embedding_dim"] or xt.shape[3]
+    if pos:
+        cos, sin = cos[pos[0]], sin[pos[0]]
+    cos, sin = cos[:, :, None, :], sin[:, :, None, :]
+    rot = xt[..., :rd]
+    if attrs["interleaved"]:
+        x1, x2 = rot[..., 0::2], rot[..., 1::2]
+    else:
+        x1, x2 = rot[..., :rd // 2], rot[..., rd // 2:]
+    real = cos * x1 - sin * x2
+    imag = sin * x1 + cos * x2
+    if attrs["interleaved"]:
+        rot = np.stack((real, imag), axis=-1).reshape(rot.shape)
+    else:
+        rot = np.concatenate((real, imag), axis=-1)
+    out = np.concatenate((rot, xt[..., rd:]), axis=-1).astype(x.dtype, copy=False)
+    out = out.transpose(0, 2, 1, 3) if x.ndim == 4 else out.reshape(shape)
+    return np.ascontiguousarray(out)
+
+
+rotary_embedding: _sig.NnRotaryEmbedding = register_op(
+    "nn.rotary_embedding", num_inputs=None, type_rel=_rotary_rel, compute=_rotary, pattern=OpPattern.OPAQUE,
+    doc="Rotary position embedding (ONNX RotaryEmbedding): (x, cos_cache, sin_cache[, position_ids]).",
+    attrs=(AttrSpec("interleaved", "bool", False),
+           AttrSpec("rotary_embedding_dim", "int", 0, "0: the whole head"),
+           AttrSpec("num_heads", "int?", None, "heads of 3-D x"),
+           AttrSpec("has_position_ids", "bool", False)))
+
+
+_UPDATE_RULES = ("linear", "gated", "delta", "gated_delta")
+
+
+def _lin_attn_canon(a: dict[str, Any]) -> dict[str, Any]:
+    op = "nn.linear_attention"
+    if a["update_rule"] not in _UPDATE_RULES:
+        raise _attr_error(op, "update_rule", f"must be one of {_UPDATE_RULES}, got {a['update_rule']!r}")
+    hq, hkv = a["q_num_heads"], a["kv_num_heads"]
+    if hq < 1 or hkv < 1 or hq % hkv:
+        raise _attr_error(op, "q_num_heads",
+                          f"q_num_heads {hq} must be a positive multiple of kv_num_heads {hkv}")
+    return a
+
+
+def _linear_attention_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    op = "linear_attention"
+    rule = attrs["update_rule"]
+    gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+    want = 3 + attrs["has_past"] + gated + delta
+    if len(types) != want:
+        raise fail(f"{op}: update_rule {rule!r} takes {want} inputs "
+                   f"(q, k, v{', past_state' * attrs['has_past']}"
+                   f"{', decay' * gated}{', beta' * delta}), got {len(types)}")
+    q, k, v = (_float_like(op, t, w) for t, w in zip(types, ("query", "key", "value")))
+    where = f"(query {shape_str(q.shape)}, key {shape_str(k.shape)}, value {shape_str(v.shape)})"
+    if q.ndim != 3 or k.ndim != 3 or v.ndim != 3:
+        raise fail(f"{op}: query, key and value must be 3-D (batch, seq, heads * head_size) {where}")
+    hq, hkv = attrs["q_num_heads"], attrs["kv_num_heads"]
+    b = _same(op, q.shape[0], _same(op, k.shape[0], v.shape[0], "batch sizes", where), "batch sizes", where)
+    t = _same(op, q.shape[1], _same(op, k.shape[1], v.shape[1], "sequence lengths", where),
+              "sequence lengths", where)
+    dk = _same(op, _heads(op, q.shape[2], hq, "query"), _heads(op, k.shape[2], hkv, "key"), "head sizes",
+               where)
+    dv = _heads(op, v.shape[2], hkv, "value")
+    state = TensorType((b, hkv, dk, dv), q.dtype)
+    i = 3
+    if attrs["has_past"]:
+        p = _float_like(op, types[i], "past_state")
+        i += 1
+        if p.ndim != 4 or any(unify_dims(x, y) is None for x, y in zip(p.shape, state.shape)):
+            raise fail(f"{op}: past_state {shape_str(p.shape)} must have shape {shape_str(state.shape)} "
+                       f"{where}")
+        state = TensorType(state.shape, p.dtype)
+    for flag, name, lasts in ((gated, "decay", (hkv, dim_mul(hkv, dk))), (delta, "beta", (hkv, 1))):
+        if not flag:
+            continue
+        g = _float_like(op, types[i], name)
+        i += 1
+        if g.ndim != 3 or unify_dims(g.shape[0], b) is None or unify_dims(g.shape[1], t) is None or all(
+                unify_dims(g.shape[2], d) is None for d in lasts):
+            shown = " or ".join(dim_str(d, 40) for d in lasts)
+            raise fail(f"{op}: {name} {shape_str(g.shape)} must be (batch, seq, {shown}) {where}")
+    return TupleType([TensorType((b, t, dim_mul(hq, dv)), q.dtype), state])
+
+
+def _linear_attention(attrs: Attrs, q: np.ndarray, k: np.ndarray, v: np.ndarray, *rest: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    rule = attrs["update_rule"]
+    gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+    it = iter(rest)
+    past = next(it) if attrs["has_past"] else None
+    decay = next(it) if gated else None
+    beta = next(it) if delta else None
+    hq, hkv = attrs["q_num_heads"], attrs["kv_num_heads"]
+    b, t, _ = q.shape
+    f32 = np.float32
+
+    def heads(x: np.ndarray, h: int) -> np.ndarray:  # (B, T, H*D) -> (B, H, T, D)
+        return x.reshape(b, t, h, -1).transpose(0, 2, 1, 3).astype(f32)
+
+    q4, k4, v4 = heads(q, hq), heads(k, hkv), heads(v, hkv)
+    dk, dv = q4.shape[3], v4.shape[3]
+    g4 = None if decay is None else (decay.reshape(b, t, hkv, 1).transpose(0, 2, 1, 3).astype(f32)
+                                     if decay.shape[2] == hkv else heads(decay, hkv))
+    b4 = None if beta is None else beta.reshape(b, t, beta.shape[2], 1).transpose(0, 2, 1, 3).astype(f32)
+    state = np.zeros((b, hkv, dk, dv), f32) if past is None else past.astype(f32)
+    scale = attrs["scale"] or 1.0 / np.sqrt(dk)
+    group = hq // hkv
+    out = np.empty((b, hq, t, dv), f32)
+    for i in range(t):  # the recurrence over time, vectorized over batch, heads and features
+        kt, vt = k4[:, :, i, :], v4[:, :, i, :]
+        if g4 is not None:
+            state = state * np.exp(g4[:, :, i, :])[..., None]
+        if b4 is not None:
+            vt = b4[:, :, i, :] * (vt - np.einsum("bhdm,bhd->bhm", state, kt))
+        state = state + kt[..., :, None] * vt[..., None, :]
+        read = state if group == 1 else np.repeat(state, group, axis=1)
+        out[:, :, i, :] = scale * np.einsum("bhd,bhdm->bhm", q4[:, :, i, :], read)
+    y = out.transpose(0, 2, 1, 3).reshape(b, t, hq * dv).astype(q.dtype)
+    return y, state.astype(q.dtype if past is None else past.dtype)
+
+
+linear_attention: _sig.NnLinearAttention = register_op(
+    "nn.linear_attention", num_inputs=None, type_rel=_linear_attention_rel, compute=_linear_attention,
+    pattern=OpPattern.OPAQUE,
+    doc="ONNX LinearAttention: (q, k, v[, past_state][, decay][, beta]) -> (out, present_state).",
+    attrs=(AttrSpec("q_num_heads", "int", REQUIRED), AttrSpec("kv_num_heads", "int", REQUIRED),
+           AttrSpec("scale", "float", 0.0, "0: 1 / sqrt(head_size)"),
+           AttrSpec("update_rule", "str", "gated_delta", "linear, gated, delta or gated_delta"),
+           AttrSpec("has_past", "bool", False)),
+    canonicalize=_lin_attn_canon)
+__all__ += ["linear_attention"]
