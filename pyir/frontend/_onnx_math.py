@@ -16,7 +16,7 @@ import numpy as np
 from .. import op
 from ..ir.expr import Constant, Expr
 from ._onnx_ops import _reg, dtype_of, shape_of
-from .onnx import Ctx, FrontendError, _Attrs
+from .onnx import CONVERTERS, Ctx, FrontendError, _Attrs
 
 _UNARY: dict[str, Callable[[Expr], Expr]] = {
     "Sin": op.sin, "Cos": op.cos, "Tan": op.tan, "Asin": op.asin, "Acos": op.acos, "Atan": op.atan,
@@ -149,3 +149,18 @@ def _window(cx: Ctx, a: _Attrs) -> Expr:
 @_reg("MelWeightMatrix")
 def _mel_weight_matrix(cx: Ctx, a: _Attrs) -> Expr:
     return op.mel_weight_matrix(*[cx.x(i) for i in range(5)], dtype=_onnx_dtype(a.get("output_datatype", 1)))
+
+
+_BASE_POW = CONVERTERS["Pow"]
+
+
+@_reg("Pow")
+def _pow(cx: Ctx, a: _Attrs) -> Expr:
+    """ONNX's Pow is ``np.power(x, y)`` in ``x``'s dtype: an integer base with a floating-point
+    exponent is raised in the exponent's dtype, then cast back (casting the exponent to the
+    base's integers first, as the generic binary converter does, would lose its fraction)."""
+    x, y = cx.x(0), cx.x(1)
+    xdt, ydt = dtype_of(x), dtype_of(y)
+    if np.dtype(xdt).kind in "iu" and np.dtype(ydt).kind == "f" and "broadcast" not in a.values:
+        return op.cast(op.power(op.cast(x, dtype=ydt), y), dtype=xdt)
+    return _BASE_POW(cx, a)

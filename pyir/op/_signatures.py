@@ -197,7 +197,7 @@ class Cumprod(Protocol):
         exclusive: Bool = False,
         reverse: Bool = False,
     ) -> Call:
-        """Running product along ``axis`` (``exclusive``: shifted by one; ``reverse``: from the end); the axis may be a scalar tensor, a second argument.
+        """Running product along ``axis`` (or a run-time axis tensor, a 2nd argument).
 
         ``axis``: ignored when the axis is given as a second argument
         ``exclusive``: element i excludes x[i]
@@ -216,7 +216,7 @@ class Cumsum(Protocol):
         exclusive: Bool = False,
         reverse: Bool = False,
     ) -> Call:
-        """Running sum along ``axis`` (``exclusive``: shifted by one; ``reverse``: from the end); the axis may be a scalar tensor, a second argument.
+        """Running sum along ``axis`` (or a run-time axis tensor, a 2nd argument).
 
         ``axis``: ignored when the axis is given as a second argument
         ``exclusive``: element i excludes x[i]
@@ -244,7 +244,7 @@ class Dft(Protocol):
         onesided: Bool = False,
         dft_length: Int = 0,
     ) -> Call:
-        """Discrete Fourier transform along ``axis`` of a signal ``[..., 1 or 2]`` (real, or real and imaginary parts); the result is ``[..., 2]`` (``[..., 1]`` for an inverse onesided one). The axis may be a scalar tensor, a second argument.
+        """Discrete Fourier transform along ``axis`` of ``[..., 1 or 2]`` (real, complex) data.
 
         ``axis``: ignored when the axis is given as a second argument
         ``onesided``: only the n // 2 + 1 non-redundant frequencies
@@ -418,7 +418,7 @@ class Einsum(Protocol):
     """The builder of ``einsum``."""
 
     def __call__(self, *data: ExprLike, equation: str) -> Call:
-        """Einstein summation of the operands by ``equation`` (numpy's ``einsum``: explicit or implicit output, ``...`` broadcasting, repeated labels as diagonals)."""
+        """Einstein summation of the operands by ``equation`` (numpy's ``einsum`` rules)."""
         ...
 
 
@@ -556,7 +556,7 @@ class Isinf(Protocol):
         detect_negative: Bool = True,
         detect_positive: Bool = True,
     ) -> Call:
-        """Elementwise test for infinity (bool); ``detect_negative`` / ``detect_positive`` select which signs count."""
+        """Elementwise test for infinity (bool), of the signs ``detect_*`` select."""
         ...
 
 
@@ -678,7 +678,7 @@ class MelWeightMatrix(Protocol):
         *,
         dtype: DType = 'float32',
     ) -> Call:
-        """The ``[dft_length // 2 + 1, num_mel_bins]`` matrix mapping a one-sided spectrum to mel bands (triangular filters between ``lower_edge_hertz`` and ``upper_edge_hertz``)."""
+        """The ``[dft_length // 2 + 1, num_mel_bins]`` mel filter bank matrix."""
         ...
 
 
@@ -710,7 +710,7 @@ class Mod(Protocol):
     """The builder of ``mod``."""
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, fmod: Bool = False) -> Call:
-        """Broadcasting remainder: with the sign of the divisor (floor, Python's ``%``), or with ``fmod`` the sign of the dividend (truncated, C's ``fmod``). Integer division by zero gives 0.
+        """Broadcasting remainder, signed like the divisor (like the dividend with ``fmod``).
 
         ``fmod``: truncated (C fmod) instead of floor remainder
         """
@@ -1159,7 +1159,7 @@ class Stft(Protocol):
         *,
         onesided: Bool = True,
     ) -> Call:
-        """Short-time Fourier transform of ``signal`` ``[batch, length, 1 or 2]``: frames of ``frame_length`` every ``frame_step`` (scalar integer tensors; ``frame_length`` 0: the window's length, or the signal's), weighted by ``window`` (an empty window: ones); the result is ``[batch, frames, bins, 2]``.
+        """Short-time Fourier transform of ``signal`` ``[batch, length, 1 or 2]``.
 
         ``onesided``: only the n // 2 + 1 non-redundant frequencies
         """
@@ -1269,7 +1269,7 @@ class Trilu(Protocol):
     """The builder of ``trilu``."""
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, upper: Bool = True) -> Call:
-        """The upper (``upper``) or lower triangle of the last two axes of ``data``, from the ``k``-th diagonal (a scalar integer tensor; positive above the main one), zeros elsewhere."""
+        """The upper or lower triangle of ``data`` from the ``k``-th diagonal (``k``: a scalar)."""
         ...
 
 

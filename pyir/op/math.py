@@ -14,6 +14,18 @@ Parameters that ONNX gives as (possibly run-time) tensor inputs:
   scalar tensors, as ONNX does: their output dimensions are ``?`` (a call on constants is
   folded by ``FoldConstant`` and by the ONNX importer).
 
+Semantics, briefly: ``mod`` is the floor remainder (signed like the divisor, Python's ``%``),
+with ``fmod`` the truncated one (signed like the dividend, C's ``fmod``); an integer division by
+zero gives 0. ``cumsum`` / ``cumprod`` with ``exclusive`` leave ``x[i]`` out of element ``i``,
+with ``reverse`` scan from the end. ``einsum`` follows numpy (explicit or implicit output,
+``...`` broadcasting, a repeated label takes a diagonal, a label of size 1 broadcasts).
+``trilu`` keeps the elements on and above (``upper``) or below the ``k``-th diagonal of the
+last two axes. ``dft`` transforms ``[..., 1 or 2]`` data (real, or real and imaginary parts)
+into ``[..., 2]`` (``[..., 1]`` for an inverse ``onesided`` one, numpy's ``irfft``).
+``stft`` cuts ``signal`` ``[batch, length, 1 or 2]`` into frames of ``frame_length`` every
+``frame_step`` (``frame_length`` 0: the window's length, or the signal's), weights them by
+``window`` (an empty window: ones) and gives ``[batch, frames, bins, 2]``.
+
 Every type relation accepts symbolic and unknown dimensions (:mod:`pyir.ir.dims`).
 """
 
@@ -140,8 +152,7 @@ def _isinf(attrs: Attrs, x: np.ndarray) -> np.ndarray:
 
 isinf: _sig.Isinf = register_op(
     "isinf", num_inputs=1, type_rel=_predicate_rel, compute=_isinf, pattern=OpPattern.ELEMWISE,
-    doc="Elementwise test for infinity (bool); ``detect_negative`` / ``detect_positive`` select "
-        "which signs count.",
+    doc="Elementwise test for infinity (bool), of the signs ``detect_*`` select.",
     attrs=(AttrSpec("detect_negative", "bool", True), AttrSpec("detect_positive", "bool", True)))
 
 
@@ -165,9 +176,7 @@ def _mod(attrs: Attrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 mod: _sig.Mod = register_op(
     "mod", num_inputs=2, type_rel=_mod_rel, compute=_mod, pattern=OpPattern.BROADCAST,
-    doc="Broadcasting remainder: with the sign of the divisor (floor, Python's ``%``), or with "
-        "``fmod`` the sign of the dividend (truncated, C's ``fmod``). Integer division by zero "
-        "gives 0.",
+    doc="Broadcasting remainder, signed like the divisor (like the dividend with ``fmod``).",
     attrs=(AttrSpec("fmod", "bool", False, "truncated (C fmod) instead of floor remainder"),))
 
 
@@ -216,12 +225,10 @@ def _scan(name: str, fn: Callable[..., np.ndarray], identity: int, doc: str) -> 
 
 
 cumsum: _sig.Cumsum = _scan("cumsum", np.cumsum, 0,
-                            "Running sum along ``axis`` (``exclusive``: shifted by one; ``reverse``: "
-                            "from the end); the axis may be a scalar tensor, a second argument.")
+                            "Running sum along ``axis`` (or a run-time axis tensor, a 2nd argument).")
 cumprod: _sig.Cumprod = _scan("cumprod", np.cumprod, 1,
-                              "Running product along ``axis`` (``exclusive``: shifted by one; "
-                              "``reverse``: from the end); the axis may be a scalar tensor, a second "
-                              "argument.")
+                              "Running product along ``axis`` (or a run-time axis tensor, a 2nd "
+                              "argument).")
 
 
 # -- einsum ------------------------------------------------------------------------------------
@@ -320,8 +327,7 @@ def _einsum(attrs: Attrs, *xs: np.ndarray) -> np.ndarray:
 einsum: _sig.Einsum = register_op(
     "einsum", num_inputs=None, type_rel=_einsum_rel, compute=_einsum,
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    doc="Einstein summation of the operands by ``equation`` (numpy's ``einsum``: explicit or "
-        "implicit output, ``...`` broadcasting, repeated labels as diagonals).",
+    doc="Einstein summation of the operands by ``equation`` (numpy's ``einsum`` rules).",
     attrs=(AttrSpec("equation", "str"),), canonicalize=_einsum_canon)
 
 
@@ -347,8 +353,7 @@ def _trilu(attrs: Attrs, x: np.ndarray, k: np.ndarray) -> np.ndarray:
 
 trilu: _sig.Trilu = register_op(
     "trilu", num_inputs=2, type_rel=_trilu_rel, compute=_trilu, pattern=OpPattern.INJECTIVE,
-    doc="The upper (``upper``) or lower triangle of the last two axes of ``data``, from the ``k``-th "
-        "diagonal (a scalar integer tensor; positive above the main one), zeros elsewhere.",
+    doc="The upper or lower triangle of ``data`` from the ``k``-th diagonal (``k``: a scalar).",
     attrs=(AttrSpec("upper", "bool", True),))
 
 
@@ -460,9 +465,7 @@ def _dft_canon(a: dict[str, Any]) -> dict[str, Any]:
 
 dft: _sig.Dft = register_op(
     "dft", num_inputs=None, type_rel=_dft_rel, compute=_dft, pattern=OpPattern.OPAQUE,
-    doc="Discrete Fourier transform along ``axis`` of a signal ``[..., 1 or 2]`` (real, or real and "
-        "imaginary parts); the result is ``[..., 2]`` (``[..., 1]`` for an inverse onesided one). "
-        "The axis may be a scalar tensor, a second argument.",
+    doc="Discrete Fourier transform along ``axis`` of ``[..., 1 or 2]`` (real, complex) data.",
     attrs=(AttrSpec("axis", "int", -2, "ignored when the axis is given as a second argument"),
            AttrSpec("inverse", "bool", False),
            AttrSpec("onesided", "bool", False, "only the n // 2 + 1 non-redundant frequencies"),
@@ -515,10 +518,7 @@ def _stft(attrs: Attrs, x: np.ndarray, step: np.ndarray, window: np.ndarray,
 
 stft: _sig.Stft = register_op(
     "stft", num_inputs=4, type_rel=_stft_rel, compute=_stft, pattern=OpPattern.OPAQUE,
-    doc="Short-time Fourier transform of ``signal`` ``[batch, length, 1 or 2]``: frames of "
-        "``frame_length`` every ``frame_step`` (scalar integer tensors; ``frame_length`` 0: the "
-        "window's length, or the signal's), weighted by ``window`` (an empty window: ones); the "
-        "result is ``[batch, frames, bins, 2]``.",
+    doc="Short-time Fourier transform of ``signal`` ``[batch, length, 1 or 2]``.",
     attrs=(AttrSpec("onesided", "bool", True, "only the n // 2 + 1 non-redundant frequencies"),))
 
 
@@ -589,6 +589,5 @@ def _mel(attrs: Attrs, bins: np.ndarray, length: np.ndarray, rate: np.ndarray, l
 
 mel_weight_matrix: _sig.MelWeightMatrix = register_op(
     "mel_weight_matrix", num_inputs=5, type_rel=_mel_rel, compute=_mel, pattern=OpPattern.OPAQUE,
-    doc="The ``[dft_length // 2 + 1, num_mel_bins]`` matrix mapping a one-sided spectrum to mel "
-        "bands (triangular filters between ``lower_edge_hertz`` and ``upper_edge_hertz``).",
+    doc="The ``[dft_length // 2 + 1, num_mel_bins]`` mel filter bank matrix.",
     attrs=(AttrSpec("dtype", "dtype", "float32"),))
