@@ -235,6 +235,8 @@ def test_dft_forward_inverse_onesided():
     dyn = op.dft(x, C(np.int64(1)), onesided=True)
     assert typ(dyn) is TensorType((Any, Any, Any, 2))
     np.testing.assert_array_equal(run(dyn), half)
+    with pytest.raises(pyir.EvaluationError, match="component axis"):
+        run(op.dft(x, C(np.int64(-1))))
 
 
 def test_dft_types():
@@ -292,6 +294,8 @@ def test_mel_weight_matrix_shape_and_rows():
     got = run(e)
     assert got.shape == (9, 8) and got.dtype == np.float32
     assert (got >= 0).all() and (got <= 1).all() and got.max() == 1.0
+    with pytest.raises(pyir.EvaluationError, match="sample_rate > 0"):
+        run(op.mel_weight_matrix(*args[:2], C(np.int32(0)), *args[3:]))
 
 
 # -- text, binary, passes ------------------------------------------------------------------------

@@ -492,8 +492,10 @@ def dft_compute(x: np.ndarray, axis: int, inverse: bool, onesided: bool, length:
 
 
 def _dft(attrs: Attrs, x: np.ndarray, axis: np.ndarray | None = None) -> np.ndarray:
-    ax = attrs["axis"] if axis is None else int(_scalar_value(axis))
-    return dft_compute(x, normalize_axis(ax, x.ndim), attrs["inverse"], attrs["onesided"],
+    ax = normalize_axis(attrs["axis"] if axis is None else int(_scalar_value(axis)), x.ndim)
+    if ax == x.ndim - 1:
+        raise EvaluationError(f"dft: axis {ax} is the component axis of data of shape {x.shape}")
+    return dft_compute(x, ax, attrs["inverse"], attrs["onesided"],
                        attrs["dft_length"])
 
 
@@ -611,6 +613,9 @@ def _mel(attrs: Attrs, bins: np.ndarray, length: np.ndarray, rate: np.ndarray, l
          hi: np.ndarray) -> np.ndarray:
     nb, n, sr = (int(_scalar_value(v)) for v in (bins, length, rate))
     fl, fh = float(_scalar_value(lo)), float(_scalar_value(hi))
+    if nb < 0 or n < 0 or sr <= 0:
+        raise EvaluationError(f"mel_weight_matrix: needs num_mel_bins >= 0, dft_length >= 0 and "
+                              f"sample_rate > 0, got {nb}, {n}, {sr}")
     spec = n // 2 + 1
 
     lo_mel = 2595.0 * np.log1p(fl / 700.0) / np.log(10.0)
