@@ -253,3 +253,21 @@ def test_conformance_cases_of_these_operators():
     failed = {name: reason for name, status, reason in outs if status not in ("pass", "skip")}
     assert set(failed) <= _KNOWN, {k: v for k, v in failed.items() if k not in _KNOWN}
     assert sum(status == "pass" for _, status, _ in outs) >= 126
+
+
+def test_symbolic_input_dimensions():
+    """The converters need only the rank: a symbolic batch flows through (type ``(n,)``)."""
+    nodes = [helper.make_node("CumSum", ["x", "ax"], ["c"]), helper.make_node("Sin", ["c"], ["s"]),
+             helper.make_node("Einsum", ["s", "s"], ["e"], equation="bi,bi->b"),
+             helper.make_node("Mod", ["e", "d"], ["y"], fmod=1)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (2, 4))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.array(1, "int64"), "ax"),
+                           numpy_helper.from_array(np.array(0.5, "float32"), "d")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    n = pyir.sym("n")
+    mod = from_onnx(m, shapes={"x": (n, 4)})
+    assert mod["main"].checked_type.ret_type == pyir.TensorType((n,))
+    a = rng.standard_normal((5, 4)).astype("float32")
+    s = np.sin(np.cumsum(a, axis=1))
+    np.testing.assert_allclose(pyir.evaluate(mod, a), np.fmod((s * s).sum(1), 0.5), rtol=1e-4, atol=1e-6)

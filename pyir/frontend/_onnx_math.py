@@ -15,7 +15,8 @@ import numpy as np
 
 from .. import op
 from ..ir.expr import Constant, Expr
-from ._onnx_ops import _reg, dtype_of, shape_of
+from ..ir.types import TensorType
+from ._onnx_ops import _reg, dtype_of
 from .onnx import CONVERTERS, Ctx, FrontendError, _Attrs
 
 _UNARY: dict[str, Callable[[Expr], Expr]] = {
@@ -43,6 +44,13 @@ def _int_input(cx: Ctx, i: int) -> int | Expr:
             raise FrontendError(f"input {i} must be a scalar, got shape {np.shape(e.data)}")
         return int(v[0])
     return e
+
+
+def _rank(e: Expr) -> int:
+    t = e.checked_type
+    if not isinstance(t, TensorType):
+        raise FrontendError(f"expected a tensor, got {t}")
+    return t.ndim
 
 
 def _scalar_tensor(cx: Ctx, i: int, default: int) -> Expr:
@@ -77,7 +85,7 @@ def _cumulative(cx: Ctx, a: _Attrs) -> Expr:
     kw = {"exclusive": bool(a.get("exclusive", 0)), "reverse": bool(a.get("reverse", 0))}
     axis = _int_input(cx, 1)
     if isinstance(axis, int):
-        rank = len(shape_of(x))
+        rank = _rank(x)
         if not -rank <= axis < max(rank, 1):
             raise FrontendError(f"axis {axis} out of range for rank {rank}")
         return fn(x, axis=axis, **kw)
