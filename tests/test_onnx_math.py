@@ -237,9 +237,15 @@ print(json.dumps([[o.name, o.status, o.reason] for o in outs]))
 """
 
 
-def test_conformance_cases_of_these_operators():
-    # in a subprocess: onnx collects its generated cases once per process, filtered by the first
-    # op_type asked for, so filtering here would change what other tests of this worker see
+def _outcomes() -> list[tuple[str, str, str]]:
+    """The conformance outcomes of these operators' cases. onnx generates its cases once per
+    process, filtered by the op_type of the first request: when an earlier test of this worker
+    asked for one operator only, the cases are collected again in a subprocess."""
+    from pyir.frontend.onnx_conformance import _op_type, cases, run_case
+
+    mine = [c for c in cases() if _op_type(c) in _OPS or c.name in _KNOWN]
+    if any(c.name == "test_mod_broadcast" for c in mine) and any(c.name == "test_stft" for c in mine):
+        return [(o.name, o.status, o.reason) for o in map(run_case, mine)]
     import json
     import os
     import subprocess
@@ -249,10 +255,14 @@ def test_conformance_cases_of_these_operators():
     env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
     res = subprocess.run([sys.executable, "-c", _SCRIPT, ",".join(_OPS), ",".join(sorted(_KNOWN))],
                          capture_output=True, text=True, env=env, check=True)
-    outs = json.loads(res.stdout.strip().splitlines()[-1])
+    return [tuple(o) for o in json.loads(res.stdout.strip().splitlines()[-1])]
+
+
+def test_conformance_cases_of_these_operators():
+    outs = _outcomes()
     failed = {name: reason for name, status, reason in outs if status not in ("pass", "skip")}
     assert set(failed) <= _KNOWN, {k: v for k, v in failed.items() if k not in _KNOWN}
-    assert sum(status == "pass" for _, status, _ in outs) >= 126
+    assert sum(status == "pass" for _, status, _ in outs) >= 127
 
 
 def test_symbolic_input_dimensions():
