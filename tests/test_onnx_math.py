@@ -192,6 +192,7 @@ _DEFAULTS_INPUTS = {
     "Det": [(3, 3)], "DFT": [(1, 8, 1)], "STFT": [(1, 32, 1), np.array(8, "int64")],
     "HannWindow": [np.array(10, "int64")], "HammingWindow": [np.array(10, "int64")],
     "BlackmanWindow": [np.array(10, "int64")], "Sin": [(2,)], "Round": [(2,)], "IsNaN": [(2,)],
+    "Bernoulli": [(4,)],
     "MelWeightMatrix": [np.array(8, "int64"), np.array(16, "int64"), np.array(8192, "int64"),
                         np.array(0, "float32"), np.array(4096, "float32")],
 }
@@ -291,3 +292,21 @@ def test_symbolic_input_dimensions():
     a = rng.standard_normal((5, 4)).astype("float32")
     s = np.sin(np.cumsum(a, axis=1))
     np.testing.assert_allclose(pyir.evaluate(mod, a), np.fmod((s * s).sum(1), 0.5), rtol=1e-4, atol=1e-6)
+
+
+def test_bernoulli_seeds():
+    """Bernoulli becomes the deterministic ``bernoulli``: a given seed is kept (its bits), two
+    unseeded nodes on the same input get different seeds (they stay independent draws)."""
+    p = np.full((100, 100), 0.25, "float32")
+    nodes = [helper.make_node("Bernoulli", ["p"], ["a"]), helper.make_node("Bernoulli", ["p"], ["b"]),
+             helper.make_node("Bernoulli", ["p"], ["c"], seed=3.0, dtype=TensorProto.DOUBLE)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("p", TensorProto.FLOAT, p.shape)],
+                          [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in "abc"])
+    mod = from_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)]))
+    a, b, c = pyir.evaluate(mod, p)
+    assert a.dtype == np.float32 and c.dtype == np.float64
+    assert not np.array_equal(a, b)
+    for y in (a, b, c):
+        assert set(np.unique(y).tolist()) <= {0.0, 1.0} and abs(float(y.mean()) - 0.25) < 0.02
+    np.testing.assert_array_equal(pyir.evaluate(from_onnx(helper.make_model(
+        g, opset_imports=[helper.make_opsetid("", 15)])), p)[2], c)

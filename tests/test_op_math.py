@@ -366,3 +366,18 @@ def test_einsum_two_operand_matmul_path_matches_numpy():
     assert _einsum_matmul("ii,ij->j", x, x) is None
     assert _einsum_matmul("...i,i->...", x, x[0]) is None
     assert _einsum_matmul("ij,jk->ik", np.ones((2, 1), "float32"), np.ones((3, 2), "float32")) is None
+
+
+def test_bernoulli_is_a_draw_determined_by_its_seed():
+    p = np.full((200, 500), 0.3, "float32")
+    e = op.bernoulli(C(p), seed=7)
+    assert typ(e) is TensorType((200, 500), "float32")
+    a, b = run(e), run(op.bernoulli(C(p), seed=7))
+    assert a.dtype == np.float32 and set(np.unique(a).tolist()) <= {0.0, 1.0}
+    np.testing.assert_array_equal(a, b)  # the same seed: the same draw (and the same node)
+    assert abs(float(a.mean()) - 0.3) < 0.01
+    assert not np.array_equal(a, run(op.bernoulli(C(p), seed=8)))
+    edge = run(op.bernoulli(C(np.array([0.0, 1.0, 0.0, 1.0], "float64")), dtype="int32"))
+    assert edge.dtype == np.int32 and edge.tolist() == [0, 1, 0, 1]
+    with pytest.raises(pyir.TypeCheckError, match="floating-point"):
+        typ(op.bernoulli(pyir.var("i", shape=(2,), dtype="int32")))

@@ -2,13 +2,13 @@
 
 Inputs that ONNX gives as tensors but that pyir's operators take as attributes (the axis of
 CumSum / CumProd / DFT, the DFT length) become attributes when they are known at import
-time, and the operators' optional run-time argument otherwise. Bernoulli is not converted:
-its conformance outputs come from an unseeded random generator, and a sampling operator
-would need a reproducible-generator design of its own.
+time, and the operators' optional run-time argument otherwise. Bernoulli becomes the
+deterministic-by-seed ``bernoulli`` (see its converter).
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 
 import numpy as np
@@ -172,3 +172,17 @@ def _pow(cx: Ctx, a: _Attrs) -> Expr:
     if np.dtype(xdt).kind in "iu" and np.dtype(ydt).kind == "f" and "broadcast" not in a.values:
         return op.cast(op.power(op.cast(x, dtype=ydt), y), dtype=xdt)
     return _BASE_POW(cx, a)
+
+
+@_reg("Bernoulli")
+def _bernoulli(cx: Ctx, a: _Attrs) -> Expr:
+    """ONNX's Bernoulli is random; pyir's ``bernoulli`` is a draw determined by its seed: the
+    node's ``seed`` (its float's bits), else one derived from the node's output name, so that two
+    unseeded nodes on the same input stay independent draws rather than one node."""
+    seed = a.get("seed")
+    if seed is None:
+        key = zlib.crc32(cx.node.output[0].encode())
+    else:
+        key = int(np.asarray(seed, np.float64).view(np.int64)) & 0x7FFFFFFFFFFFFFFF
+    code = a.get("dtype")
+    return op.bernoulli(cx.x(0), seed=key, dtype=_onnx_dtype(code) if code is not None else "")

@@ -112,6 +112,18 @@ class Atanh(Protocol):
         ...
 
 
+class Bernoulli(Protocol):
+    """The builder of ``bernoulli``."""
+
+    def __call__(self, data: ExprLike, /, *, seed: Int = 0, dtype: str = '') -> Call:
+        """1 with probability ``p``, else 0: a draw that is a function of ``p``, ``seed`` and shape.
+
+        ``seed``: the generator's seed (numpy's default_rng)
+        ``dtype``: a dtype; '' for the input's
+        """
+        ...
+
+
 class BlackmanWindow(Protocol):
     """The builder of ``blackman_window``."""
 

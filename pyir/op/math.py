@@ -24,7 +24,9 @@ last two axes. ``dft`` transforms ``[..., 1 or 2]`` data (real, or real and imag
 into ``[..., 2]`` (``[..., 1]`` for an inverse ``onesided`` one, numpy's ``irfft``).
 ``stft`` cuts ``signal`` ``[batch, length, 1 or 2]`` into frames of ``frame_length`` every
 ``frame_step`` (``frame_length`` 0: the window's length, or the signal's), weights them by
-``window`` (an empty window: ones) and gives ``[batch, frames, bins, 2]``.
+``window`` (an empty window: ones) and gives ``[batch, frames, bins, 2]``. ``bernoulli`` is a
+deterministic draw: a function of its input, its ``seed`` and the shape (numpy's ``default_rng``),
+so that equal calls being one node (hash-consing), ``FoldConstant`` and CSE keep their meaning.
 
 Every type relation accepts symbolic and unknown dimensions (:mod:`pyir.ir.dims`).
 """
@@ -52,6 +54,7 @@ __all__ = [
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
     "sign", "round", "isnan", "isinf", "mod", "cumsum", "cumprod", "einsum", "trilu", "eye_like",
     "det", "dft", "stft", "hann_window", "hamming_window", "blackman_window", "mel_weight_matrix",
+    "bernoulli",
 ]
 
 
@@ -637,3 +640,26 @@ mel_weight_matrix: _sig.MelWeightMatrix = register_op(
     "mel_weight_matrix", num_inputs=5, type_rel=_mel_rel, compute=_mel, pattern=OpPattern.OPAQUE,
     doc="The ``[dft_length // 2 + 1, num_mel_bins]`` mel filter bank matrix.",
     attrs=(AttrSpec("dtype", "dtype", "float32"),))
+
+
+# -- bernoulli -----------------------------------------------------------------------------------
+
+
+def _bernoulli_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    t = tensor(types[0], "probabilities")
+    if not _is_float(t.dtype):
+        raise fail(f"needs floating-point probabilities, got {t.dtype}")
+    return TensorType(t.shape, attrs["dtype"] or t.dtype)
+
+
+def _bernoulli(attrs: Attrs, p: np.ndarray) -> np.ndarray:
+    u = np.random.default_rng(attrs["seed"]).random(p.shape)
+    return (u < _np_float(p)).astype(attrs["dtype"] or p.dtype)
+
+
+bernoulli: _sig.Bernoulli = register_op(
+    "bernoulli", num_inputs=1, type_rel=_bernoulli_rel, compute=_bernoulli, pattern=OpPattern.OPAQUE,
+    doc="1 with probability ``p``, else 0: a draw that is a function of ``p``, ``seed`` and shape.",
+    attrs=(AttrSpec("seed", "int", 0, "the generator's seed (numpy's default_rng)"),
+           AttrSpec("dtype", "str", "", "a dtype; '' for the input's")),
+    canonicalize=lambda a: {**a, "dtype": normalize_dtype(a["dtype"]) if a["dtype"] else ""})
