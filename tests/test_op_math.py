@@ -125,6 +125,8 @@ def test_cumsum_types_and_errors():
         typ(op.cumprod(x, pyir.var("ax", shape=(), dtype="float32")))
     with pytest.raises(pyir.TypeCheckError, match="scalar"):
         typ(op.cumprod(x, pyir.var("ax", shape=(2,), dtype="int64")))
+    with pytest.raises(pyir.EvaluationError, match="axis 2 out of range"):
+        run(op.cumsum(C(np.zeros((2, 3), "float32")), C(np.int64(2))))
     f = run(op.cumsum(C(np.full(5, 0.1, "float32"))))
     assert f.dtype == np.float32
 

@@ -83,6 +83,13 @@ def _scalar_value(x: np.ndarray) -> Any:
     return np.asarray(x).reshape(-1)[0].item()
 
 
+def _run_axis(op: str, axis: int, ndim: int) -> int:
+    """An axis known at run time, in ``[0, ndim)``, or an EvaluationError."""
+    if not -ndim <= axis < ndim:
+        raise EvaluationError(f"{op}: axis {axis} out of range for rank {ndim}")
+    return axis % ndim
+
+
 # -- elementwise unary -------------------------------------------------------------------------
 
 
@@ -205,7 +212,7 @@ def _scan(name: str, fn: Callable[..., np.ndarray], identity: int, doc: str) -> 
         ax = attrs["axis"] if axis is None else int(_scalar_value(axis))
         if x.ndim == 0:
             return x.copy() if not attrs["exclusive"] else np.full((), identity, dtype=x.dtype)
-        ax = normalize_axis(ax, x.ndim)
+        ax = _run_axis(name, ax, x.ndim)
         v = _np_float(x)
         if attrs["reverse"]:
             v = np.flip(v, ax)
@@ -495,7 +502,7 @@ def dft_compute(x: np.ndarray, axis: int, inverse: bool, onesided: bool, length:
 
 
 def _dft(attrs: Attrs, x: np.ndarray, axis: np.ndarray | None = None) -> np.ndarray:
-    ax = normalize_axis(attrs["axis"] if axis is None else int(_scalar_value(axis)), x.ndim)
+    ax = _run_axis("dft", attrs["axis"] if axis is None else int(_scalar_value(axis)), x.ndim)
     if ax == x.ndim - 1:
         raise EvaluationError(f"dft: axis {ax} is the component axis of data of shape {x.shape}")
     return dft_compute(x, ax, attrs["inverse"], attrs["onesided"],
