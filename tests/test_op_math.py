@@ -161,6 +161,8 @@ def test_einsum_symbolic_types_and_errors():
     assert typ(op.einsum(a, equation="kij")) is TensorType((3, m, n))  # implicit: sorted labels
     with pytest.raises(pyir.TypeCheckError, match="label 'j'"):
         typ(op.einsum(pyir.var("p", shape=(2, 3)), pyir.var("q", shape=(4, 5)), equation="ij,jk->ik"))
+    with pytest.raises(pyir.TypeCheckError, match="repeated in operand 0"):
+        typ(op.einsum(pyir.var("d", shape=(1, 3)), equation="ii->i"))
     with pytest.raises(pyir.TypeCheckError, match="2 input term"):
         typ(op.einsum(a, equation="ij,jk->ik"))
     with pytest.raises(pyir.TypeCheckError, match="does not match term"):

@@ -302,7 +302,12 @@ def einsum_type(types: tuple[TensorType, ...], equation: str) -> TensorType:
             k = len(head)
             ell = broadcast_shapes(ell, tuple(dims[k:k + n_ell]))
             del dims[k:k + n_ell]
+        own: dict[str, DimLike] = {}
         for c, d in zip(letters, dims):
+            if c in own and unify_dims(own[c], d) is None:  # a diagonal: no size-1 broadcasting
+                raise fail(f"label {c!r} repeated in operand {i} has sizes {own[c]} and {d} "
+                           f"({shape_str(t.shape)}, {equation!r})")
+            own[c] = d
             old = sizes.get(c)
             if old is None or old == 1:
                 sizes[c] = d if old is None or d != 1 else old
