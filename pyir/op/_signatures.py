@@ -33,6 +33,22 @@ class Abs(Protocol):
         ...
 
 
+class Acos(Protocol):
+    """The builder of ``acos``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Elementwise arccosine."""
+        ...
+
+
+class Acosh(Protocol):
+    """The builder of ``acosh``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Elementwise inverse hyperbolic cosine."""
+        ...
+
+
 class Add(Protocol):
     """The builder of ``add``."""
 
@@ -61,6 +77,50 @@ class Argmax(Protocol):
 
     def __call__(self, data: ExprLike, /, *, axis: Int = 0, keepdims: Bool = False) -> Call:
         """Index of the maximum along ``axis`` (int64)."""
+        ...
+
+
+class Asin(Protocol):
+    """The builder of ``asin``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Elementwise arcsine."""
+        ...
+
+
+class Asinh(Protocol):
+    """The builder of ``asinh``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Elementwise inverse hyperbolic sine."""
+        ...
+
+
+class Atan(Protocol):
+    """The builder of ``atan``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Elementwise arctangent."""
+        ...
+
+
+class Atanh(Protocol):
+    """The builder of ``atanh``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Elementwise inverse hyperbolic tangent."""
+        ...
+
+
+class Bernoulli(Protocol):
+    """The builder of ``bernoulli``."""
+
+    def __call__(self, data: ExprLike, /, *, seed: Int = 0, dtype: str = '') -> Call:
+        """1 with probability ``p``, else 0: a draw that is a function of ``p``, ``seed`` and shape.
+
+        ``seed``: the generator's seed (numpy's default_rng)
+        ``dtype``: a dtype; '' for the input's
+        """
         ...
 
 
@@ -101,6 +161,17 @@ class BitwiseXor(Protocol):
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
         """Broadcasting bitwise ``a ^ b``."""
+        ...
+
+
+class BlackmanWindow(Protocol):
+    """The builder of ``blackman_window``."""
+
+    def __call__(self, data: ExprLike, /, *, periodic: Bool = True, dtype: DType = 'float32') -> Call:
+        """The Blackman window of ``size`` (a scalar integer tensor) points.
+
+        ``periodic``: periodic (for spectral analysis), else symmetric
+        """
         ...
 
 
@@ -149,6 +220,88 @@ class Copy(Protocol):
 
     def __call__(self, data: ExprLike, /) -> Call:
         """Identity copy of a tensor."""
+        ...
+
+
+class Cos(Protocol):
+    """The builder of ``cos``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Elementwise cosine."""
+        ...
+
+
+class Cosh(Protocol):
+    """The builder of ``cosh``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Elementwise hyperbolic cosine."""
+        ...
+
+
+class Cumprod(Protocol):
+    """The builder of ``cumprod``."""
+
+    def __call__(
+        self,
+        *data: ExprLike,
+        axis: Int = 0,
+        exclusive: Bool = False,
+        reverse: Bool = False,
+    ) -> Call:
+        """Running product along ``axis`` (or a run-time axis tensor, a 2nd argument).
+
+        ``axis``: ignored when the axis is given as a second argument
+        ``exclusive``: element i excludes x[i]
+        ``reverse``: scan from the end
+        """
+        ...
+
+
+class Cumsum(Protocol):
+    """The builder of ``cumsum``."""
+
+    def __call__(
+        self,
+        *data: ExprLike,
+        axis: Int = 0,
+        exclusive: Bool = False,
+        reverse: Bool = False,
+    ) -> Call:
+        """Running sum along ``axis`` (or a run-time axis tensor, a 2nd argument).
+
+        ``axis``: ignored when the axis is given as a second argument
+        ``exclusive``: element i excludes x[i]
+        ``reverse``: scan from the end
+        """
+        ...
+
+
+class Det(Protocol):
+    """The builder of ``det``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """The determinant of each square matrix of the last two axes."""
+        ...
+
+
+class Dft(Protocol):
+    """The builder of ``dft``."""
+
+    def __call__(
+        self,
+        *data: ExprLike,
+        axis: Int = -2,
+        inverse: Bool = False,
+        onesided: Bool = False,
+        dft_length: Int = 0,
+    ) -> Call:
+        """Discrete Fourier transform along ``axis`` of ``[..., 1 or 2]`` (real, complex) data.
+
+        ``axis``: ignored when the axis is given as a second argument
+        ``onesided``: only the n // 2 + 1 non-redundant frequencies
+        ``dft_length``: the transform length; 0 for the axis's
+        """
         ...
 
 
@@ -313,6 +466,14 @@ class DynZeros(Protocol):
         ...
 
 
+class Einsum(Protocol):
+    """The builder of ``einsum``."""
+
+    def __call__(self, *data: ExprLike, equation: str) -> Call:
+        """Einstein summation of the operands by ``equation`` (numpy's ``einsum`` rules)."""
+        ...
+
+
 class Equal(Protocol):
     """The builder of ``equal``."""
 
@@ -342,6 +503,17 @@ class ExpandDims(Protocol):
 
     def __call__(self, data: ExprLike, /, *, axis: Int, num_newaxis: Int = 1) -> Call:
         """Insert ``num_newaxis`` unit axes at ``axis``."""
+        ...
+
+
+class EyeLike(Protocol):
+    """The builder of ``eye_like``."""
+
+    def __call__(self, data: ExprLike, /, *, k: Int = 0, dtype: str = '') -> Call:
+        """Ones on the ``k``-th diagonal of a matrix shaped like ``data``, zeros elsewhere.
+
+        ``dtype``: a dtype; '' for the input's
+        """
         ...
 
 
@@ -380,6 +552,28 @@ class GreaterEqual(Protocol):
         ...
 
 
+class HammingWindow(Protocol):
+    """The builder of ``hamming_window``."""
+
+    def __call__(self, data: ExprLike, /, *, periodic: Bool = True, dtype: DType = 'float32') -> Call:
+        """The Hamming window of ``size`` (a scalar integer tensor) points.
+
+        ``periodic``: periodic (for spectral analysis), else symmetric
+        """
+        ...
+
+
+class HannWindow(Protocol):
+    """The builder of ``hann_window``."""
+
+    def __call__(self, data: ExprLike, /, *, periodic: Bool = True, dtype: DType = 'float32') -> Call:
+        """The Hann window of ``size`` (a scalar integer tensor) points.
+
+        ``periodic``: periodic (for spectral analysis), else symmetric
+        """
+        ...
+
+
 class ImageResize2d(Protocol):
     """The builder of ``image.resize2d``."""
 
@@ -400,6 +594,29 @@ class ImageResize2d(Protocol):
         ``coordinate_transformation_mode``: half_pixel, align_corners, asymmetric or pytorch_half_pixel
         ``rounding_method``: nearest: '', round, floor, ceil, round_prefer_floor, round_prefer_ceil
         """
+        ...
+
+
+class Isinf(Protocol):
+    """The builder of ``isinf``."""
+
+    def __call__(
+        self,
+        data: ExprLike,
+        /,
+        *,
+        detect_negative: Bool = True,
+        detect_positive: Bool = True,
+    ) -> Call:
+        """Elementwise test for infinity (bool), of the signs ``detect_*`` select."""
+        ...
+
+
+class Isnan(Protocol):
+    """The builder of ``isnan``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Elementwise ``x != x`` (bool)."""
         ...
 
 
@@ -515,6 +732,24 @@ class Mean(Protocol):
         ...
 
 
+class MelWeightMatrix(Protocol):
+    """The builder of ``mel_weight_matrix``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        input4: ExprLike,
+        /,
+        *,
+        dtype: DType = 'float32',
+    ) -> Call:
+        """The ``[dft_length // 2 + 1, num_mel_bins]`` mel filter bank matrix."""
+        ...
+
+
 class Min(Protocol):
     """The builder of ``min``."""
 
@@ -536,6 +771,17 @@ class Minimum(Protocol):
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
         """Broadcasting elementwise minimum."""
+        ...
+
+
+class Mod(Protocol):
+    """The builder of ``mod``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, fmod: Bool = False) -> Call:
+        """Broadcasting remainder, signed like the divisor (like the dividend with ``fmod``).
+
+        ``fmod``: truncated (C fmod) instead of floor remainder
+        """
         ...
 
 
@@ -1273,6 +1519,14 @@ class RightShift(Protocol):
         ...
 
 
+class Round(Protocol):
+    """The builder of ``round``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Elementwise rounding to the nearest integer, halves to even (ONNX's Round)."""
+        ...
+
+
 class Rsqrt(Protocol):
     """The builder of ``rsqrt``."""
 
@@ -1294,6 +1548,30 @@ class Sigmoid(Protocol):
 
     def __call__(self, data: ExprLike, /) -> Call:
         """Elementwise logistic function."""
+        ...
+
+
+class Sign(Protocol):
+    """The builder of ``sign``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Elementwise sign: -1, 0 or 1 (in the input's dtype)."""
+        ...
+
+
+class Sin(Protocol):
+    """The builder of ``sin``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Elementwise sine."""
+        ...
+
+
+class Sinh(Protocol):
+    """The builder of ``sinh``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Elementwise hyperbolic sine."""
         ...
 
 
@@ -1326,6 +1604,26 @@ class Squeeze(Protocol):
 
     def __call__(self, data: ExprLike, /, *, axis: Ints | None = None) -> Call:
         """Remove unit axes (all of them when ``axis`` is None)."""
+        ...
+
+
+class Stft(Protocol):
+    """The builder of ``stft``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        /,
+        *,
+        onesided: Bool = True,
+    ) -> Call:
+        """Short-time Fourier transform of ``signal`` ``[batch, length, 1 or 2]``.
+
+        ``onesided``: only the n // 2 + 1 non-redundant frequencies
+        """
         ...
 
 
@@ -1378,6 +1676,14 @@ class Take(Protocol):
         ...
 
 
+class Tan(Protocol):
+    """The builder of ``tan``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Elementwise tangent."""
+        ...
+
+
 class Tanh(Protocol):
     """The builder of ``tanh``."""
 
@@ -1417,6 +1723,14 @@ class Transpose(Protocol):
 
     def __call__(self, data: ExprLike, /, *, axes: Ints | None = None) -> Call:
         """Permute the axes (reverse them when ``axes`` is None)."""
+        ...
+
+
+class Trilu(Protocol):
+    """The builder of ``trilu``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, upper: Bool = True) -> Call:
+        """The upper or lower triangle of ``data`` from the ``k``-th diagonal (``k``: a scalar)."""
         ...
 
 
