@@ -278,7 +278,8 @@ class _Importer:
             return
         dims = vi.type.tensor_type.shape.dim
         if not isinstance(t, TensorType) or len(dims) != len(t.shape) or any(
-                d.HasField("dim_value") and d.dim_value != s for d, s in zip(dims, t.shape)):
+                d.HasField("dim_value") and type(s) is int and d.dim_value != s  # ``?``: checked at run time
+                for d, s in zip(dims, t.shape)):
             declared = tuple(d.dim_value if d.HasField("dim_value") else d.dim_param for d in dims)
             raise FrontendError(f"graph output {vi.name!r}: the model declares shape {declared}, "
                                 f"the imported program computes {t}")

@@ -4,7 +4,9 @@
 Each builder returns an interned :class:`pyir.Call`.
 """
 
-from . import _signature, dyn, image, nn, shape, tensor
+from . import _signature, dyn, image, index, nn, shape, tensor
+from .index import *  # noqa: F403
+from .index import __all__ as _index_all
 from .registry import AttrSpec, OpDef, OpPattern, get_op_def, list_ops, register_op
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape_all
@@ -14,10 +16,10 @@ from .tensor import __all__ as _tensor_all
 # Every module of operator builders, written once: the typed signatures (_gen_signatures), the
 # tests and the attach loop below read this tuple. A new family adds its module here (and, if its
 # builders live at ``pyir.op.NAME`` rather than ``pyir.op.family.NAME``, star-imports it above).
-BUILDER_MODULES = (nn, tensor, shape, image, dyn)
+BUILDER_MODULES = (nn, tensor, shape, image, dyn, index)
 
 for _m in BUILDER_MODULES:
     _signature.attach(_m)
 
 __all__ = ["nn", "image", "dyn", "AttrSpec", "OpDef", "OpPattern", "get_op_def", "list_ops", "register_op",
-           *_tensor_all, *_shape_all]
+           *_tensor_all, *_shape_all, *_index_all]

@@ -1,0 +1,287 @@
+"""ONNX converters for indexing, scatter/gather, image, vision, TopK/OneHot and control flow.
+
+Each maps one node onto the operators of :mod:`pyir.op.index` and :mod:`pyir.op.image` (or the
+existing ``topk``/``one_hot``).  A shape-like input that is a constant gives the static
+operator; one computed at run time gives the ``dyn`` variant, whose dependent dimensions are
+``?``.  Control flow (``If``, ``Loop``, ``Scan``) imports the subgraphs with
+:meth:`pyir.frontend.onnx._Importer.subgraph` and becomes a pyir ``If`` and local functions
+(see :func:`_loop`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import op
+from ..ir.expr import Constant, Expr, TupleGetItem
+from ..op import image, index
+from ._onnx_ops import _reg, dtype_of, scalar, shape_of
+from .onnx import Ctx, FrontendError, _Attrs
+
+
+def _str(a: _Attrs, name: str, default: str) -> str:
+    v = a.get(name, default)
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _const_or_none(cx: Ctx, i: int) -> np.ndarray | None:
+    """Input ``i`` as a constant array, None when it is absent or computed at run time."""
+    if not cx.has(i):
+        return None
+    arr = cx._imp.static(cx.node.input[i])
+    return arr
+
+
+def _tensor_or_empty(cx: Ctx, i: int, dtype: str) -> Expr:
+    return cx.x(i) if cx.has(i) else Constant(np.zeros((0,), dtype=dtype))
+
+
+def _choice(name: str, value: str, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        raise FrontendError(f"{name}={value!r} is not supported (one of {tuple(allowed)})")
+    return value
+
+
+# -- gathers and scatters -------------------------------------------------------------------------
+
+
+@_reg("GatherND")
+def _gather_nd(cx: Ctx, a: _Attrs) -> Expr:
+    return index.gather_nd(cx.x(0), cx.x(1), batch_dims=int(a.get("batch_dims", 0)))
+
+
+@_reg("GatherElements")
+def _gather_elements(cx: Ctx, a: _Attrs) -> Expr:
+    return index.gather_elements(cx.x(0), cx.x(1), axis=int(a.get("axis", 0)))
+
+
+_REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+@_reg("ScatterND")
+def _scatter_nd(cx: Ctx, a: _Attrs) -> Expr:
+    red = _choice("reduction", _str(a, "reduction", "none"), _REDUCTIONS)
+    return index.scatter_nd(cx.x(0), cx.x(1), cx.x(2), reduction=red)
+
+
+@_reg("ScatterElements", "Scatter")
+def _scatter_elements(cx: Ctx, a: _Attrs) -> Expr:
+    red = _choice("reduction", _str(a, "reduction", "none"), _REDUCTIONS)
+    return index.scatter_elements(cx.x(0), cx.x(1), cx.x(2), axis=int(a.get("axis", 0)), reduction=red)
+
+
+@_reg("TensorScatter")
+def _tensor_scatter(cx: Ctx, a: _Attrs) -> Expr:
+    past = cx.x(0)
+    mode = _choice("mode", _str(a, "mode", "linear"), ("linear", "circular"))
+    wi = cx.x(2) if cx.has(2) else Constant(np.zeros((shape_of(past)[0],), dtype=np.int64))
+    return index.tensor_scatter(past, cx.x(1), wi, axis=int(a.get("axis", -2)), mode=mode)
+
+
+# -- unique, compress, reverse_sequence, blocks ---------------------------------------------------
+
+
+@_reg("Unique")
+def _unique(cx: Ctx, a: _Attrs) -> list[Expr]:
+    ax = a.get("axis", None)
+    u = index.unique(cx.x(0), axis=None if ax is None else int(ax), is_sorted=bool(a.get("sorted", 1)))
+    return [TupleGetItem(u, i) for i in range(4)]
+
+
+@_reg("Compress")
+def _compress(cx: Ctx, a: _Attrs) -> Expr:
+    ax = a.get("axis", None)
+    return index.compress(cx.x(0), cx.x(1), axis=None if ax is None else int(ax))
+
+
+@_reg("ReverseSequence")
+def _reverse_sequence(cx: Ctx, a: _Attrs) -> Expr:
+    return index.reverse_sequence(cx.x(0), cx.x(1), seq_axis=int(a.get("time_axis", 0)),
+                                  batch_axis=int(a.get("batch_axis", 1)))
+
+
+@_reg("SpaceToDepth", "DepthToSpace")
+def _blocks(cx: Ctx, a: _Attrs) -> Expr:
+    k = a.get("blocksize")
+    if k is None:
+        raise FrontendError("blocksize is required")
+    mode = _choice("mode", _str(a, "mode", "DCR"), ("DCR", "CRD"))
+    fn = index.space_to_depth if cx.node.op_type == "SpaceToDepth" else index.depth_to_space
+    return fn(cx.x(0), block_size=int(k), mode=mode)
+
+
+@_reg("CenterCropPad")
+def _center_crop_pad(cx: Ctx, a: _Attrs) -> Expr:
+    axes = a.ints("axes")
+    shape = _const_or_none(cx, 1)
+    if shape is not None:
+        return index.center_crop_pad(cx.x(0), shape=tuple(int(v) for v in shape.reshape(-1)), axes=axes)
+    return index.dyn_center_crop_pad(cx.x(0), cx.x(1), axes=axes)
+
+
+@_reg("Col2Im")
+def _col2im(cx: Ctx, a: _Attrs) -> Expr:
+    kw = {"strides": a.ints("strides", ()), "pads": a.ints("pads", ()), "dilations": a.ints("dilations", ())}
+    img, blk = _const_or_none(cx, 1), _const_or_none(cx, 2)
+    if img is not None and blk is not None:
+        return index.col2im(cx.x(0), image_shape=tuple(int(v) for v in img),
+                            block_shape=tuple(int(v) for v in blk),
+                            **kw)
+    return index.dyn_col2im(cx.x(0), cx.x(1), cx.x(2), **kw)
+
+
+@_reg("MaxUnpool")
+def _max_unpool(cx: Ctx, a: _Attrs) -> Expr:
+    k = a.ints("kernel_shape")
+    if k is None:
+        raise FrontendError("kernel_shape is required")
+    kw = {"kernel_shape": k, "strides": a.ints("strides", ()), "pads": a.ints("pads", ())}
+    if cx.has(2):
+        return index.dyn_max_unpool(cx.x(0), cx.x(1), cx.x(2), **kw)
+    return index.max_unpool(cx.x(0), cx.x(1), **kw)
+
+
+# -- vision ------------------------------------------------------------------------------------------
+
+
+@_reg("NonMaxSuppression")
+def _nms(cx: Ctx, a: _Attrs) -> Expr:
+    boxes = cx.x(0)
+    fl = dtype_of(boxes)
+    return index.non_max_suppression(
+        boxes, cx.x(1), _tensor_or_empty(cx, 2, "int64"), _tensor_or_empty(cx, 3, fl),
+        _tensor_or_empty(cx, 4, fl), center_point_box=bool(a.get("center_point_box", 0)))
+
+
+@_reg("RoiAlign")
+def _roi_align(cx: Ctx, a: _Attrs) -> Expr:
+    ctm = _str(a, "coordinate_transformation_mode", "half_pixel" if cx.opset >= 16 else "output_half_pixel")
+    return index.roi_align(
+        cx.x(0), cx.x(1), cx.x(2), output_height=int(a.get("output_height", 1)),
+        output_width=int(a.get("output_width", 1)), sampling_ratio=int(a.get("sampling_ratio", 0)),
+        spatial_scale=float(a.get("spatial_scale", 1.0)),
+        mode=_choice("mode", _str(a, "mode", "avg"), ("avg", "max")),
+        coordinate_transformation_mode=_choice("coordinate_transformation_mode", ctm,
+                                               ("half_pixel", "output_half_pixel")))
+
+
+# -- image -------------------------------------------------------------------------------------------
+
+
+def _resize_method(cx: Ctx, a: _Attrs) -> dict[str, Any]:
+    mode = _str(a, "mode", "nearest")
+    mode = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    if cx.opset < 11 or cx.node.op_type == "Upsample":
+        ctm, nearest = "asymmetric", "floor"
+    else:
+        ctm = _str(a, "coordinate_transformation_mode", "half_pixel")
+        nearest = _str(a, "nearest_mode", "round_prefer_floor")
+    return {"mode": _choice("mode", mode, image.RESIZE_MODES),
+            "coordinate_transformation_mode": _choice("coordinate_transformation_mode", ctm,
+                                                      image.RESIZE_COORDS),
+            "nearest_mode": _choice("nearest_mode", nearest, image.NEAREST_MODES),
+            "cubic_coeff_a": float(a.get("cubic_coeff_a", -0.75)),
+            "exclude_outside": bool(a.get("exclude_outside", 0)),
+            "extrapolation_value": float(a.get("extrapolation_value", 0.0)),
+            "antialias": bool(a.get("antialias", 0))}
+
+
+@_reg("Resize", "Upsample")
+def _resize(cx: Ctx, a: _Attrs) -> Expr:
+    """Resize (opset 10: scales only; 11+: roi, scales, sizes) and the deprecated Upsample
+    (scales as an attribute before opset 9, an input after)."""
+    x = cx.x(0)
+    kw = _resize_method(cx, a)
+    axes = a.ints("axes")
+    policy = _choice("keep_aspect_ratio_policy", _str(a, "keep_aspect_ratio_policy", "stretch"),
+                     image.ASPECT_POLICIES)
+    f32, i64 = np.zeros((0,), np.float32), np.zeros((0,), np.int64)
+    full = cx.node.op_type == "Resize" and cx.opset >= 11
+    if cx.node.op_type == "Upsample" and cx.opset < 9:
+        if a.get("scales") is None:
+            raise FrontendError("scales is required")
+        exprs: list[Expr] = [Constant(f32), Constant(np.asarray(a.get("scales"), np.float32)), Constant(i64)]
+    else:
+        a.ignore("scales")
+        pos = (1, 2, 3) if full else (-1, 1, -1)
+        exprs = [cx.x(i) if i > 0 and cx.has(i) else Constant(e) for i, e in zip(pos, (f32, f32, i64))]
+    if all(type(e) is Constant for e in exprs):
+        roi, scales, sizes = (e.data for e in exprs)  # type: ignore[attr-defined]
+        size, sc, full_roi = image.resize_plan(shape_of(x), roi, scales, sizes, axes, policy)
+        if kw["coordinate_transformation_mode"] != "tf_crop_and_resize":
+            full_roi = ()
+        return image.resize(x, size=size, scales=sc, roi=full_roi, **kw)
+    return image.dyn_resize(x, *exprs, axes=axes, keep_aspect_ratio_policy=policy, **kw)
+
+
+@_reg("GridSample")
+def _grid_sample(cx: Ctx, a: _Attrs) -> Expr:
+    mode = _str(a, "mode", "linear" if cx.opset >= 20 else "bilinear")
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    return image.grid_sample(cx.x(0), cx.x(1), mode=_choice("mode", mode, image.GRID_MODES),
+                             padding_mode=_choice("padding_mode", _str(a, "padding_mode", "zeros"),
+                                                  image.PADDING_MODES),
+                             align_corners=bool(a.get("align_corners", 0)))
+
+
+@_reg("AffineGrid")
+def _affine_grid(cx: Ctx, a: _Attrs) -> Expr:
+    ac = bool(a.get("align_corners", 0))
+    size = _const_or_none(cx, 1)
+    if size is not None:
+        return image.affine_grid(cx.x(0), size=tuple(int(v) for v in size.reshape(-1)), align_corners=ac)
+    return image.dyn_affine_grid(cx.x(0), cx.x(1), align_corners=ac)
+
+
+# -- TopK, OneHot ---------------------------------------------------------------------------------------
+
+
+@_reg("TopK")
+def _topk(cx: Ctx, a: _Attrs) -> list[Expr]:
+    x = cx.x(0)
+    axis = int(a.get("axis", -1))
+    asc = not bool(a.get("largest", 1))
+    a.ignore("sorted")  # sorted=0 allows any order: the sorted order is one
+    if cx.opset < 10:
+        t = op.topk(x, k=int(a.get("k")), axis=axis, is_ascend=asc, dtype="int64")
+    else:
+        k = _const_or_none(cx, 1)
+        if k is not None:
+            t = op.topk(x, k=int(k.reshape(-1)[0]), axis=axis, is_ascend=asc, dtype="int64")
+            if int(k.reshape(-1)[0]) == 0:
+                raise FrontendError("TopK with k=0 is not supported")
+        else:
+            ke = cx.x(1)
+            if len(shape_of(ke)) != 0:
+                ke = op.reshape(ke, newshape=())
+            t = op.dyn.topk(x, ke, axis=axis, is_ascend=asc, dtype="int64")
+    return [TupleGetItem(t, 0), TupleGetItem(t, 1)]
+
+
+@_reg("OneHot")
+def _one_hot(cx: Ctx, a: _Attrs) -> Expr:
+    idx, values = cx.x(0), cx.x(2)
+    axis = int(a.get("axis", -1))
+    if shape_of(values) != (2,):
+        raise FrontendError(f"values must hold [off, on], got shape {shape_of(values)}")
+    off = op.reshape(op.strided_slice(values, begin=(0,), end=(1,)), newshape=())
+    on = op.reshape(op.strided_slice(values, begin=(1,), end=(2,)), newshape=())
+    if np.dtype(dtype_of(idx)).kind not in "iu":
+        idx = op.cast(op.floor(idx) if np.dtype(dtype_of(idx)).kind == "f" else idx, dtype="int64")
+    d = _const_or_none(cx, 1)
+    dt = dtype_of(values)
+    if d is not None:
+        depth = int(np.asarray(d).reshape(-1)[0])
+        idx = op.where(op.less(idx, scalar(0, idx)), op.add(idx, scalar(depth, idx)), idx)
+        return op.one_hot(idx, on, off, depth=depth, axis=axis, dtype=dt)
+    de = cx.x(1)
+    if len(shape_of(de)) != 0:
+        de = op.reshape(de, newshape=())
+    de_i = op.cast(de, dtype=dtype_of(idx))
+    idx = op.where(op.less(idx, scalar(0, idx)), op.add(idx, de_i), idx)
+    if np.dtype(dtype_of(de)).kind not in "iu":
+        de = op.cast(de, dtype="int64")
+    return op.dyn.one_hot(idx, on, off, de, axis=axis, dtype=dt)
