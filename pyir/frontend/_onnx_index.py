@@ -10,13 +10,15 @@ operator; one computed at run time gives the ``dyn`` variant, whose dependent di
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import op
-from ..ir.expr import Constant, Expr, TupleGetItem
+from ..ir.dims import Any as AnyDim
+from ..ir.expr import Call, Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var
+from ..ir.types import FuncType, TensorType, TupleType
 from ..op import image, index
 from ._onnx_ops import _reg, dtype_of, scalar, shape_of
 from .onnx import Ctx, FrontendError, _Attrs
@@ -285,3 +287,219 @@ def _one_hot(cx: Ctx, a: _Attrs) -> Expr:
     if np.dtype(dtype_of(de)).kind not in "iu":
         de = op.cast(de, dtype="int64")
     return op.dyn.one_hot(idx, on, off, de, axis=axis, dtype=dt)
+
+
+# -- control flow --------------------------------------------------------------------------------------
+
+UNROLL_LIMIT = 16
+"""A Loop with a constant trip count and condition, or a Scan, of up to this many iterations is
+unrolled; longer ones, and Loops with a run-time trip count or condition, become a recursive
+local function (evaluated without Python recursion)."""
+
+# body(i, cond, states) -> (cond', states', scan elements)
+Body = Callable[[Expr, Expr, list[Expr]], tuple[Expr, list[Expr], list[Expr]]]
+
+
+def _graph(a: _Attrs, name: str) -> Any:
+    g = a.graph(name)
+    if g is None:
+        raise FrontendError(f"attribute {name!r} (a graph) is required")
+    return g
+
+
+def _bool_scalar(e: Expr) -> Expr:
+    if shape_of(e) != ():
+        e = op.reshape(e, newshape=())
+    return e if dtype_of(e) == "bool" else op.not_equal(e, scalar(0, e))
+
+
+def _i64(v: int) -> Constant:
+    return Constant(np.asarray(v, dtype=np.int64))
+
+
+def _stack(parts: Sequence[Expr]) -> Expr:
+    rows = [op.expand_dims(p, axis=0) for p in parts]
+    return rows[0] if len(rows) == 1 else op.concatenate(*rows, axis=0)
+
+
+@_reg("If")
+def _if(cx: Ctx, a: _Attrs) -> list[Expr]:
+    cond = cx.x(0)
+    then_outs = cx.subgraph(_graph(a, "then_branch"), [])
+    else_outs = cx.subgraph(_graph(a, "else_branch"), [])
+    if len(then_outs) != len(else_outs):
+        raise FrontendError(f"the branches have {len(then_outs)} and {len(else_outs)} outputs")
+    if type(cond) is Constant:  # a condition known at import: the taken branch
+        return list(then_outs if bool(cond.data.reshape(-1)[0]) else else_outs)
+    c = _bool_scalar(cond)
+    if len(then_outs) == 1:
+        return [If(c, then_outs[0], else_outs[0])]
+    res = If(c, Tuple(then_outs), Tuple(else_outs))
+    return [TupleGetItem(res, i) for i in range(len(then_outs))]
+
+
+def _unrolled(body: Body, trip: int, states: list[Expr], cond: Expr
+              ) -> tuple[list[Expr], list[list[Expr]]] | None:
+    """Run ``body`` ``trip`` times at import; None when a condition is not a constant."""
+    scans: list[list[Expr]] = []
+    for i in range(trip):
+        if type(cond) is not Constant:
+            return None
+        if not bool(cond.data.reshape(-1)[0]):
+            break
+        cond, states, elems = body(_i64(i), cond, states)
+        if not scans:
+            scans = [[] for _ in elems]
+        for acc, e in zip(scans, elems):
+            acc.append(e)
+    return states, scans
+
+
+def _recursive(body: Body, trip: Expr, cond0: Expr, states: list[Expr], n_scan: int
+               ) -> tuple[list[Expr], list[Expr]]:
+    """``let loop = fn(i, cond, v..., acc...) { if (i < trip && cond) { loop(i + 1, body(...)...,
+    concatenate(acc, [elem])...) } else { (v..., acc...) } }; loop(0, cond0, v0..., empty...)``:
+    the final states and the stacked scan outputs (first dimension ``?``)."""
+    i_v = Var("iter", TensorType((), "int64"))
+    c_v = Var("cond", TensorType((), "bool"))
+    s_vs = [Var(f"state{k}", s.checked_type) for k, s in enumerate(states)]
+    cond_out, new_states, elems = body(i_v, c_v, list(s_vs))
+    if len(elems) != n_scan:
+        raise FrontendError(f"the body gives {len(elems)} scan outputs, expected {n_scan}")
+    for k, (o, s) in enumerate(zip(new_states, s_vs)):
+        if o.checked_type is not s.type_annotation:
+            raise FrontendError(f"loop-carried value {k} changes type from {s.type_annotation} to "
+                                f"{o.checked_type}: not supported")
+    acc_vs, empties = [], []
+    for k, e in enumerate(elems):
+        t = e.checked_type
+        if not isinstance(t, TensorType) or not t.static:
+            raise FrontendError(f"scan output {k} has a non-static per-iteration type {t}")
+        acc_vs.append(Var(f"scan{k}", TensorType((AnyDim, *t.shape), t.dtype)))
+        empties.append(Constant(np.zeros((0, *t.shape), dtype=t.dtype)))
+    params = [i_v, c_v, *s_vs, *acc_vs]
+    ptypes: list[Any] = [p.type_annotation for p in params]
+    ret_t = TupleType(ptypes[2:])
+    loop_v = Var("loop", FuncType(ptypes, ret_t))
+    grown = [op.concatenate(acc, op.expand_dims(e, axis=0), axis=0) for acc, e in zip(acc_vs, elems)]
+    again = Call(loop_v, [op.add(i_v, _i64(1)), _bool_scalar(cond_out), *new_states, *grown])
+    go = op.logical_and(op.less(i_v, trip), c_v)
+    fn = Function(params, If(go, again, Tuple([*s_vs, *acc_vs])), ret_type=ret_t)
+    res = Let(loop_v, fn, Call(loop_v, [_i64(0), cond0, *states, *empties]))
+    n = len(states)
+    return [TupleGetItem(res, k) for k in range(n)], [TupleGetItem(res, n + k) for k in range(n_scan)]
+
+
+@_reg("Loop")
+def _loop(cx: Ctx, a: _Attrs) -> list[Expr]:
+    """ONNX Loop: unrolled when the trip count and the condition are constants (and stay so) and
+    the count is at most UNROLL_LIMIT; otherwise a recursive local function (:func:`_recursive`)."""
+    g = _graph(a, "body")
+    n_state = len(cx.node.input) - 2
+    states = [cx.x(2 + k) for k in range(n_state)]
+    n_scan = len(g.output) - 1 - n_state
+    if n_scan < 0:
+        raise FrontendError(f"the body has {len(g.output)} outputs for {n_state} loop-carried values")
+
+    def body(i: Expr, c: Expr, vs: list[Expr]) -> tuple[Expr, list[Expr], list[Expr]]:
+        outs = cx.subgraph(g, [i, c, *vs])
+        return outs[0], list(outs[1:1 + n_state]), list(outs[1 + n_state:])
+
+    trip = _const_or_none(cx, 0)
+    cond0: Expr = cx.x(1) if cx.has(1) else Constant(np.asarray(True))
+    if trip is not None and type(cond0) is Constant and int(trip.reshape(-1)[0]) <= UNROLL_LIMIT:
+        done = _unrolled(body, int(trip.reshape(-1)[0]), states, cond0)
+        if done is not None and (n_scan == 0 or all(done[1])):
+            return [*done[0], *(_stack(s) for s in done[1])]
+        if done is not None and not done[1] and n_scan:
+            raise FrontendError("a Loop that runs no iteration has scan outputs of unknown shape")
+    m: Expr = cx.x(0) if cx.has(0) else _i64(np.iinfo(np.int64).max)
+    if shape_of(m) != ():
+        m = op.reshape(m, newshape=())
+    finals, scans = _recursive(body, m, _bool_scalar(cond0), states, n_scan)
+    return [*finals, *scans]
+
+
+def _move_axis0(e: Expr, axis: int) -> Expr:
+    """Move the stacking axis 0 of ``e`` to ``axis``."""
+    r = len(shape_of(e))
+    axis %= r
+    if axis == 0:
+        return e
+    perm = list(range(1, r))
+    perm.insert(axis, 0)
+    return op.transpose(e, axes=tuple(perm))
+
+
+def _reverse0(e: Expr) -> Expr:
+    n = shape_of(e)[0]
+    return op.strided_slice(e, begin=(n - 1,), end=(-n - 1,), axes=(0,), strides=(-1,))
+
+
+@_reg("Scan")
+def _scan(cx: Ctx, a: _Attrs) -> list[Expr]:
+    """ONNX Scan (opset 9+; opset 8's batched form without sequence_lens): states carried over
+    the slices of the scan inputs along their scan axes, scan outputs stacked."""
+    g = _graph(a, "body")
+    n_in = a.get("num_scan_inputs")
+    if n_in is None:
+        raise FrontendError("num_scan_inputs is required")
+    n_in = int(n_in)
+    first = 1 if cx.opset < 9 else 0
+    if first and cx.has(0):
+        raise FrontendError("Scan-8 with sequence_lens is not supported")
+    xs = [cx.x(i) for i in range(first, cx.n_inputs)]
+    n_state = len(xs) - n_in
+    n_out = len(g.output) - n_state
+    in_axes = a.ints("scan_input_axes", (0,) * n_in)
+    in_dirs = a.ints("scan_input_directions", a.ints("directions", (0,) * n_in))
+    out_axes = a.ints("scan_output_axes", (0,) * n_out)
+    out_dirs = a.ints("scan_output_directions", (0,) * n_out)
+    if n_state < 0 or len(in_axes) != n_in or len(in_dirs) != n_in or len(out_axes) != n_out \
+            or len(out_dirs) != n_out:
+        raise FrontendError("Scan's axes and directions must have an entry per scan input and output")
+    if first:  # opset 8: a leading batch axis on every input and output; scan each batch entry
+        batch = shape_of(xs[0])[0]
+        per = [_scan_core(cx, g, [op.take(x, _i64(b), axis=0) for x in xs], n_state, in_axes, in_dirs,
+                          out_axes, out_dirs) for b in range(batch)]
+        return [_stack([p[k] for p in per]) for k in range(len(per[0]))]
+    return _scan_core(cx, g, xs, n_state, in_axes, in_dirs, out_axes, out_dirs)
+
+
+def _scan_core(cx: Ctx, g: Any, xs: list[Expr], n_state: int, in_axes: Sequence[int], in_dirs: Sequence[int],
+               out_axes: Sequence[int], out_dirs: Sequence[int]) -> list[Expr]:
+    states, seqs = xs[:n_state], xs[n_state:]
+    lens = {shape_of(s)[ax % len(shape_of(s))] for s, ax in zip(seqs, in_axes)}
+    if len(lens) != 1:
+        raise FrontendError(f"the scan inputs have different lengths {sorted(lens)}")
+    length = lens.pop()
+
+    def body(i: Expr, c: Expr, vs: list[Expr]) -> tuple[Expr, list[Expr], list[Expr]]:
+        elems = []
+        for s, ax, d in zip(seqs, in_axes, in_dirs):
+            j = op.subtract(_i64(length - 1), i) if d else i
+            if type(j) is not Constant and type(i) is Constant:
+                j = _i64(length - 1 - int(i.data))
+            elems.append(op.take(s, j, axis=ax % len(shape_of(s))))
+        outs = cx.subgraph(g, [*vs, *elems])
+        return c, list(outs[:n_state]), list(outs[n_state:])
+
+    done = _unrolled(body, length, states, Constant(np.asarray(True))) if length <= UNROLL_LIMIT else None
+    if done is not None and length > 0:
+        finals, stacked = done[0], [_stack(s) for s in done[1]]
+    else:
+        n_scan = len(g.output) - n_state
+        finals, stacked = _recursive(body, _i64(length), Constant(np.asarray(True)), states, n_scan)
+        stacked = [op.reshape(s, newshape=(length, *shape_of_t(s)[1:])) for s in stacked]
+    outs = []
+    for s, ax, d in zip(stacked, out_axes, out_dirs):
+        outs.append(_move_axis0(_reverse0(s) if d else s, ax))
+    return [*finals, *outs]
+
+
+def shape_of_t(e: Expr) -> tuple[Any, ...]:
+    """The shape of a tensor expression, ``?`` dimensions included."""
+    t = e.checked_type
+    if not isinstance(t, TensorType):
+        raise FrontendError(f"expected a tensor, got {t}")
+    return t.shape
