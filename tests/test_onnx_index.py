@@ -19,7 +19,8 @@ from pyir.frontend import onnx_conformance as conf  # noqa: E402
 # every in-scope case of these operators passes (bfloat16 cases wait for the dtype work)
 OPS = ["GatherND", "GatherElements", "ScatterND", "ScatterElements", "Scatter", "TensorScatter", "Unique",
        "Compress", "ReverseSequence", "SpaceToDepth", "DepthToSpace", "CenterCropPad", "Col2Im", "MaxUnpool",
-       "NonMaxSuppression", "RoiAlign", "Resize", "Upsample", "GridSample", "AffineGrid", "TopK", "OneHot"]
+       "NonMaxSuppression", "RoiAlign", "Resize", "Upsample", "GridSample", "AffineGrid", "TopK", "OneHot",
+       "DeformConv"]
 
 
 @pytest.fixture(scope="module")

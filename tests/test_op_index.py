@@ -185,3 +185,16 @@ def test_index_ops_print_parse_and_passes() -> None:
     idx = np.array([[0, 3], [1, 2], [-1, 0]], np.int64)
     mod2 = pyir.Module({"main": pyir.Function([d], pyir.ir.expr.Let(i, pyir.const(idx), body))})
     check_pass(Sequential([SimplifyExpr(), FoldConstant(), FuseOps()]), mod2, idempotent=False)
+
+
+def test_deformable_conv2d_with_zero_offsets_is_conv2d() -> None:
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 4, 5, 5)).astype(np.float32)
+    w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
+    off = np.zeros((1, 2 * 2 * 9, 3, 3), np.float32)
+    empty = pyir.const(np.zeros((0,), np.float32))
+    y, f = _run(lambda a, b, o: image.deformable_conv2d(a, b, o, empty, empty, groups=2, offset_groups=2,
+                                                        strides=(2, 2), padding=(1, 1, 1, 1)), x, w, off)
+    want, _ = _run(lambda a, b: op.nn.conv2d(a, b, strides=(2, 2), padding=(1, 1, 1, 1), groups=2), x, w)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    assert f.body.checked_type == pyir.TensorType((1, 6, 3, 3), "float32")

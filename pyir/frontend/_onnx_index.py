@@ -238,6 +238,22 @@ def _affine_grid(cx: Ctx, a: _Attrs) -> Expr:
     return image.dyn_affine_grid(cx.x(0), cx.x(1), align_corners=ac)
 
 
+@_reg("DeformConv")
+def _deform_conv(cx: Ctx, a: _Attrs) -> Expr:
+    x, w = cx.x(0), cx.x(1)
+    if len(shape_of(x)) != 4:
+        raise FrontendError(f"DeformConv of data {shape_of(x)}: only 2-D is supported")
+    ks = a.ints("kernel_shape")
+    if ks is not None and tuple(ks) != tuple(shape_of(w)[2:]):
+        raise FrontendError(f"kernel_shape {ks} does not match the weight shape {shape_of(w)}")
+    fl = dtype_of(x)
+    return image.deformable_conv2d(
+        x, w, cx.x(2), _tensor_or_empty(cx, 3, fl), _tensor_or_empty(cx, 4, fl),
+        strides=a.ints("strides", (1, 1)), padding=a.ints("pads", (0, 0, 0, 0)),
+        dilation=a.ints("dilations", (1, 1)), groups=int(a.get("group", 1)),
+        offset_groups=int(a.get("offset_group", 1)))
+
+
 # -- TopK, OneHot ---------------------------------------------------------------------------------------
 
 

@@ -824,6 +824,31 @@ class NnConv2d(Protocol):
         ...
 
 
+class NnDeformableConv2d(Protocol):
+    """The builder of ``nn.deformable_conv2d``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        input4: ExprLike,
+        /,
+        *,
+        strides: Ints = (1, 1),
+        padding: Ints = (0, 0, 0, 0),
+        dilation: Ints = (1, 1),
+        groups: Int = 1,
+        offset_groups: Int = 1,
+    ) -> Call:
+        """Deformable 2-D convolution (ONNX DeformConv): each kernel tap reads ``data`` bilinearly at its
+        position moved by ``offset`` (N, offset_groups * 2 * kh * kw, out_h, out_w), scaled by ``mask``
+        (empty: 1); ``bias`` empty for none. The output size is the offset's.
+        """
+        ...
+
+
 class NnDense(Protocol):
     """The builder of ``nn.dense``."""
 

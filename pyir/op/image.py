@@ -22,7 +22,8 @@ from .registry import AttrSpec, OpPattern, register_op
 if TYPE_CHECKING:  # the builders' typed signatures (generated, see _signature.py)
     from . import _signatures as _sig
 
-__all__ = ["resize2d", "resize", "dyn_resize", "grid_sample", "affine_grid", "dyn_affine_grid"]
+__all__ = ["resize2d", "resize", "dyn_resize", "grid_sample", "affine_grid", "dyn_affine_grid",
+           "deformable_conv2d"]
 
 METHODS = ("nearest_neighbor", "linear")
 COORDINATE_MODES = ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel")
@@ -542,3 +543,72 @@ dyn_affine_grid: _sig.DynImageAffineGrid = register_op(
     compute=lambda attrs, t, s: _affine_grid(attrs, t, [int(v) for v in s]), pattern=OpPattern.OPAQUE,
     doc="``image.affine_grid`` with ``size`` a 1-D integer tensor computed at run time.",
     attrs=(AttrSpec("align_corners", "bool", False),))
+
+
+# -- nn.deformable_conv2d (ONNX DeformConv) -------------------------------------------------------------
+
+
+def _deform_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    x, w, off = tensor(types[0], "data"), tensor(types[1], "weight"), tensor(types[2], "offset")
+    b, m = tensor(types[3], "bias"), tensor(types[4], "mask")
+    if x.ndim != 4 or w.ndim != 4 or off.ndim != 4:
+        raise fail(f"data, weight and offset must be 4-D (NCHW), got {shape_str(x.shape)}, "
+                   f"{shape_str(w.shape)}, {shape_str(off.shape)}")
+    kh, kw = w.shape[2:]
+    g, og = attrs["groups"], attrs["offset_groups"]
+    if type(kh) is int and type(kw) is int and type(off.shape[1]) is int and off.shape[1] != og * 2 * kh * kw:
+        raise fail(f"offset {shape_str(off.shape)} must have offset_groups * 2 * kh * kw = "
+                   f"{og * 2 * kh * kw} channels")
+    if type(x.shape[1]) is int and type(w.shape[1]) is int and x.shape[1] != w.shape[1] * g:
+        raise fail(f"data {shape_str(x.shape)} has {x.shape[1]} channels, weight {shape_str(w.shape)} "
+                   f"x groups={g} needs {w.shape[1] * g}")
+    if b.ndim != 1 or m.ndim not in (1, 4):
+        raise fail(f"bias must be 1-D and mask 4-D (or empty), got {b} and {m}")
+    return TensorType((x.shape[0], w.shape[0], off.shape[2], off.shape[3]), x.dtype)
+
+
+def _deform(attrs: Attrs, x: np.ndarray, w: np.ndarray, off: np.ndarray, b: np.ndarray,
+            m: np.ndarray) -> np.ndarray:
+    n, c, ih, iw = x.shape
+    oc, cg, kh, kw = w.shape
+    oh, ow = off.shape[2:]
+    g, og = attrs["groups"], attrs["offset_groups"]
+    (sh, sw), (dh, dw), (pt, pl) = attrs["strides"], attrs["dilation"], attrs["padding"][:2]
+    work = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+    o = off.reshape(n, og, kh, kw, 2, oh, ow).astype(np.float64)
+    taps_h = (np.arange(kh) * dh)[None, None, :, None, None, None]
+    taps_w = (np.arange(kw) * dw)[None, None, None, :, None, None]
+    base_h = (np.arange(oh) * sh - pt)[None, None, None, None, :, None] + taps_h
+    base_w = (np.arange(ow) * sw - pl)[None, None, None, None, None, :] + taps_w
+    py, px = base_h + o[:, :, :, :, 0], base_w + o[:, :, :, :, 1]  # (n, og, kh, kw, oh, ow)
+    y0, x0 = np.floor(py), np.floor(px)
+    xg = x.reshape(n, og, c // og, ih * iw)
+    cols = np.zeros((n, og, c // og, kh, kw, oh, ow), dtype=np.float64)
+    nb = np.arange(n)[:, None, None, None, None, None]
+    gb = np.arange(og)[None, :, None, None, None, None]
+    for dy in (0, 1):
+        for dx in (0, 1):
+            yy, xx = y0 + dy, x0 + dx
+            wt = (1 - np.abs(py - yy)) * (1 - np.abs(px - xx))
+            ok = (yy >= 0) & (yy < ih) & (xx >= 0) & (xx < iw)
+            flat = (np.clip(yy, 0, ih - 1) * iw + np.clip(xx, 0, iw - 1)).astype(np.int64)
+            v = xg[nb, gb, :, flat]  # (n, og, kh, kw, oh, ow, c/og)
+            cols += np.moveaxis(np.where(ok[..., None], v * wt[..., None], 0.0), -1, 2)
+    if m.size:
+        cols = cols * m.reshape(n, og, 1, kh, kw, oh, ow)
+    cols = cols.reshape(n, g, cg, kh, kw, oh, ow)
+    wg = w.reshape(g, oc // g, cg, kh, kw).astype(np.float64)
+    y = np.einsum("ngckluv,gockl->ngouv", cols, wg).reshape(n, oc, oh, ow)
+    if b.size:
+        y = y + b.reshape(1, -1, 1, 1)
+    return y.astype(work).astype(x.dtype, copy=False)
+
+
+deformable_conv2d: _sig.NnDeformableConv2d = register_op(
+    "nn.deformable_conv2d", num_inputs=5, type_rel=_deform_rel, compute=_deform, pattern=OpPattern.OPAQUE,
+    doc="Deformable 2-D convolution (ONNX DeformConv): each kernel tap reads ``data`` bilinearly at its\n"
+        "position moved by ``offset`` (N, offset_groups * 2 * kh * kw, out_h, out_w), scaled by ``mask``\n"
+        "(empty: 1); ``bias`` empty for none. The output size is the offset's.",
+    attrs=(AttrSpec("strides", "ints", (1, 1)), AttrSpec("padding", "ints", (0, 0, 0, 0)),
+           AttrSpec("dilation", "ints", (1, 1)), AttrSpec("groups", "int", 1),
+           AttrSpec("offset_groups", "int", 1)))
