@@ -198,3 +198,18 @@ def test_deformable_conv2d_with_zero_offsets_is_conv2d() -> None:
     want, _ = _run(lambda a, b: op.nn.conv2d(a, b, strides=(2, 2), padding=(1, 1, 1, 1), groups=2), x, w)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
     assert f.body.checked_type == pyir.TensorType((1, 6, 3, 3), "float32")
+
+
+def test_dynamic_to_static_makes_the_dyn_variants_static() -> None:
+    from pyir.transform import DynamicToStatic
+
+    x = pyir.var("x", pyir.TensorType((1, 1, 4, 4), "float32"))
+    f32 = np.zeros((0,), np.float32)
+    r = image.dyn_resize(x, pyir.const(f32), pyir.const(f32), pyir.const(np.array([2, 6], np.int64)),
+                         axes=(2, 3), mode="linear")
+    c = index.dyn_center_crop_pad(r, pyir.const(np.array([1, 4], np.int64)), axes=(2, 3))
+    mod = pyir.Module({"main": pyir.Function([x], c)})
+    assert mod["main"].body.checked_type.shape[2] is AnyDim
+    out = check_pass(DynamicToStatic(), mod)
+    assert out["main"].body.checked_type == pyir.TensorType((1, 1, 1, 4), "float32")
+    assert "dyn." not in out.astext()

@@ -142,7 +142,10 @@ def _max_unpool(cx: Ctx, a: _Attrs) -> Expr:
         raise FrontendError("kernel_shape is required")
     kw = {"kernel_shape": k, "strides": a.ints("strides", ()), "pads": a.ints("pads", ())}
     if cx.has(2):
-        return index.dyn_max_unpool(cx.x(0), cx.x(1), cx.x(2), **kw)
+        out = _const_or_none(cx, 2)
+        if out is None:
+            return index.dyn_max_unpool(cx.x(0), cx.x(1), cx.x(2), **kw)
+        return index.max_unpool(cx.x(0), cx.x(1), output_shape=tuple(int(v) for v in out.reshape(-1)), **kw)
     return index.max_unpool(cx.x(0), cx.x(1), **kw)
 
 
@@ -288,7 +291,7 @@ def _one_hot(cx: Ctx, a: _Attrs) -> Expr:
     off = op.reshape(op.strided_slice(values, begin=(0,), end=(1,)), newshape=())
     on = op.reshape(op.strided_slice(values, begin=(1,), end=(2,)), newshape=())
     if np.dtype(dtype_of(idx)).kind not in "iu":
-        idx = op.cast(op.floor(idx) if np.dtype(dtype_of(idx)).kind == "f" else idx, dtype="int64")
+        idx = op.cast(idx, dtype="int64")  # the spec: non-integer indices are cast to int64
     d = _const_or_none(cx, 1)
     dt = dtype_of(values)
     if d is not None:

@@ -665,9 +665,10 @@ class MaxUnpool(Protocol):
         kernel_shape: Ints,
         strides: Ints = (),
         pads: Ints = (),
+        output_shape: Ints | None = None,
     ) -> Call:
         """The partial inverse of max pooling: zeros with each value of ``data`` put at the flat
-        position ``indices`` gives (ONNX MaxUnpool).
+        position ``indices`` gives (ONNX MaxUnpool), in the leading corner of ``output_shape`` if given.
         """
         ...
 

@@ -619,14 +619,24 @@ def _max_unpool(attrs: Attrs, x: np.ndarray, idx: np.ndarray, shape: Sequence[in
 _UNPOOL_ATTRS = (AttrSpec("kernel_shape", "ints"), AttrSpec("strides", "ints", ()),
                  AttrSpec("pads", "ints", ()))
 
+
+def _unpool_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    x = _unpool_check(types)
+    inferred = _unpool_shape(x, attrs)
+    out = attrs["output_shape"]
+    if out is None:
+        return TensorType(inferred, x.dtype)
+    if len(out) != x.ndim or any(type(i) is int and o < i for o, i in zip(out, inferred)):
+        raise fail(f"output_shape {out} must have {x.ndim} entries, none below {shape_str(inferred)}")
+    return TensorType(out, x.dtype)
+
 max_unpool: _sig.MaxUnpool = register_op(
     "max_unpool", num_inputs=2,
-    type_rel=lambda types, attrs: TensorType(_unpool_shape(_unpool_check(types), attrs),
-                                             tensor(types[0]).dtype),
-    compute=lambda attrs, x, i: _max_unpool(attrs, x, i, None), pattern=OpPattern.OPAQUE,
+    type_rel=_unpool_rel, compute=lambda attrs, x, i: _max_unpool(attrs, x, i, attrs["output_shape"]),
+    pattern=OpPattern.OPAQUE,
     doc="The partial inverse of max pooling: zeros with each value of ``data`` put at the flat\n"
-        "position ``indices`` gives (ONNX MaxUnpool).",
-    attrs=_UNPOOL_ATTRS)
+        "position ``indices`` gives (ONNX MaxUnpool), in the leading corner of ``output_shape`` if given.",
+    attrs=(*_UNPOOL_ATTRS, AttrSpec("output_shape", "ints?", None)))
 
 
 def _dyn_unpool_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
@@ -827,3 +837,52 @@ roi_align: _sig.VisionRoiAlign = register_op(
                     "half_pixel or output_half_pixel")),
     canonicalize=_roi_canon)
 
+
+
+# -- DynamicToStatic -----------------------------------------------------------------------------------
+
+
+def _register_to_static() -> None:
+    """Add this module's and :mod:`pyir.op.image`'s ``dyn`` operators to :data:`pyir.op.dyn.TO_STATIC`
+    (the static call when the shape arguments are constants)."""
+    from ..ir.expr import Call, Constant, Expr, Op
+    from . import dyn, image
+
+    def static(positions: tuple[int, ...], make: Any) -> Any:
+        def to_static(call: Call) -> Expr | None:
+            vals = [call.args[i] for i in positions]
+            if any(type(v) is not Constant for v in vals):
+                return None
+            return make(call.args, call.attrs, [v.data for v in vals])  # type: ignore[attr-defined]
+        return to_static
+
+    def ints(v: np.ndarray) -> tuple[int, ...]:
+        return tuple(int(x) for x in np.asarray(v).reshape(-1))
+
+    def resize(a: Any, at: Attrs, v: list[np.ndarray]) -> Expr:
+        t = a[0].checked_type
+        size, sc, roi = image.resize_plan(t.shape, v[0], v[1], v[2], at["axes"],
+                                          at["keep_aspect_ratio_policy"])
+        kw = {s.name: at[s.name] for s in image._RESIZE_METHOD_ATTRS}
+        if kw["coordinate_transformation_mode"] != "tf_crop_and_resize":
+            roi = ()
+        return image.resize(a[0], size=size, scales=sc, roi=roi, **kw)
+
+    table = {
+        "dyn.center_crop_pad": static((1,), lambda a, at, v: center_crop_pad(a[0], shape=ints(v[0]),
+                                                                             axes=at["axes"])),
+        "dyn.col2im": static((1, 2), lambda a, at, v: col2im(
+            a[0], image_shape=ints(v[0]), block_shape=ints(v[1]), strides=at["strides"], pads=at["pads"],
+            dilations=at["dilations"])),
+        "dyn.max_unpool": static((2,), lambda a, at, v: max_unpool(
+            a[0], a[1], kernel_shape=at["kernel_shape"], strides=at["strides"], pads=at["pads"],
+            output_shape=ints(v[0]))),
+        "dyn.image.affine_grid": static((1,), lambda a, at, v: image.affine_grid(
+            a[0], size=ints(v[0]), align_corners=at["align_corners"])),
+        "dyn.image.resize": static((1, 2, 3), resize),
+    }
+    for name, fn in table.items():
+        dyn.TO_STATIC[Op(name)] = fn
+
+
+_register_to_static()
