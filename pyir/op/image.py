@@ -291,9 +291,12 @@ def _resize_axis(attrs: Attrs, x: np.ndarray, ax: int, n_out: int, scale: float,
         tot = c.sum(axis=1, keepdims=True)
         c = c / np.where(tot == 0, 1.0, tot)
     idx = np.clip(idx, 0, n_in - 1)
-    g = np.take(x, idx, axis=ax)  # (..., n_out, n, ...)
-    wshape = (1,) * ax + c.shape + (1,) * (x.ndim - ax - 1)
-    out = (g * c.astype(work).reshape(wshape)).sum(axis=ax + 1)
+    if attrs["mode"] == "nearest":  # one tap of weight 1: a plain gather
+        out = np.take(x, idx[np.arange(n_out), np.argmax(c, axis=1)], axis=ax)
+    else:
+        g = np.take(x, idx, axis=ax)  # (..., n_out, n, ...)
+        wshape = (1,) * ax + c.shape + (1,) * (x.ndim - ax - 1)
+        out = (g * c.astype(work).reshape(wshape)).sum(axis=ax + 1)
     if extra is not None and extra.any():
         mask = extra.reshape((1,) * ax + (n_out,) + (1,) * (x.ndim - ax - 1))
         out = np.where(mask, np.asarray(attrs["extrapolation_value"], dtype=work), out)
