@@ -118,3 +118,36 @@ def test_scan_reverse_directions_and_axes() -> None:
     np.testing.assert_array_equal(sf, xs.sum(axis=1))
     # read from the end, written from the end: os[:, j] is the sum of xs[:, j:]
     np.testing.assert_array_equal(os_, np.flip(np.cumsum(np.flip(xs, 1), axis=1), 1))
+
+
+def test_loop_whose_state_grows_generalizes_to_unknown_dims() -> None:
+    """A loop-carried value whose length changes each iteration gets a ``?`` dimension; its scan
+    output has ``?`` dimensions too, so the first iteration is peeled off the recursion."""
+    body = h.make_graph([
+        h.make_node("Identity", ["cond_in"], ["cond_out"]),
+        h.make_node("Cast", ["i"], ["fi"], to=T.FLOAT),
+        h.make_node("Unsqueeze", ["fi", "zero"], ["fi1"]),
+        h.make_node("Concat", ["y_in", "fi1"], ["y_out"], axis=0),
+        h.make_node("ReduceSum", ["y_out"], ["total"], keepdims=1),
+        h.make_node("Compress", ["w", "m"], ["picked"], axis=0),  # (?,): w and m are outer values
+        h.make_node("Mul", ["picked", "fi"], ["scaled"]),
+    ], "body", [_vi("i", T.INT64, []), _vi("cond_in", T.BOOL, []), _vi("y_in", T.FLOAT, [1])],
+        [_vi("cond_out", T.BOOL, []), _vi("y_out", T.FLOAT, None), _vi("total", T.FLOAT, [1]),
+         _vi("scaled", T.FLOAT, None)],
+        initializer=[h.make_tensor("zero", T.INT64, [1], [0])])
+    g = h.make_graph([h.make_node("Loop", ["M", "", "y"], ["ry", "rs", "rp"], body=body)], "g",
+                     [_vi("M", T.INT64, []), _vi("y", T.FLOAT, [1]), _vi("w", T.FLOAT, [3]),
+                      _vi("m", T.BOOL, [3])],
+                     [_vi("ry", T.FLOAT, None), _vi("rs", T.FLOAT, None), _vi("rp", T.FLOAT, None)])
+    mod = from_onnx(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]))
+    t = mod["main"].body.checked_type
+    assert t.fields[0].shape == (pyir.ir.dims.Any,)
+    w, m = np.array([1.0, 2.0, 3.0], np.float32), np.array([True, False, True])
+    for n in (0, 1, 4):
+        ry, rs, rp = pyir.evaluate(mod, np.asarray(n, np.int64), np.array([10.0], np.float32), w, m)
+        np.testing.assert_array_equal(ry, [10.0, *range(n)])
+        np.testing.assert_array_equal(rs.reshape(-1), [10 + sum(range(k + 1)) for k in range(n)])
+        if n:
+            np.testing.assert_array_equal(rp, np.arange(n, dtype=np.float32)[:, None] * [[1.0, 3.0]])
+        else:  # no iteration: the per-iteration length is unknown, the empty stack takes 0
+            assert rp.shape == (0, 0)

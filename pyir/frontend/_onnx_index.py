@@ -374,28 +374,55 @@ def _unrolled(body: Body, trip: int, states: list[Expr], cond: Expr
     return states, scans
 
 
+def _general(a: Any, b: Any, what: str) -> TensorType:
+    """The type of a loop-carried value that is ``a`` on entry and ``b`` after an iteration:
+    dimensions that differ become ``?`` (ONNX lets them change between iterations)."""
+    if type(a) is not TensorType or type(b) is not TensorType or (a.dtype, a.ndim) != (b.dtype, b.ndim):
+        raise FrontendError(f"{what} changes from {a} to {b}: only its dimensions may change")
+    if a is b:
+        return a
+    return TensorType(tuple(x if x is y or (type(x) is int and x == y) else AnyDim
+                            for x, y in zip(a.shape, b.shape)), a.dtype)
+
+
+def _empty(t: TensorType) -> Constant:
+    """A zero-length stack of values of type ``t`` (its ``?`` dimensions 0)."""
+    return Constant(np.zeros((0, *(d if type(d) is int else 0 for d in t.shape)), dtype=t.dtype))
+
+
 def _recursive(body: Body, trip: Expr, cond0: Expr, states: list[Expr], n_scan: int
                ) -> tuple[list[Expr], list[Expr]]:
     """``let loop = fn(i, cond, v..., acc...) { if (i < trip && cond) { loop(i + 1, body(...)...,
     concatenate(acc, [elem])...) } else { (v..., acc...) } }; loop(0, cond0, v0..., empty...)``:
-    the final states and the stacked scan outputs (first dimension ``?``)."""
+    the final states and the stacked scan outputs (first dimension ``?``).
+
+    The parameters' types are those of the initial values, generalized (``?``) where an iteration
+    changes a dimension.  When a scan element's type has ``?`` dimensions no empty stack of it
+    can be built, so the first iteration is peeled: ``if (0 < trip && cond0) loop(1, body(0)...,
+    [elem0]...) else (v0..., empty...)``."""
     i_v = Var("iter", TensorType((), "int64"))
     c_v = Var("cond", TensorType((), "bool"))
-    s_vs = [Var(f"state{k}", s.checked_type) for k, s in enumerate(states)]
-    cond_out, new_states, elems = body(i_v, c_v, list(s_vs))
-    if len(elems) != n_scan:
-        raise FrontendError(f"the body gives {len(elems)} scan outputs, expected {n_scan}")
-    for k, (o, s) in enumerate(zip(new_states, s_vs)):
-        if o.checked_type is not s.type_annotation:
-            raise FrontendError(f"loop-carried value {k} changes type from {s.type_annotation} to "
-                                f"{o.checked_type}: not supported")
-    acc_vs, empties = [], []
+    types: list[Any] = [s.checked_type for s in states]
+    for _ in range(len(states) + 2):  # each round makes at least one more dimension ?
+        s_vs = [Var(f"state{k}", t) for k, t in enumerate(types)]
+        cond_out, new_states, elems = body(i_v, c_v, list(s_vs))
+        if len(elems) != n_scan or len(new_states) != len(states):
+            raise FrontendError(f"the body gives {len(new_states)} states and {len(elems)} scan outputs, "
+                                f"expected {len(states)} and {n_scan}")
+        wider = [_general(t, o.checked_type, f"loop-carried value {k}")
+                 for k, (t, o) in enumerate(zip(types, new_states))]
+        if all(w is t for w, t in zip(wider, types)):
+            break
+        types = wider
+    else:  # pragma: no cover - a dimension can only become ? once
+        raise FrontendError("the loop-carried types do not settle")
+    elem_ts = []
     for k, e in enumerate(elems):
         t = e.checked_type
-        if not isinstance(t, TensorType) or not t.static:
-            raise FrontendError(f"scan output {k} has a non-static per-iteration type {t}")
-        acc_vs.append(Var(f"scan{k}", TensorType((AnyDim, *t.shape), t.dtype)))
-        empties.append(Constant(np.zeros((0, *t.shape), dtype=t.dtype)))
+        if not isinstance(t, TensorType):
+            raise FrontendError(f"scan output {k} is not a tensor: {t}")
+        elem_ts.append(t)
+    acc_vs = [Var(f"scan{k}", TensorType((AnyDim, *t.shape), t.dtype)) for k, t in enumerate(elem_ts)]
     params = [i_v, c_v, *s_vs, *acc_vs]
     ptypes: list[Any] = [p.type_annotation for p in params]
     ret_t = TupleType(ptypes[2:])
@@ -404,7 +431,13 @@ def _recursive(body: Body, trip: Expr, cond0: Expr, states: list[Expr], n_scan: 
     again = Call(loop_v, [op.add(i_v, _i64(1)), _bool_scalar(cond_out), *new_states, *grown])
     go = op.logical_and(op.less(i_v, trip), c_v)
     fn = Function(params, If(go, again, Tuple([*s_vs, *acc_vs])), ret_type=ret_t)
-    res = Let(loop_v, fn, Call(loop_v, [_i64(0), cond0, *states, *empties]))
+    if all(t.static for t in elem_ts):
+        res: Expr = Let(loop_v, fn, Call(loop_v, [_i64(0), cond0, *states, *(_empty(t) for t in elem_ts)]))
+    else:
+        c1, s1, e1 = body(_i64(0), cond0, list(states))
+        first = Call(loop_v, [_i64(1), _bool_scalar(c1), *s1, *(op.expand_dims(e, axis=0) for e in e1)])
+        none = Tuple([*states, *(_empty(t) for t in elem_ts)])
+        res = Let(loop_v, fn, If(op.logical_and(op.less(_i64(0), trip), cond0), first, none))
     n = len(states)
     return [TupleGetItem(res, k) for k in range(n)], [TupleGetItem(res, n + k) for k in range(n_scan)]
 
