@@ -162,7 +162,7 @@ def _mel_weight_matrix(cx: Ctx, a: _Attrs) -> Expr:
 _BASE_POW = CONVERTERS["Pow"]
 
 
-@_reg("Pow")
+@_reg("Pow", replace=True)
 def _pow(cx: Ctx, a: _Attrs) -> Expr:
     """ONNX's Pow is ``np.power(x, y)`` in ``x``'s dtype: an integer base with a floating-point
     exponent is raised in the exponent's dtype, then cast back (casting the exponent to the

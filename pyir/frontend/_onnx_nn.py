@@ -191,7 +191,7 @@ def _group_norm(cx: Ctx, a: _Attrs) -> Expr:
     return nn.group_norm(x, scale, bias, num_groups=g, epsilon=float(a.get("epsilon", 1e-5)))
 
 
-@_reg("BatchNormalization")
+@_reg("BatchNormalization", replace=True)
 def _batch_norm(cx: Ctx, a: _Attrs) -> list[Expr]:
     """Training mode (opset 14+, ``training_mode=1``): normalize with the batch statistics and
     return ``(Y, running_mean, running_var)`` updated with ``momentum``; inference mode is
@@ -218,7 +218,7 @@ def _batch_norm(cx: Ctx, a: _Attrs) -> list[Expr]:
     return [TupleGetItem(y, 0), running(mean, saved_mean), running(var, saved_var)]
 
 
-@_reg("InstanceNormalization")
+@_reg("InstanceNormalization", replace=True)
 def _instance_norm(cx: Ctx, a: _Attrs) -> Expr:
     """Instance norm is group norm with one group per channel: one ``nn.group_norm`` call
     (the channel count must be static; otherwise the primitive expansion of ``_onnx_ops``)."""

@@ -23,9 +23,15 @@ from .onnx import CONVERTERS, Ctx, FrontendError, _Attrs
 Converter = Callable[[Ctx, _Attrs], Any]
 
 
-def _reg(*names: str) -> Callable[[Converter], Converter]:
+def _reg(*names: str, replace: bool = False) -> Callable[[Converter], Converter]:
+    """Register the decorated converter for the ONNX operator types ``names`` (each once: a
+    second converter for the same type is an error unless it says ``replace=True``, as a
+    converter that wraps the one it replaces does)."""
     def deco(fn: Converter) -> Converter:
         for n in names:
+            if n in CONVERTERS and not replace:
+                raise RuntimeError(f"two ONNX converters for {n!r}: {CONVERTERS[n].__module__} "
+                                   f"and {fn.__module__}")
             CONVERTERS[n] = fn
         return fn
 
@@ -186,24 +192,10 @@ def _prelu(cx: Ctx, a: _Attrs) -> Expr:
     return op.where(_positive(x), x, op.multiply(x, slope))
 
 
-@_reg("Softplus")
-def _softplus(cx: Ctx, a: _Attrs) -> Expr:
-    x = cx.x(0)
-    return op.log(op.add(op.exp(x), scalar(1, x)))
-
-
 @_reg("Softsign")
 def _softsign(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
     return op.divide(x, op.add(op.abs(x), scalar(1, x)))
-
-
-@_reg("HardSigmoid")
-def _hard_sigmoid(cx: Ctx, a: _Attrs) -> Expr:
-    a.ignore("consumed_inputs")
-    x = cx.x(0)
-    y = op.add(op.multiply(x, scalar(a.get("alpha", 0.2), x)), scalar(a.get("beta", 0.5), x))
-    return op.clip(y, a_min=0.0, a_max=1.0)
 
 
 # -- constants and shapes ---------------------------------------------------------------------------

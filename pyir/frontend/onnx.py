@@ -50,7 +50,10 @@ class _Attrs:
     def __init__(self, node: Any, onnx: Any) -> None:
         self.node = node
         self.values: dict[str, Any] = {}
+        self.graphs: dict[str, Any] = {}
         for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                self.graphs[a.name] = a.g
             if a.type == onnx.AttributeProto.GRAPH or a.type == onnx.AttributeProto.GRAPHS:
                 self.values[a.name] = _UNSUPPORTED
                 continue
@@ -71,6 +74,11 @@ class _Attrs:
         if v is _UNSUPPORTED:
             raise FrontendError(f"attribute {name!r} holds a subgraph, which is not supported")
         return v
+
+    def graph(self, name: str) -> Any:
+        """The subgraph (a ``GraphProto``) of attribute ``name``, None if absent."""
+        self.used.add(name)
+        return self.graphs.get(name)
 
     def ints(self, name: str, default: Any = None) -> Any:
         """An ints attribute as a tuple (``default`` if absent)."""
@@ -126,6 +134,14 @@ class Ctx:
         if arr is None:
             raise FrontendError(f"input {i} ({name!r}) must be a constant (static shapes only)")
         return arr
+
+    def subgraph(self, graph: Any, inputs: Sequence[Expr]) -> list[Expr]:
+        """The outputs of ``graph`` (a control-flow body) with its inputs bound to ``inputs``; its
+        nodes see the values of the enclosing graphs by name (see :meth:`_Importer.subgraph`)."""
+        outs = self._imp.subgraph(graph, inputs)
+        if any(type(o) is not Constant for o in outs):
+            self.dynamic = True
+        return outs
 
     def const_or(self, i: int, default: Any) -> Any:
         """Input ``i`` as a constant numpy array, or ``default`` when absent."""
@@ -255,6 +271,28 @@ class _Importer:
                 self.env[name] = value
         self._attribute(outs[:len(names)], (label, node.op_type))
 
+    def subgraph(self, graph: Any, inputs: Sequence[Expr]) -> list[Expr]:
+        """Import a subgraph (the body of If, Loop, Scan): its formal inputs bound to ``inputs``, its
+        initializers and node outputs local to it, every other name resolved in the enclosing
+        scope.  Returns the expressions of its outputs; the enclosing scope is left unchanged."""
+        if len(graph.input) != len(inputs):
+            raise FrontendError(f"subgraph {graph.name!r} takes {len(graph.input)} inputs, got {len(inputs)}")
+        saved_env, saved_inits = self.env, self.inits
+        self.env = dict(saved_env)
+        self.inits = dict(saved_inits)
+        try:
+            for t in graph.initializer:
+                arr = self.onnx.numpy_helper.to_array(t)
+                self.inits[t.name] = arr
+                self.env.pop(t.name, None)
+            for vi, e in zip(graph.input, inputs):
+                self.env[vi.name] = e
+            for node in graph.node:
+                self.convert_node(node)
+            return [self.expr(vi.name) for vi in graph.output]
+        finally:
+            self.env, self.inits = saved_env, saved_inits
+
     def run(self) -> Module:
         for node in self.graph.node:
             self.convert_node(node)
@@ -278,7 +316,8 @@ class _Importer:
             return
         dims = vi.type.tensor_type.shape.dim
         if not isinstance(t, TensorType) or len(dims) != len(t.shape) or any(
-                d.HasField("dim_value") and d.dim_value != s for d, s in zip(dims, t.shape)):
+                d.HasField("dim_value") and type(s) is int and d.dim_value != s  # ``?``: checked at run time
+                for d, s in zip(dims, t.shape)):
             declared = tuple(d.dim_value if d.HasField("dim_value") else d.dim_param for d in dims)
             raise FrontendError(f"graph output {vi.name!r}: the model declares shape {declared}, "
                                 f"the imported program computes {t}")

@@ -4,9 +4,11 @@
 Each builder returns an interned :class:`pyir.Call`.
 """
 
-from . import _signature, bitwise, dyn, image, math, nn, qnn, shape, tensor
+from . import _signature, bitwise, dyn, image, index, math, nn, qnn, shape, tensor
 from .bitwise import *  # noqa: F403
 from .bitwise import __all__ as _bitwise_all
+from .index import *  # noqa: F403
+from .index import __all__ as _index_all
 from .math import *  # noqa: F403
 from .math import __all__ as _math_all
 from .registry import AttrSpec, OpDef, OpPattern, get_op_def, list_ops, register_op
@@ -18,10 +20,11 @@ from .tensor import __all__ as _tensor_all
 # Every module of operator builders, written once: the typed signatures (_gen_signatures), the
 # tests and the attach loop below read this tuple. A new family adds its module here (and, if its
 # builders live at ``pyir.op.NAME`` rather than ``pyir.op.family.NAME``, star-imports it above).
-BUILDER_MODULES = (nn, tensor, shape, image, dyn, qnn, bitwise, math)
+BUILDER_MODULES = (nn, tensor, shape, image, dyn, qnn, bitwise, math, index)
 
 for _m in BUILDER_MODULES:
     _signature.attach(_m)
 
 __all__ = ["nn", "image", "dyn", "qnn", "AttrSpec", "OpDef", "OpPattern", "get_op_def", "list_ops",
-           "register_op", *_tensor_all, *_shape_all, *_bitwise_all, *_math_all]
+           "register_op", *_tensor_all, *_shape_all, *_bitwise_all, *_math_all,
+           *_index_all]

@@ -199,11 +199,52 @@ class Ceil(Protocol):
         ...
 
 
+class CenterCropPad(Protocol):
+    """The builder of ``center_crop_pad``."""
+
+    def __call__(self, data: ExprLike, /, *, shape: Ints, axes: Ints | None = None) -> Call:
+        """Center-crop or zero-pad each of ``axes`` (default all) of ``data`` to ``shape``
+        (ONNX CenterCropPad; an odd difference puts the extra element at the end).
+        """
+        ...
+
+
 class Clip(Protocol):
     """The builder of ``clip``."""
 
     def __call__(self, data: ExprLike, /, *, a_min: Float, a_max: Float) -> Call:
         """Clamp every element to ``[a_min, a_max]``."""
+        ...
+
+
+class Col2im(Protocol):
+    """The builder of ``col2im``."""
+
+    def __call__(
+        self,
+        data: ExprLike,
+        /,
+        *,
+        image_shape: Ints,
+        block_shape: Ints,
+        strides: Ints = (),
+        pads: Ints = (),
+        dilations: Ints = (),
+    ) -> Call:
+        """Sum the sliding blocks of ``data`` (N, C * prod(block_shape), L) back into an image of
+        ``image_shape`` (ONNX Col2Im, the inverse of im2col; strides, pads, dilations default
+        to 1, 0, 1).
+        """
+        ...
+
+
+class Compress(Protocol):
+    """The builder of ``compress``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, axis: Int | None = None) -> Call:
+        """The slices of ``data`` along ``axis`` (None: of the flattened data) where ``condition``
+        holds; a shorter condition selects only among the first slices (ONNX Compress).
+        """
         ...
 
 
@@ -277,6 +318,18 @@ class Cumsum(Protocol):
         ...
 
 
+class DepthToSpace(Protocol):
+    """The builder of ``depth_to_space``."""
+
+    def __call__(self, data: ExprLike, /, *, block_size: Int, mode: str = 'DCR') -> Call:
+        """Move channels of NCHW data into ``block_size`` x ``block_size`` spatial blocks (the
+        inverse of space_to_depth; ``mode`` DCR or CRD).
+
+        ``mode``: DCR or CRD
+        """
+        ...
+
+
 class Det(Protocol):
     """The builder of ``det``."""
 
@@ -337,6 +390,32 @@ class DynBroadcastTo(Protocol):
         ...
 
 
+class DynCenterCropPad(Protocol):
+    """The builder of ``dyn.center_crop_pad``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, axes: Ints | None = None) -> Call:
+        """``center_crop_pad`` with the target ``shape`` a 1-D integer tensor computed at run time."""
+        ...
+
+
+class DynCol2im(Protocol):
+    """The builder of ``dyn.col2im``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        /,
+        *,
+        strides: Ints = (),
+        pads: Ints = (),
+        dilations: Ints = (),
+    ) -> Call:
+        """``col2im`` with ``image_shape`` and ``block_shape`` 1-D integer tensors computed at run time."""
+        ...
+
+
 class DynFull(Protocol):
     """The builder of ``dyn.full``."""
 
@@ -344,6 +423,45 @@ class DynFull(Protocol):
         """A tensor of a run-time shape filled with the scalar ``fill_value``.
 
         ``dtype``: a dtype; '' for fill_value's
+        """
+        ...
+
+
+class DynImageAffineGrid(Protocol):
+    """The builder of ``dyn.image.affine_grid``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, align_corners: Bool = False) -> Call:
+        """``image.affine_grid`` with ``size`` a 1-D integer tensor computed at run time."""
+        ...
+
+
+class DynImageResize(Protocol):
+    """The builder of ``dyn.image.resize``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        /,
+        *,
+        axes: Ints | None = None,
+        keep_aspect_ratio_policy: str = 'stretch',
+        mode: str = 'nearest',
+        coordinate_transformation_mode: str = 'half_pixel',
+        nearest_mode: str = 'round_prefer_floor',
+        cubic_coeff_a: Float = -0.75,
+        exclude_outside: Bool = False,
+        extrapolation_value: Float = 0.0,
+        antialias: Bool = False,
+    ) -> Call:
+        """``image.resize`` with ONNX Resize's run-time ``roi``, ``scales`` and ``sizes`` inputs
+        (1-D; exactly one of scales and sizes non-empty) over ``axes``.
+
+        ``mode``: nearest, linear or cubic
+        ``coordinate_transformation_mode``: one of RESIZE_COORDS
+        ``nearest_mode``: round_prefer_floor, round_prefer_ceil, floor, ceil
         """
         ...
 
@@ -368,6 +486,24 @@ class DynImageResize2d(Protocol):
         ``coordinate_transformation_mode``: half_pixel, align_corners, asymmetric or pytorch_half_pixel
         ``rounding_method``: nearest: '', round, floor, ceil, round_prefer_floor, round_prefer_ceil
         """
+        ...
+
+
+class DynMaxUnpool(Protocol):
+    """The builder of ``dyn.max_unpool``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        /,
+        *,
+        kernel_shape: Ints,
+        strides: Ints = (),
+        pads: Ints = (),
+    ) -> Call:
+        """``max_unpool`` to an ``output_shape`` given as a 1-D integer tensor."""
         ...
 
 
@@ -536,6 +672,26 @@ class Full(Protocol):
         ...
 
 
+class GatherElements(Protocol):
+    """The builder of ``gather_elements``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, axis: Int = 0) -> Call:
+        """``out[i][j][k] = data[indices[i][j][k]][j][k]`` along ``axis`` (ONNX GatherElements,
+        numpy's take_along_axis).
+        """
+        ...
+
+
+class GatherNd(Protocol):
+    """The builder of ``gather_nd``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, batch_dims: Int = 0) -> Call:
+        """Gather slices of ``data`` at the coordinate tuples in the last dimension of ``indices``
+        (ONNX GatherND), the first ``batch_dims`` dimensions shared by both.
+        """
+        ...
+
+
 class Greater(Protocol):
     """The builder of ``greater``."""
 
@@ -570,6 +726,68 @@ class HannWindow(Protocol):
         """The Hann window of ``size`` (a scalar integer tensor) points.
 
         ``periodic``: periodic (for spectral analysis), else symmetric
+        """
+        ...
+
+
+class ImageAffineGrid(Protocol):
+    """The builder of ``image.affine_grid``."""
+
+    def __call__(self, data: ExprLike, /, *, size: Ints, align_corners: Bool = False) -> Call:
+        """The sampling grid (N, spatial..., r) of the affine maps ``theta`` (N, r, r + 1) for an output
+        of ``size`` (N, C, spatial...) (ONNX AffineGrid; 2-D and 3-D).
+        """
+        ...
+
+
+class ImageGridSample(Protocol):
+    """The builder of ``image.grid_sample``."""
+
+    def __call__(
+        self,
+        lhs: ExprLike,
+        rhs: ExprLike,
+        /,
+        *,
+        mode: str = 'linear',
+        padding_mode: str = 'zeros',
+        align_corners: Bool = False,
+    ) -> Call:
+        """Sample ``data`` (N, C, spatial...) at the normalized coordinates of ``grid`` (N, out..., r),
+        last axis x, y[, z] in [-1, 1] (ONNX GridSample; 1-, 2- and 3-D).
+
+        ``mode``: linear, nearest or cubic
+        ``padding_mode``: zeros, border or reflection
+        """
+        ...
+
+
+class ImageResize(Protocol):
+    """The builder of ``image.resize``."""
+
+    def __call__(
+        self,
+        data: ExprLike,
+        /,
+        *,
+        size: Ints,
+        scales: Floats,
+        roi: Floats = (),
+        mode: str = 'nearest',
+        coordinate_transformation_mode: str = 'half_pixel',
+        nearest_mode: str = 'round_prefer_floor',
+        cubic_coeff_a: Float = -0.75,
+        exclude_outside: Bool = False,
+        extrapolation_value: Float = 0.0,
+        antialias: Bool = False,
+    ) -> Call:
+        """Resize every dimension of ``data`` to ``size`` (ONNX Resize: nearest, linear or cubic,
+        ``scales`` are the per-axis factors the coordinate transformation uses, ``roi`` the
+        crop of tf_crop_and_resize as starts then ends, empty for none).
+
+        ``mode``: nearest, linear or cubic
+        ``coordinate_transformation_mode``: one of RESIZE_COORDS
+        ``nearest_mode``: round_prefer_floor, round_prefer_ceil, floor, ceil
         """
         ...
 
@@ -705,6 +923,26 @@ class Max(Protocol):
         exclude: Bool = False,
     ) -> Call:
         """Maximum over ``axis`` (all axes when None)."""
+        ...
+
+
+class MaxUnpool(Protocol):
+    """The builder of ``max_unpool``."""
+
+    def __call__(
+        self,
+        lhs: ExprLike,
+        rhs: ExprLike,
+        /,
+        *,
+        kernel_shape: Ints,
+        strides: Ints = (),
+        pads: Ints = (),
+        output_shape: Ints | None = None,
+    ) -> Call:
+        """The partial inverse of max pooling: zeros with each value of ``data`` put at the flat
+        position ``indices`` gives (ONNX MaxUnpool), in the leading corner of ``output_shape`` if given.
+        """
         ...
 
 
@@ -924,6 +1162,31 @@ class NnConv2d(Protocol):
 
         ``padding``: 1, 2 (h, w) or 4 (top, left, bottom, right)
         ``out_dtype``: dtype of the result (None: the input dtype)
+        """
+        ...
+
+
+class NnDeformableConv2d(Protocol):
+    """The builder of ``nn.deformable_conv2d``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        input4: ExprLike,
+        /,
+        *,
+        strides: Ints = (1, 1),
+        padding: Ints = (0, 0, 0, 0),
+        dilation: Ints = (1, 1),
+        groups: Int = 1,
+        offset_groups: Int = 1,
+    ) -> Call:
+        """Deformable 2-D convolution (ONNX DeformConv): each kernel tap reads ``data`` bilinearly at its
+        position moved by ``offset`` (N, offset_groups * 2 * kh * kw, out_h, out_w), scaled by ``mask``
+        (empty: 1); ``bias`` empty for none. The output size is the offset's.
         """
         ...
 
@@ -1508,6 +1771,16 @@ class Reshape(Protocol):
         ...
 
 
+class ReverseSequence(Protocol):
+    """The builder of ``reverse_sequence``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, seq_axis: Int = 0, batch_axis: Int = 1) -> Call:
+        """Reverse the first ``seq_lengths[i]`` elements along ``seq_axis`` of each batch entry ``i``
+        along ``batch_axis`` (ONNX ReverseSequence).
+        """
+        ...
+
+
 class RightShift(Protocol):
     """The builder of ``right_shift``."""
 
@@ -1532,6 +1805,47 @@ class Rsqrt(Protocol):
 
     def __call__(self, data: ExprLike, /) -> Call:
         """Elementwise ``1 / sqrt(x)``."""
+        ...
+
+
+class ScatterElements(Protocol):
+    """The builder of ``scatter_elements``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        /,
+        *,
+        axis: Int = 0,
+        reduction: str = 'none',
+    ) -> Call:
+        """A copy of ``data`` with ``data[indices[i][j]][j] = updates[i][j]`` along ``axis``
+        (or combined by ``reduction``; ONNX ScatterElements and the deprecated Scatter).
+
+        ``reduction``: none, add, mul, max or min
+        """
+        ...
+
+
+class ScatterNd(Protocol):
+    """The builder of ``scatter_nd``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        /,
+        *,
+        reduction: str = 'none',
+    ) -> Call:
+        """A copy of ``data`` with the slices at the coordinate tuples of ``indices`` (last dimension)
+        replaced by ``updates``, or combined with them by ``reduction`` (ONNX ScatterND).
+
+        ``reduction``: none, add, mul, max or min
+        """
         ...
 
 
@@ -1572,6 +1886,18 @@ class Sinh(Protocol):
 
     def __call__(self, data: ExprLike, /) -> Call:
         """Elementwise hyperbolic sine."""
+        ...
+
+
+class SpaceToDepth(Protocol):
+    """The builder of ``space_to_depth``."""
+
+    def __call__(self, data: ExprLike, /, *, block_size: Int, mode: str = 'DCR') -> Call:
+        """Move ``block_size`` x ``block_size`` spatial blocks of NCHW data into channels
+        (``mode`` DCR: depth-column-row order, as ONNX; CRD: column-row-depth).
+
+        ``mode``: DCR or CRD
+        """
         ...
 
 
@@ -1692,6 +2018,27 @@ class Tanh(Protocol):
         ...
 
 
+class TensorScatter(Protocol):
+    """The builder of ``tensor_scatter``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        /,
+        *,
+        axis: Int = -2,
+        mode: str = 'linear',
+    ) -> Call:
+        """Write ``update`` into a copy of the cache ``past_cache`` along ``axis`` from position
+        ``write_indices[b]`` of each batch entry (``mode`` circular wraps around; ONNX TensorScatter).
+
+        ``mode``: linear or circular
+        """
+        ...
+
+
 class Tile(Protocol):
     """The builder of ``tile``."""
 
@@ -1731,6 +2078,68 @@ class Trilu(Protocol):
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, upper: Bool = True) -> Call:
         """The upper or lower triangle of ``data`` from the ``k``-th diagonal (``k``: a scalar)."""
+        ...
+
+
+class Unique(Protocol):
+    """The builder of ``unique``."""
+
+    def __call__(self, data: ExprLike, /, *, axis: Int | None = None, is_sorted: Bool = True) -> Call:
+        """The unique elements (``axis``: sub-tensors) of ``data``, the index of each one's first
+        occurrence, each input's position among them and their counts: a 4-tuple whose lengths
+        are ``?`` (ONNX Unique).
+
+        ``axis``: None flattens the input
+        """
+        ...
+
+
+class VisionNonMaxSuppression(Protocol):
+    """The builder of ``vision.non_max_suppression``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        input4: ExprLike,
+        /,
+        *,
+        center_point_box: Bool = False,
+    ) -> Call:
+        """Greedy non-maximum suppression per batch and class (ONNX NonMaxSuppression): the selected
+        boxes as ``(?, 3)`` rows ``(batch, class, box)``; ``max_output_boxes_per_class``,
+        ``iou_threshold`` and ``score_threshold`` are scalar (or empty) tensors.
+
+        ``center_point_box``: boxes as (x, y, w, h) centers, else corners
+        """
+        ...
+
+
+class VisionRoiAlign(Protocol):
+    """The builder of ``vision.roi_align``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        /,
+        *,
+        output_height: Int = 1,
+        output_width: Int = 1,
+        sampling_ratio: Int = 0,
+        spatial_scale: Float = 1.0,
+        mode: str = 'avg',
+        coordinate_transformation_mode: str = 'half_pixel',
+    ) -> Call:
+        """Pool each region ``rois[i]`` (x1, y1, x2, y2) of image ``batch_indices[i]`` to
+        ``output_height`` x ``output_width`` by bilinear sampling (ONNX RoiAlign).
+
+        ``mode``: avg or max
+        ``coordinate_transformation_mode``: half_pixel or output_half_pixel
+        """
         ...
 
 
