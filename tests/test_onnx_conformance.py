@@ -13,7 +13,7 @@ pytest.importorskip("onnx")
 from pyir.frontend import onnx_conformance
 
 # Raise this when more cases pass (python -m pyir.frontend.onnx_conformance prints the count).
-FLOOR = 479
+FLOOR = 1464
 
 
 @pytest.fixture(scope="module")

@@ -210,8 +210,6 @@ def test_dynamic_to_static_makes_the_dyn_variants_static() -> None:
     c = index.dyn_center_crop_pad(r, pyir.const(np.array([1, 4], np.int64)), axes=(2, 3))
     mod = pyir.Module({"main": pyir.Function([x], c)})
     assert mod["main"].body.checked_type.shape[2] is AnyDim
-    # lineage=False: DynamicToStatic drops the consumed shape constants without an elimination
-    # record (so does main's dyn.reshape(x, const); the pass is not this module's)
-    out = check_pass(DynamicToStatic(), mod, lineage=False)
+    out = check_pass(DynamicToStatic(), mod)  # the static calls derive from the consumed shapes
     assert out["main"].body.checked_type == pyir.TensorType((1, 1, 1, 4), "float32")
     assert "dyn." not in out.astext()
