@@ -329,6 +329,51 @@ def _closed_without_inner_binders(f: Function) -> bool:
     return True
 
 
+def _closed_with_closed_functions(f: Function) -> bool:
+    """True if ``f``'s body has no Let, uses (outside inner functions) only ``f``'s parameters,
+    and every function inside it is closed without inner binders (as
+    :func:`_closed_without_inner_binders`: a primitive function of FuseOps) and binds
+    parameters bound by no other binder node here (neither ``f`` nor another inner function;
+    one function node met at several places is one binder).  Such a function is well-formed;
+    anything else (False) takes the general scope walk, which names the error.  The walk
+    does not enter the inner functions (each is checked once, and remembered)."""
+    body = f.body
+    if body._mask & F_LET:
+        return False
+    params = set(f.params)
+    inner: set[Var] = set()  # the parameters of the inner functions met so far
+    seen: set[Node] = set()
+    add = seen.add
+    checked = _closed_checked
+    stack: list[Node] = [body]
+    pop, push = stack.pop, stack.append
+    while stack:
+        n = pop()
+        k = type(n)
+        if k is Var:
+            if n not in params:
+                return False
+            continue
+        if k is Function:
+            fn: Function = n  # type: ignore[assignment]
+            if fn.body._mask & (F_LET | F_FUNC):
+                return False
+            if fn not in checked:
+                if not _closed_without_inner_binders(fn):
+                    return False
+                checked.add(fn)
+            for p in fn.params:
+                if p in params or p in inner:
+                    return False
+                inner.add(p)
+            continue
+        for c in n.children():
+            if c._mask & F_VAR and c not in seen:
+                add(c)
+                push(c)
+    return True
+
+
 def _uses_bound(e: Node, bound: set[Var], seen: set[Node]) -> bool:
     """Whether every variable in ``e`` (which holds no Let or Function) is in ``bound``;
     ``seen`` remembers the non-variable nodes already found fine (``bound`` only grows)."""
@@ -385,8 +430,11 @@ def _check_functions(funcs: Mapping[str, Function], changed: Iterable[str]) -> N
         f = funcs[name]
         if f in _closed_checked:
             continue
-        # the common cases, each in one plain walk: no inner binders, or a chain of lets
-        if _closed_without_inner_binders(f) or (f.body._mask & F_LET and _closed_let_spine(f)):
+        # the common cases, each in one plain walk: no inner binders, a chain of lets, or
+        # closed inner functions (a fused body)
+        mask = f.body._mask
+        if (_closed_without_inner_binders(f) if not mask & (F_LET | F_FUNC) else
+                _closed_with_closed_functions(f) if not mask & F_LET else _closed_let_spine(f)):
             _closed_checked.add(f)
             continue
         info = scope_info(f)
