@@ -139,19 +139,20 @@ class _Shared:
     member order, and the groups after the first (their lineage is recorded once, at the end, as
     one edge per node: the members / inputs of every such group)."""
 
-    __slots__ = ("fn", "copies", "later", "later_inputs")
+    __slots__ = ("fn", "copies", "later", "later_mids", "later_inputs")
 
     def __init__(self, fn: Function, copies: tuple[Call, ...]) -> None:
         self.fn = fn
         self.copies = copies
         self.later: list[list[Call]] = []  # the members of each later group (in member order)
+        self.later_mids: list[bytes] = []  # ... and their ids, joined
         self.later_inputs: list[list[Node]] = []  # the inputs of each, in parameter order
 
     def flush(self, edges: Any) -> None:
         later = self.later
         if not later:
             return
-        edges.add_joined(self.fn.id, b"".join([m.id for ms in later for m in ms]))
+        edges.add_joined(self.fn.id, b"".join(self.later_mids))
         for j, c in enumerate(self.copies):  # each body node: the members it copies there
             ids = b"".join([ms[j].id for ms in later if ms[j] is not c])
             if ids:
@@ -312,42 +313,36 @@ class FuseOps(ModulePass):
         function, and a group whose key is cached is fused without building anything but
         its call.
         """
-        # Pass 1: the group's free inputs (parameters) and its structure, as a tuple: per member
-        # its number of args, operator, attributes and args (a member's position j, a parameter's
-        # number i as -1 - i, or a constant), then the parameter types.
+        # Pass 1: the group's free inputs (parameters) and its structure, as a tuple (see
+        # _group_key): per member its operator, attributes and args (a member's position j,
+        # a constant, a new parameter's type -- parameters are numbered in order of first
+        # use -- or a parameter used again as -1 - its number).
         where: dict[Node, int] = {}  # member -> j, free input -> -1 - its parameter number
         inputs: list[Node] = []  # the free inputs, in parameter order
-        ptypes: list[Type] = []
         shape: list[Any] = []
         put = shape.append
         known = type_of.known
         for j, m in enumerate(members):
-            args = m.args
-            put(len(args))
             put(m.op)
             put(m.attrs)
-            for a in args:
+            for a in m.args:
                 k = where.get(a)
-                if k is None:
-                    if type(a) is Constant:
-                        put(a)
-                        continue
-                    k = where[a] = -1 - len(inputs)
+                if k is not None:
+                    put(k)
+                elif type(a) is Constant:
+                    put(a)
+                else:
+                    where[a] = -1 - len(inputs)
                     inputs.append(a)
                     t = known(a)
-                    ptypes.append(type_of(a) if t is None else t)
-                put(k)
+                    put(type_of(a) if t is None else t)
             where[m] = j
-        shape += ptypes
-        if cache is not None:
-            skey = tuple(shape)
-            hit = cache.get(skey)
-        else:
-            hit = None
+        skey = tuple(shape)
+        hit = cache.get(skey) if cache is not None else None
         if hit is not None:
-            fn, copies = hit.fn, hit.copies
+            fn = hit.fn
         else:
-            gkey = _group_key(shape, len(ptypes), None if cache is not None else members)
+            gkey, ptypes = _group_key(skey, None if cache is not None else members)
             # Pass 2: the parameters, the body copy and the function.
             params = [Var(f"p{i}", t, uid=digest(gkey + b"param%d:" % i)) for i, t in enumerate(ptypes)]
             body: dict[Node, Call] = {}  # member -> its copy (members are built producers first)
@@ -376,6 +371,7 @@ class FuseOps(ModulePass):
             edges.add_joined(call.id, mids)
         if hit is not None:  # a later group of a shared function: its lineage is recorded at the end
             hit.later.append(members)
+            hit.later_mids.append(mids)
             hit.later_inputs.append(inputs)
             return call
         # the function derives from every group it stands for, a parameter from the inputs it
@@ -396,36 +392,41 @@ class FuseOps(ModulePass):
         return call
 
 
-def _group_key(shape: list[Any], nparams: int, members: list[Call] | None) -> bytes:
-    """The digest of a group's structure (``shape`` as :meth:`FuseOps._fuse_group` builds it,
-    ending with the ``nparams`` parameter types) and, if given, of its members: what the
-    parameters' uids derive from."""
+def _group_key(shape: tuple[Any, ...], members: list[Call] | None) -> tuple[bytes, list[Type]]:
+    """The digest of a group's structure (``shape`` as :meth:`FuseOps._fuse_group` builds it)
+    and, if given, of its members: what the parameters' uids derive from; and the parameter
+    types, in parameter order."""
     parts: list[bytes] = [b"pyir.FuseOps.group"]
     put = parts.append
-    end = len(shape) - nparams
+    ptypes: list[Type] = []
+    end = len(shape)
     i = 0
-    while i < end:
-        nargs = shape[i]
-        put(b"C%d;" % nargs)
-        put(shape[i + 1].id)
-        put(shape[i + 2].id)
-        for d in shape[i + 3:i + 3 + nargs]:
-            if type(d) is not int:  # a constant
+    while i < end:  # a member: its operator, attributes, then its args up to the next operator
+        op, attrs = shape[i], shape[i + 1]
+        i += 2
+        s = i
+        while i < end and type(shape[i]) is not Op:
+            i += 1
+        put(b"C%d;" % (i - s))
+        put(op.id)
+        put(attrs.id)
+        for d in shape[s:i]:
+            if type(d) is int:
+                put(b"m%d;" % d if d >= 0 else b"p%d;" % (-1 - d))  # a member / a parameter again
+            elif isinstance(d, Type):  # a new parameter
+                put(b"p%d;" % len(ptypes))
+                ptypes.append(d)
+            else:  # a constant
                 put(b"k")
                 put(d.id)
-            elif d >= 0:  # a member
-                put(b"m%d;" % d)
-            else:  # a parameter
-                put(b"p%d;" % (-1 - d))
-        i += 3 + nargs
-    put(b"T%d;" % nparams)
-    for t in shape[end:]:
+    put(b"T%d;" % len(ptypes))
+    for t in ptypes:
         put(t.id)
     if members is not None:  # one function per group
         put(b"M")
         for m in members:
             put(m.id)
-    return digest(b"".join(parts))
+    return digest(b"".join(parts)), ptypes
 
 
 class _TypeOf:
