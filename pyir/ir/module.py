@@ -329,62 +329,55 @@ def _closed_without_inner_binders(f: Function) -> bool:
     return True
 
 
+def _inner_function_ok(fn: Function, bound: set[Var], inner: set[Var]) -> bool:
+    """Whether ``fn``, met inside a function being checked, is closed without inner binders
+    (a primitive function of FuseOps: checked once, and remembered) and binds parameters
+    bound neither in ``bound`` (the enclosing function's parameters and lets) nor by another
+    inner function (``inner``, which receives ``fn``'s parameters).  Callers meet each
+    function node once: one node met at several places is one binder."""
+    if fn.body._mask & (F_LET | F_FUNC):
+        return False
+    if fn not in _closed_checked:
+        if not _closed_without_inner_binders(fn):
+            return False
+        _closed_checked.add(fn)
+    for p in fn.params:
+        if p in bound or p in inner:
+            return False
+        inner.add(p)
+    return True
+
+
 def _closed_with_closed_functions(f: Function) -> bool:
     """True if ``f``'s body has no Let, uses (outside inner functions) only ``f``'s parameters,
-    and every function inside it is closed without inner binders (as
-    :func:`_closed_without_inner_binders`: a primitive function of FuseOps) and binds
-    parameters bound by no other binder node here (neither ``f`` nor another inner function;
-    one function node met at several places is one binder).  Such a function is well-formed;
+    and every function inside it is closed without inner binders (as FuseOps makes them) and
+    binds its own parameters (:func:`_inner_function_ok`).  Such a function is well-formed;
     anything else (False) takes the general scope walk, which names the error.  The walk
-    does not enter the inner functions (each is checked once, and remembered)."""
+    does not enter the inner functions."""
     body = f.body
     if body._mask & F_LET:
         return False
     params = set(f.params)
-    inner: set[Var] = set()  # the parameters of the inner functions met so far
-    seen: set[Node] = set()
-    add = seen.add
-    checked = _closed_checked
-    stack: list[Node] = [body]
-    pop, push = stack.pop, stack.append
-    while stack:
-        n = pop()
-        k = type(n)
-        if k is Var:
-            if n not in params:
-                return False
-            continue
-        if k is Function:
-            fn: Function = n  # type: ignore[assignment]
-            if fn.body._mask & (F_LET | F_FUNC):
-                return False
-            if fn not in checked:
-                if not _closed_without_inner_binders(fn):
-                    return False
-                checked.add(fn)
-            for p in fn.params:
-                if p in params or p in inner:
-                    return False
-                inner.add(p)
-            continue
-        for c in n.children():
-            if c._mask & F_VAR and c not in seen:
-                add(c)
-                push(c)
-    return True
+    return _uses_bound(body, params, set(), set())
 
 
-def _uses_bound(e: Node, bound: set[Var], seen: set[Node]) -> bool:
-    """Whether every variable in ``e`` (which holds no Let or Function) is in ``bound``;
-    ``seen`` remembers the non-variable nodes already found fine (``bound`` only grows)."""
-    if e._mask & (F_LET | F_FUNC):
+def _uses_bound(e: Node, bound: set[Var], seen: set[Node], inner: set[Var]) -> bool:
+    """Whether every variable in ``e`` (which holds no Let) is in ``bound`` or inside a closed
+    inner function (:func:`_inner_function_ok`, its parameters into ``inner``); ``seen``
+    remembers the non-variable nodes already found fine (``bound`` only grows)."""
+    if e._mask & F_LET:
         return False
     stack: list[Node] = [e]
     pop, push = stack.pop, stack.append
     while stack:
         n = pop()
-        if type(n) is Var:
+        k = type(n)
+        if k is Var:
             if n not in bound:
+                return False
+            continue
+        if k is Function:
+            if not _inner_function_ok(n, bound, inner):  # type: ignore[arg-type]
                 return False
             continue
         for c in n.children():
@@ -397,23 +390,25 @@ def _uses_bound(e: Node, bound: set[Var], seen: set[Node]) -> bool:
 
 def _closed_let_spine(f: Function) -> bool:
     """True if ``f``'s body is a chain of lets (A-normal form, basic blocks) whose values and
-    final expression hold no Let or Function, each let binding a new variable and every use
-    bound above it.  Such a function is well-formed; the check keeps one set of the bound
-    variables (and of the few compound nodes met inside values), a fraction of the general
-    scope walk's memory on a 10^6-deep let chain."""
+    final expression hold no Let, and no function but closed ones without inner binders (as
+    FuseOps makes them), each let binding a new variable and every use bound above it.  Such
+    a function is well-formed; the check keeps one set of the bound variables (and of the
+    few compound nodes met inside values), a fraction of the general scope walk's memory on
+    a 10^6-deep let chain."""
     bound = set(f.params)
     if len(bound) != len(f.params):
         return False
     seen: set[Node] = set()
+    inner: set[Var] = set()  # the parameters of the inner functions
     n: Node = f.body
     while type(n) is Let:
         let: Let = n
         v = let.var
-        if v in bound or not _uses_bound(let.value, bound, seen):
+        if v in bound or v in inner or not _uses_bound(let.value, bound, seen, inner):
             return False
         bound.add(v)
         n = let.body
-    return _uses_bound(n, bound, seen)
+    return _uses_bound(n, bound, seen, inner)
 
 
 def _check_functions(funcs: Mapping[str, Function], changed: Iterable[str]) -> None:

@@ -27,11 +27,16 @@ def _general_error(f: pyir.Function, monkeypatch: pytest.MonkeyPatch) -> str | N
     """The same verdict with the fast path switched off (the general scope walk)."""
     with monkeypatch.context() as m:
         m.setattr(module_mod, "_closed_with_closed_functions", lambda f: False)
+        m.setattr(module_mod, "_closed_let_spine", lambda f: False)
         return _error(f)
 
 
 def _call(f: pyir.Expr, *args: pyir.Expr) -> pyir.Call:
     return pyir.Call(f, list(args))
+
+
+def _no_general_walk(f: object) -> None:
+    raise AssertionError("the general scope walk ran")
 
 
 def _prim(params: list[pyir.Var], body: pyir.Expr) -> pyir.Function:
@@ -95,12 +100,44 @@ def test_fused_resnet_main_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) 
         h = relu(add(pyir.op.nn.conv2d(h, w, padding=(1, 1)), h))
     mod = pyir.Module({"main": pyir.Function(params, h)})
 
-    def no_general_walk(f: object) -> None:
-        raise AssertionError("the general scope walk ran")
-
-    monkeypatch.setattr(module_mod, "scope_info", no_general_walk)
+    monkeypatch.setattr(module_mod, "scope_info", _no_general_walk)
     fused = FuseOps()(mod)
     inner = [n for n in pyir.post_order(fused["main"]) if type(n) is pyir.Function]
     assert len(inner) == 2 and inner[1] is fused["main"]  # one shared primitive function, then main
     assert inner[0].attrs.get("Primitive") == 1
     assert pyir.alpha_equal(pyir.transform.DefuseOps()(fused)["main"], mod["main"])
+
+
+@pytest.mark.parametrize("case", [
+    "fused let chain", "let binds an inner param", "inner param is a let var above",
+    "inner param used by a later let", "two inner functions bind one var", "let-bound closed function",
+    "inner free var"])
+def test_let_spine_with_fused_values_rejects_like_the_scope_walk(case: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The let-spine fast path also takes values that call closed primitive functions (FuseOps
+    on A-normal form) and leaves every other case, with its error, to the general walk."""
+    x, z = pyir.var("x", shape=(2,)), pyir.var("z", shape=(2,))
+    p, q = pyir.var("p", shape=(2,)), pyir.var("q", shape=(2,))
+    a, b = pyir.var("a", shape=(2,)), pyir.var("b", shape=(2,))
+    g = _prim([p], relu(p))
+    let = pyir.Let
+    f = {
+        "fused let chain": lambda: pyir.Function([x], let(a, _call(g, x), let(b, _call(g, a), add(a, b)))),
+        "let binds an inner param": lambda: pyir.Function([x], let(a, _call(g, x), let(p, _call(g, a), p))),
+        "inner param is a let var above": lambda: pyir.Function(
+            [x], let(a, relu(x), let(b, _call(_prim([a], relu(a)), x), b))),
+        "inner param used by a later let": lambda: pyir.Function(
+            [x], let(a, _call(g, x), let(b, add(a, p), b))),
+        "two inner functions bind one var": lambda: pyir.Function(
+            [x], let(a, _call(g, x), let(b, _call(_prim([p, q], add(p, q)), a, x), b))),
+        "let-bound closed function": lambda: pyir.Function([x], let(a, g, _call(a, x))),
+        "inner free var": lambda: pyir.Function([x], let(a, _call(_prim([p], add(p, z)), x), a)),
+    }[case]()
+    want = _general_error(f, monkeypatch)
+    assert _error(f) == want
+    if case in ("fused let chain", "let-bound closed function"):
+        assert want is None
+        monkeypatch.setattr(module_mod, "scope_info", _no_general_walk)
+        assert _error(f) is None  # taken by the fast path
+    else:
+        assert want is not None and ("bound twice" in want or "free variable" in want)
