@@ -163,13 +163,15 @@ class _Shared:
 
 
 class _Group:
-    __slots__ = ("root", "kind", "members", "seen")
+    __slots__ = ("root", "kind", "size", "members")
 
     def __init__(self, root: Call, kind: int) -> None:
         self.root = root
         self.kind = kind
-        self.members: list[Call] = [root]  # while grouping: in the order they joined
-        self.seen: list[Call] = []  # while fusing: the members met so far, in post-order
+        self.size = 1  # the number of members
+        # the members in reverse post-order (the root first), as phase 2 of the grouping visits
+        # them; reversed in place when the group is fused
+        self.members: list[Call] = []
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,23 +224,18 @@ class FuseOps(ModulePass):
         rec = current_recorder()
         edges = rec.edges if rec is not None else None
         fuse_group = self._fuse_group
-        memo: dict[Node, Any] = {}  # rebuilt node -> its new version (a node not in it is unchanged)
+        memo = _Memo()  # rebuilt node -> its new version (a node not in it is unchanged)
         for n in work:  # children first
             g = groups.get(n)
             if g is None:  # a node other than an operator call: its children rebuilt
-                for c in n.children():
-                    if c not in memo:
-                        memo[c] = c
                 new = rebuild(n, memo)
                 if new is not n:
                     memo[n] = new
                     if edges is not None:
-                        derive(new, n)
-            elif g.root is not n:
-                g.seen.append(n)  # members in post-order (producers first), the root last
-            else:
-                members = g.seen
-                members.append(n)
+                        edges.add(new.id, n.id)  # derive(new, n)
+            elif g.root is n:
+                members = g.members
+                members.reverse()  # in post-order (producers first), the root last
                 memo[n] = fuse_group(members, memo, type_of, cache, edges)
         body = func.body
         new_body = memo.get(body, body)
@@ -266,19 +263,21 @@ class FuseOps(ModulePass):
                     continue
                 anchor = groups[n] = _Group(n, _OUT)
                 closed.add(n)
-                while len(anchor.members) < max_size:
+                while anchor.size < max_size:
                     c = consumers.get(anchor.root, _EXTERNAL)
                     if c is _EXTERNAL or type(c) is list or c in groups or patterns[c.op] > _BROADCAST:
                         break
-                    anchor.members.append(c)
+                    anchor.size += 1
                     groups[c] = anchor
                     anchor.root = c
+        get = groups.get
         for n in reversed(calls):  # phase 2: producers join the group of their consumers
-            if n in groups:
+            g = get(n)
+            if g is not None:  # grouped in phase 1
+                g.members.append(n)
                 continue
             pattern = patterns[n.op]
             c = consumers.get(n, _EXTERNAL)
-            g: _Group | None = None
             if fuse and c is not _EXTERNAL:
                 if type(c) is list:
                     g = groups[c[0]]
@@ -289,15 +288,16 @@ class FuseOps(ModulePass):
                 elif c not in closed:
                     g = groups[c]
             new_kind = None if g is None else _join_kind(pattern, g.kind)
-            if g is None or new_kind is None or len(g.members) >= max_size:
+            if g is None or new_kind is None or g.size >= max_size:
                 kind = _kind_of(pattern)
-                groups[n] = _Group(n, kind)
+                g = groups[n] = _Group(n, kind)
                 if kind in (_OUT, _OPAQUE):
                     closed.add(n)
             else:
-                g.members.append(n)
+                g.size += 1
                 g.kind = new_kind
                 groups[n] = g
+            g.members.append(n)
         return groups
 
     @staticmethod
@@ -427,6 +427,17 @@ def _group_key(shape: tuple[Any, ...], members: list[Call] | None) -> tuple[byte
         for m in members:
             put(m.id)
     return digest(b"".join(parts)), ptypes
+
+
+class _Memo(dict):
+    """Rebuilt node -> its new version; a node not in it stands for itself (``memo[n]`` is
+    ``n``, nothing stored: the rebuild of a let reads its variable and its unchanged children
+    without an entry each)."""
+
+    __slots__ = ()
+
+    def __missing__(self, n: Node) -> Node:
+        return n
 
 
 class _TypeOf:
