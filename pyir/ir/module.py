@@ -15,7 +15,7 @@ from pyrsistent import PMap, PVector, pmap, pvector
 
 from ..errors import ImmutableError, InternalError, TypeCheckError, WellFormedError
 from . import hooks
-from .expr import Expr, Function, GlobalVar, Let, Var
+from .expr import Call, Expr, Function, GlobalVar, Let, Op, Var
 from .lineage import find as _find
 from .lineage import history as _history
 from .lineage import module_index
@@ -306,26 +306,30 @@ def _closed_without_inner_binders(f: Function) -> bool:
     """True if ``f``'s body has no Let or Function and uses only ``f``'s parameters.
 
     Such a function binds each variable once (its parameters are distinct), so it is
-    well-formed; anything else (False) takes the general scope walk.
+    well-formed; anything else (False) takes the general scope walk.  (The check of every
+    module built: a variable is looked up where it is used, not pushed, and an operator
+    call's children are its args, read directly.)
     """
     body = f.body
     if body._mask & (F_LET | F_FUNC):
         return False
     params = set(f.params)
+    if type(body) is Var:
+        return body in params
     seen: set[Node] = set()
     add = seen.add
     stack: list[Node] = [body]
     pop, push = stack.pop, stack.append
     while stack:
         n = pop()
-        if type(n) is Var:
-            if n not in params:
-                return False
-            continue
-        for c in n.children():
-            if c._mask & F_VAR and c not in seen:
-                add(c)
-                push(c)
+        for c in n.args if type(n) is Call and type(n.op) is Op else n.children():
+            if c._mask & F_VAR:
+                if type(c) is Var:
+                    if c not in params:
+                        return False
+                elif c not in seen:
+                    add(c)
+                    push(c)
     return True
 
 
