@@ -217,7 +217,7 @@ class FuseOps(ModulePass):
         types = TypeContext.of(mod)
         tys: dict[Node, Type] = {}  # the types of the nodes of the walk, if typed along it
         types.check(func, work, into=tys)  # along the walk: no second one (nor a stack) for the types
-        groups = self._group(calls, consumers)
+        groups, roots = self._group(calls, consumers)
         del consumers
         type_of = _TypeOf(tys, types)
         cache: dict[tuple[Any, ...], _Shared] | None = {} if self.share_functions else None
@@ -225,18 +225,25 @@ class FuseOps(ModulePass):
         edges = rec.edges if rec is not None else None
         fuse_group = self._fuse_group
         memo = _Memo()  # rebuilt node -> its new version (a node not in it is unchanged)
-        for n in work:  # children first
-            g = groups.get(n)
-            if g is None:  # a node other than an operator call: its children rebuilt
-                new = rebuild(n, memo)
-                if new is not n:
-                    memo[n] = new
-                    if edges is not None:
-                        edges.add(new.id, n.id)  # derive(new, n)
-            elif g.root is n:
-                members = g.members
+        if calls is work:  # only operator calls: the groups, producers first
+            for grp in reversed(roots):
+                members = grp.members
                 members.reverse()  # in post-order (producers first), the root last
-                memo[n] = fuse_group(members, memo, type_of, cache, edges)
+                memo[grp.root] = fuse_group(members, memo, type_of, cache, edges)
+        else:
+            for n in work:  # children first
+                g = groups.get(n)
+                if g is None:  # a node other than an operator call: its children rebuilt
+                    new = rebuild(n, memo)
+                    if new is not n:
+                        memo[n] = new
+                        if edges is not None:
+                            edges.add(new.id, n.id)  # derive(new, n)
+                elif g.root is n:
+                    members = g.members
+                    members.reverse()  # in post-order (producers first), the root last
+                    memo[n] = fuse_group(members, memo, type_of, cache, edges)
+        del groups, roots
         body = func.body
         new_body = memo.get(body, body)
         if cache and edges is not None:
@@ -247,9 +254,10 @@ class FuseOps(ModulePass):
             return func
         return derive(Function(func.params, new_body, func.ret_type, func.attrs), func)  # type: ignore[return-value]
 
-    def _group(self, calls: list[Any], consumers: dict[Node, Any]) -> dict[Node, _Group]:
+    def _group(self, calls: list[Any], consumers: dict[Node, Any]) -> tuple[dict[Node, _Group], list[_Group]]:
         """Assign every operator call (``calls``: in post-order) to a group: anchors first, then
-        consumers-first."""
+        consumers-first.  Returns call -> its group, and the groups in reverse post-order of
+        their roots."""
         groups: dict[Node, _Group] = {}
         closed: set[Node] = set()  # members that take no producers (anchors, opaque calls)
         patterns: dict[Expr, int] = {}
@@ -258,8 +266,9 @@ class FuseOps(ModulePass):
         fuse = self.fuse_opt_level > 0
         max_size = self.max_fuse_depth
         if fuse:  # phase 1: grow each anchor along its chain of unique elementwise consumers
-            for n in calls:
-                if patterns[n.op] != _OUT_FUSABLE or n in groups:
+            anchor_ops = {o for o, p in patterns.items() if p == _OUT_FUSABLE}
+            for n in [n for n in calls if n.op in anchor_ops] if anchor_ops else ():
+                if n in groups:
                     continue
                 anchor = groups[n] = _Group(n, _OUT)
                 closed.add(n)
@@ -271,10 +280,13 @@ class FuseOps(ModulePass):
                     groups[c] = anchor
                     anchor.root = c
         get = groups.get
+        roots: list[_Group] = []  # the groups, in reverse post-order of their roots
         for n in reversed(calls):  # phase 2: producers join the group of their consumers
             g = get(n)
             if g is not None:  # grouped in phase 1
                 g.members.append(n)
+                if g.root is n:
+                    roots.append(g)
                 continue
             pattern = patterns[n.op]
             c = consumers.get(n, _EXTERNAL)
@@ -293,12 +305,13 @@ class FuseOps(ModulePass):
                 g = groups[n] = _Group(n, kind)
                 if kind in (_OUT, _OPAQUE):
                     closed.add(n)
+                roots.append(g)
             else:
                 g.size += 1
                 g.kind = new_kind
                 groups[n] = g
             g.members.append(n)
-        return groups
+        return groups, roots
 
     @staticmethod
     def _fuse_group(members: list[Call], memo: dict[Node, Any], type_of: _TypeOf,
@@ -464,13 +477,13 @@ def _walk(body: Expr) -> tuple[list[Any], list[Any], dict[Node, Any]]:
     not descending into subgraphs without operator calls nor into primitive functions (neither
     is listed); ``calls``: its operator calls; ``consumers``: operator call -> its consumer
     (one node), the list of its distinct consumers, or _EXTERNAL.  A use by anything other
-    than an operator call is external, and so is the body's value.
+    than an operator call is external, and so is the body's value.  ``calls`` is ``work``
+    itself when every node walked is an operator call.
     """
     work: list[Any] = []
-    calls: list[Any] = []
     cons: dict[Node, Any] = {}
     if not body._mask >> OP_BIT0:
-        return work, calls, cons
+        return work, [], cons
     emit = work.append
     seen: set[Node] = set()
     add = seen.add
@@ -478,15 +491,11 @@ def _walk(body: Expr) -> tuple[list[Any], list[Any], dict[Node, Any]]:
     push = stack.append
     pop = stack.pop
     get = cons.get
+    others = False  # a node other than an operator call was emitted
     while stack:
         n = pop()
         if n is _DONE:  # the node below the marker has all its children emitted
             emit(pop())
-            continue
-        if n is _DONE_CALL:  # the same, for an operator call
-            n = pop()
-            emit(n)
-            calls.append(n)
             continue
         if n in seen:
             continue
@@ -494,7 +503,7 @@ def _walk(body: Expr) -> tuple[list[Any], list[Any], dict[Node, Any]]:
         k = type(n)
         if k is Call and type(n.op) is Op:
             push(n)
-            push(_DONE_CALL)
+            push(_DONE)
             for c in reversed(n.args):
                 if not c._mask >> OP_BIT0:  # no operator call below: not walked
                     continue
@@ -517,6 +526,7 @@ def _walk(body: Expr) -> tuple[list[Any], list[Any], dict[Node, Any]]:
         kids = n.children()
         if not kids:
             continue
+        others = True
         push(n)
         push(_DONE)
         for c in reversed(kids):
@@ -528,9 +538,9 @@ def _walk(body: Expr) -> tuple[list[Any], list[Any], dict[Node, Any]]:
                 push(c)
     if type(body) is Call and type(body.op) is Op:
         cons[body] = _EXTERNAL
+    calls = [n for n in work if type(n) is Call and type(n.op) is Op] if others else work
     return work, calls, cons
 
 
-#: Stack markers of the walk: the node just below one is emitted when it is popped.
+#: The stack marker of the walk: the node just below it is emitted when it is popped.
 _DONE: Any = object()
-_DONE_CALL: Any = object()
