@@ -83,11 +83,12 @@ rebuilt node of the main graph derives from its old version.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any
 
 from ..analysis.typecheck import TypeContext
 from ..errors import PassError
-from ..ir.expr import Call, Constant, Expr, Function, Op, Var, make_call
+from ..ir.expr import Call, Constant, Expr, Function, Let, Op, Var, make_call
 from ..ir.lineage import current_recorder, derive
 from ..ir.module import Module
 from ..ir.node import EMPTY_ATTRS, OP_BIT0, Node, digest
@@ -234,7 +235,12 @@ class FuseOps(ModulePass):
             for n in work:  # children first
                 g = groups.get(n)
                 if g is None:  # a node other than an operator call: its children rebuilt
-                    new = rebuild(n, memo)
+                    if type(n) is Let:  # (A-normal form: 10^6 of them; as rebuild(n, memo))
+                        v, b = n.value, n.body
+                        nv, nb = memo.get(v, v), memo.get(b, b)
+                        new = n if nv is v and nb is b else Let(n.var, nv, nb)
+                    else:
+                        new = rebuild(n, memo)
                     if new is not n:
                         memo[n] = new
                         if edges is not None:
@@ -380,7 +386,7 @@ class FuseOps(ModulePass):
             mids = members[0].id
             edges.add(call.id, mids)
         else:
-            mids = b"".join([m.id for m in members])
+            mids = b"".join(map(_id_of, members))
             edges.add_joined(call.id, mids)
         if hit is not None:  # a later group of a shared function: its lineage is recorded at the end
             hit.later.append(members)
@@ -541,6 +547,8 @@ def _walk(body: Expr) -> tuple[list[Any], list[Any], dict[Node, Any]]:
     calls = [n for n in work if type(n) is Call and type(n.op) is Op] if others else work
     return work, calls, cons
 
+
+_id_of = operator.attrgetter("id")
 
 #: The stack marker of the walk: the node just below it is emitted when it is popped.
 _DONE: Any = object()
