@@ -371,24 +371,25 @@ def _uses_bound(e: Node, bound: set[Var], seen: set[Node], inner: set[Var]) -> b
     remembers the non-variable nodes already found fine (``bound`` only grows)."""
     if e._mask & F_LET:
         return False
+    if type(e) is Var:
+        return e in bound
     stack: list[Node] = [e]
     pop, push = stack.pop, stack.append
+    add = seen.add
     while stack:
         n = pop()
-        k = type(n)
-        if k is Var:
-            if n not in bound:
-                return False
-            continue
-        if k is Function:
-            if not _inner_function_ok(n, bound, inner):  # type: ignore[arg-type]
+        if type(n) is Function:
+            if not _inner_function_ok(n, bound, inner):
                 return False
             continue
         for c in n.children():
-            if c._mask & F_VAR and c not in seen:
-                if type(c) is not Var:
-                    seen.add(c)
-                push(c)
+            if c._mask & F_VAR:
+                if type(c) is Var:  # looked up where it is used
+                    if c not in bound:
+                        return False
+                elif c not in seen:
+                    add(c)
+                    push(c)
     return True
 
 
