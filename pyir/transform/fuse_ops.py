@@ -488,7 +488,7 @@ def _walk(body: Expr) -> tuple[list[Any], list[Any], dict[Node, Any]]:
     """
     work: list[Any] = []
     cons: dict[Node, Any] = {}
-    if not body._mask >> OP_BIT0:
+    if body._mask < _HAS_OPS:
         return work, [], cons
     emit = work.append
     seen: set[Node] = set()
@@ -511,7 +511,7 @@ def _walk(body: Expr) -> tuple[list[Any], list[Any], dict[Node, Any]]:
             push(n)
             push(_DONE)
             for c in reversed(n.args):
-                if not c._mask >> OP_BIT0:  # no operator call below: not walked
+                if c._mask < _HAS_OPS:  # no operator call below: not walked
                     continue
                 if type(c) is Call and type(c.op) is Op:  # n consumes c
                     cur = get(c)
@@ -536,7 +536,7 @@ def _walk(body: Expr) -> tuple[list[Any], list[Any], dict[Node, Any]]:
         push(n)
         push(_DONE)
         for c in reversed(kids):
-            if not c._mask >> OP_BIT0:
+            if c._mask < _HAS_OPS:
                 continue
             if type(c) is Call and type(c.op) is Op:  # an external use
                 cons[c] = _EXTERNAL
@@ -549,6 +549,9 @@ def _walk(body: Expr) -> tuple[list[Any], list[Any], dict[Node, Any]]:
 
 
 _id_of = operator.attrgetter("id")
+
+#: A summary mask with an operator bit is at least this (a comparison, not a shift: no new int).
+_HAS_OPS = 1 << OP_BIT0
 
 #: The stack marker of the walk: the node just below it is emitted when it is popped.
 _DONE: Any = object()
