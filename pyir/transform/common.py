@@ -42,7 +42,9 @@ def inline_call(func: Function, args: Sequence[Expr], site: Node) -> Expr:
     the body node it copies instantiated at ``site`` (an instance edge,
     :func:`~pyir.ir.lineage.derive_at`), so a function FuseOps shared between groups
     gives back, at each call, the nodes of that call's group.  Nothing derives
-    from ``site`` itself through an ordinary edge.  The walk is iterative.
+    from ``site`` itself through an ordinary edge, but for a closed body (no parameter
+    used, e.g. a fused constant computation), which is its own copy: it derives from
+    ``site``.  The walk is iterative.
     """
     if len(args) != len(func.params):
         raise WellFormedError(f"a function of {len(func.params)} parameter(s) is called with "
@@ -90,7 +92,10 @@ def inline_call(func: Function, args: Sequence[Expr], site: Node) -> Expr:
         for c in reversed(kids):
             if c not in memo:
                 push(c)
-    return memo[func.body]
+    out = memo[func.body]
+    if out is func.body and rec is not None:  # a closed body is its own copy: the site became it
+        rec.edges.add(out.id, sid)
+    return out
 
 
 def expand_calls(expr: Expr, callee: Callable[[Call, dict[Node, Any]], Function | None],
