@@ -17,7 +17,8 @@ import numpy as np
 from .. import op
 from ..ir.expr import Constant, Expr, TupleGetItem
 from ..ir.types import TensorType
-from ..op import nn
+from ..op import dyn, nn
+from ..op import shape as shape_ops
 from .onnx import CONVERTERS, Ctx, FrontendError, _Attrs
 
 Converter = Callable[[Ctx, _Attrs], Any]
@@ -144,13 +145,36 @@ def _where(cx: Ctx, a: _Attrs) -> Expr:
 
 @_reg("Clip")
 def _clip(cx: Ctx, a: _Attrs) -> Expr:
+    """Clip; ``min > max`` makes every value ``max`` (ONNX); run-time bounds (and integer data)
+    become elementwise ``maximum``/``minimum``."""
     x = cx.x(0)
+    floating = np.dtype(dtype_of(x)).kind == "f"
     if cx.opset < 11:
-        lo, hi = a.get("min", -math.inf), a.get("max", math.inf)
+        lo, hi = float(a.get("min", -3.4028234663852886e38)), float(a.get("max", 3.4028234663852886e38))
+        if floating:
+            return op.clip(x, a_min=min(lo, hi), a_max=hi)
+        bounds: list[Expr | None] = [scalar(lo, x), scalar(hi, x)]
     else:
-        lo = float(cx.const(1)) if cx.has(1) else -math.inf
-        hi = float(cx.const(2)) if cx.has(2) else math.inf
-    return op.clip(x, a_min=float(lo), a_max=float(hi))
+        vals = [cx.maybe_const(i) for i in (1, 2)]
+        if floating and all(v is not None or not cx.has(i) for v, i in zip(vals, (1, 2))):
+            lo = float(vals[0].reshape(-1)[0]) if vals[0] is not None else -math.inf
+            hi = float(vals[1].reshape(-1)[0]) if vals[1] is not None else math.inf
+            return op.clip(x, a_min=min(lo, hi), a_max=hi)
+        bounds = [_as_scalar(cx.x(i), x) if cx.has(i) else None for i in (1, 2)]
+    y = x
+    if bounds[0] is not None:
+        y = op.maximum(y, bounds[0])
+    if bounds[1] is not None:
+        y = op.minimum(y, bounds[1])
+    return y
+
+
+def _as_scalar(v: Expr, like: Expr) -> Expr:
+    """A one-element bound as a 0-D tensor of ``like``'s dtype."""
+    t = v.checked_type
+    if isinstance(t, TensorType) and t.ndim:
+        v = op.reshape(v, newshape=())
+    return v if dtype_of(v) == dtype_of(like) else op.cast(v, dtype=dtype_of(like))
 
 
 def _positive(x: Expr) -> Expr:
@@ -215,10 +239,25 @@ def _constant(cx: Ctx, a: _Attrs) -> Expr:
 
 @_reg("ConstantOfShape")
 def _constant_of_shape(cx: Ctx, a: _Attrs) -> Expr:
-    shape = tuple(int(d) for d in cx.const(0).reshape(-1))
     v = a.get("value")
     v = np.zeros((1,), np.float32) if v is None else np.asarray(v).reshape(-1)
-    return Constant(np.full(shape, v[0], dtype=v.dtype))
+    arr = cx.maybe_const(0)
+    if arr is not None:
+        return Constant(np.full(tuple(int(d) for d in arr.reshape(-1)), v[0], dtype=v.dtype))
+    return dyn.full(Constant(v.reshape(())), _int64(cx.x(0)), dtype=str(v.dtype))
+
+
+def _int64(e: Expr) -> Expr:
+    """An integer shape-like tensor as int64 (run-time shape arguments of the dyn operators)."""
+    return e if dtype_of(e) == "int64" else op.cast(e, dtype="int64")
+
+
+def _static_len(e: Expr, what: str) -> int:
+    """The static length of a 1-D run-time argument (it sets a rank or a number of outputs)."""
+    t = e.checked_type
+    if not isinstance(t, TensorType) or t.ndim != 1 or type(t.shape[0]) is not int:
+        raise FrontendError(f"{what} must be a 1-D tensor of static length, got {t}")
+    return t.shape[0]
 
 
 @_reg("Shape")
@@ -239,10 +278,21 @@ def _size(cx: Ctx, a: _Attrs) -> Expr:
 @_reg("Reshape")
 def _reshape_op(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
-    shape = a.ints("shape") if cx.opset < 5 else tuple(int(d) for d in cx.const(1).reshape(-1))
     a.ignore("consumed_inputs")
+    allowzero = bool(a.get("allowzero", 0))
+    if cx.opset < 5:
+        shape = a.ints("shape")
+    else:
+        arr = cx.maybe_const(1)
+        if arr is None:
+            return dyn.reshape(x, _int64(cx.x(1)), allowzero=allowzero)
+        shape = tuple(int(d) for d in arr.reshape(-1))
+    t = x.checked_type
+    if not isinstance(t, TensorType) or not t.static:
+        if allowzero and 0 in shape:
+            raise FrontendError(f"allowzero=1 with a 0 in shape {shape} needs a static input shape")
+        return _reshape(x, shape)  # 0 copies, -1 infers: the type relation handles symbolic dims
     src = shape_of(x)
-    allowzero = a.get("allowzero", 0)
     out = []
     for i, d in enumerate(shape):
         if d == 0 and not allowzero:
@@ -259,6 +309,10 @@ def _reshape_op(cx: Ctx, a: _Attrs) -> Expr:
         if known == 0 or total % known:
             raise FrontendError(f"cannot reshape {src} to {shape}")
         out[out.index(-1)] = total // known
+    if 0 in out:  # allowzero=1: an empty result (a reshape's 0 would copy the input's dimension)
+        if int(np.prod(src, dtype=np.int64)) != 0:
+            raise FrontendError(f"cannot reshape {src} to {shape} (allowzero=1)")
+        return shape_ops.zeros(shape=tuple(out), dtype=dtype_of(x))
     return _reshape(x, out)
 
 
@@ -290,16 +344,41 @@ def _axes_arg(cx: Ctx, a: _Attrs, input_from: int) -> tuple[int, ...] | None:
     return a.ints("axes")
 
 
+def _axes_spec(cx: Ctx, a: _Attrs, input_from: int) -> tuple[int, ...] | Expr | None:
+    """Axes from the attribute (before opset ``input_from``) or input 1: a tuple when known at
+    import time, an int64 expression when computed at run time (non-empty), None when absent."""
+    if cx.opset < input_from:
+        return a.ints("axes")
+    if not cx.has(1):
+        return None
+    arr = cx.maybe_const(1)
+    if arr is not None:
+        return tuple(int(v) for v in arr.reshape(-1))
+    e = cx.x(1)
+    if _static_len(e, "axes") == 0:
+        return ()
+    return _int64(e)
+
+
 @_reg("Unsqueeze")
 def _unsqueeze(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
-    axes = _axes_arg(cx, a, 13)
+    axes = _axes_spec(cx, a, 13)
     if axes is None:
         raise FrontendError("Unsqueeze needs axes")
-    s = shape_of(x)
-    r = len(s) + len(axes)
+    if isinstance(axes, Expr):
+        return dyn.unsqueeze(x, axes)
+    t = x.checked_type
+    r = t.ndim + len(axes)  # type: ignore[attr-defined]
     ax = sorted(_axis(v, r) for v in axes)
-    out = list(s)
+    if len(set(ax)) != len(ax):
+        raise FrontendError(f"axes {axes} repeat an axis")
+    if isinstance(t, TensorType) and not t.static:  # symbolic dims: insert the axes one by one
+        y = x
+        for v in ax:
+            y = op.expand_dims(y, axis=v)
+        return y
+    out = list(shape_of(x))
     for v in ax:
         out.insert(v, 1)
     return _reshape(x, out)
@@ -308,8 +387,10 @@ def _unsqueeze(cx: Ctx, a: _Attrs) -> Expr:
 @_reg("Squeeze")
 def _squeeze(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
-    axes = _axes_arg(cx, a, 13)
-    return op.squeeze(x, axis=axes)
+    axes = _axes_spec(cx, a, 13)
+    if isinstance(axes, Expr):
+        return dyn.squeeze(x, axes)
+    return op.squeeze(x, axis=axes if axes else None)
 
 
 @_reg("Gather")
@@ -329,36 +410,59 @@ def _gather(cx: Ctx, a: _Attrs) -> Expr:
 @_reg("Split")
 def _split(cx: Ctx, a: _Attrs) -> list[Expr]:
     x = cx.x(0)
-    s = shape_of(x)
-    ax = _axis(a.get("axis", 0), len(s))
+    t = x.checked_type
+    rank = t.ndim  # type: ignore[attr-defined]
+    ax = _axis(a.get("axis", 0), rank)
     n_out = len(cx.node.output)
+    num_outputs = a.get("num_outputs") if cx.opset >= 18 else None
+    sizes: tuple[int, ...] | None
     if cx.opset >= 13 or (cx.opset < 2 and cx.has(1)):
-        sizes = tuple(int(v) for v in cx.const(1)) if cx.has(1) else None
+        arr = cx.maybe_const(1)
+        if arr is None and cx.has(1):
+            e = _int64(cx.x(1))
+            n = _static_len(e, "split")
+            if n != n_out:
+                raise FrontendError(f"split holds {n} sizes for {n_out} outputs")
+            parts = dyn.split(x, e, axis=ax)
+            return [TupleGetItem(parts, i) for i in range(n)]
+        sizes = tuple(int(v) for v in arr.reshape(-1)) if arr is not None else None
     else:
         sizes = a.ints("split")
-    if cx.opset >= 18:
-        n_out = a.get("num_outputs", n_out)
+    dim = t.shape[ax]  # type: ignore[attr-defined]
     if sizes is None:
-        chunk = -(-s[ax] // n_out)
-        sizes = tuple(min(chunk, s[ax] - i * chunk) for i in range(n_out))
-    if sum(sizes) != s[ax]:
-        raise FrontendError(f"split sizes {sizes} do not add up to dimension {s[ax]}")
+        n = int(num_outputs) if num_outputs is not None else n_out
+        if type(dim) is not int:  # equal sections of a symbolic dimension
+            parts = op.split(x, indices_or_sections=(n,), axis=ax, by_sections=True)
+            return [TupleGetItem(parts, i) for i in range(n)]
+        chunk = -(-dim // n)
+        sizes = tuple(max(0, min(chunk, dim - i * chunk)) for i in range(n))
+    if type(dim) is int and sum(sizes) != dim:
+        raise FrontendError(f"split sizes {sizes} do not add up to dimension {dim}")
     cuts = tuple(int(v) for v in np.cumsum(sizes)[:-1])
-    t = op.split(x, indices_or_sections=cuts, axis=ax, by_sections=False)
-    return [TupleGetItem(t, i) for i in range(len(sizes))]
+    parts = op.split(x, indices_or_sections=cuts, axis=ax, by_sections=False)
+    return [TupleGetItem(parts, i) for i in range(len(sizes))]
 
 
 @_reg("Slice")
 def _slice(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
-    s = shape_of(x)
+    t = x.checked_type
+    rank = t.ndim  # type: ignore[attr-defined]
     if cx.opset < 10:
         starts, ends, axes, steps = a.ints("starts"), a.ints("ends"), a.ints("axes"), None
     else:
-        starts = tuple(int(v) for v in cx.const(1))
-        ends = tuple(int(v) for v in cx.const(2))
-        axes = tuple(int(v) for v in cx.const(3)) if cx.has(3) else None
-        steps = tuple(int(v) for v in cx.const(4)) if cx.has(4) else None
+        vals = [cx.maybe_const(i) for i in (1, 2, 3, 4)]
+        axes_v = vals[2]
+        if cx.has(3) and axes_v is None:
+            raise FrontendError("Slice with run-time axes is not supported")
+        axes = tuple(int(v) for v in axes_v.reshape(-1)) if axes_v is not None else None
+        if any(v is None and cx.has(i) for v, i in zip(vals, (1, 2, 3, 4))) or not (
+                isinstance(t, TensorType) and t.static):
+            return _dyn_slice(cx, x, rank, axes)
+        starts = tuple(int(v) for v in vals[0].reshape(-1))  # type: ignore[union-attr]
+        ends = tuple(int(v) for v in vals[1].reshape(-1))  # type: ignore[union-attr]
+        steps = tuple(int(v) for v in vals[3].reshape(-1)) if vals[3] is not None else None
+    s = shape_of(x)
     axes = axes if axes is not None else tuple(range(len(starts)))
     steps = steps if steps is not None else (1,) * len(starts)
     begin, end, nax = [], [], []
@@ -374,84 +478,212 @@ def _slice(cx: Ctx, a: _Attrs) -> Expr:
                             strides=tuple(steps))
 
 
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _dyn_slice(cx: Ctx, x: Expr, rank: int, axes: tuple[int, ...] | None) -> Expr:
+    """Slice with run-time starts/ends/steps: ``dyn.strided_slice`` over the leading axes up to
+    the last sliced one; the axes not sliced take the whole range (a gather places each bound)."""
+    starts = _int64(cx.x(1))
+    n = _static_len(starts, "starts")
+    axes = axes if axes is not None else tuple(range(n))
+    if len(axes) != n:
+        raise FrontendError(f"{n} starts for axes {axes}")
+    ax = [_axis(v, rank) for v in axes]
+    if len(set(ax)) != n:
+        raise FrontendError(f"axes {axes} repeat an axis")
+    m = max(ax) + 1 if ax else 0
+    where = [ax.index(j) if j in ax else n for j in range(m)]  # n: the fill value appended below
+
+    def place(v: Expr, fill: int) -> Expr:
+        if where == list(range(n)):
+            return v
+        full = op.concatenate(v, Constant(np.asarray([fill], np.int64)), axis=0)
+        return op.take(full, Constant(np.asarray(where, np.int64)), axis=0)
+
+    ends = _int64(cx.x(2))
+    steps = _int64(cx.x(4)) if cx.has(4) else Constant(np.ones((n,), np.int64))
+    return dyn.strided_slice(x, place(starts, 0), place(ends, _INT64_MAX), place(steps, 1))
+
+
 def _broadcast_to(x: Expr, target: Sequence[int]) -> Expr:
+    """ONNX's Expand to a static ``target``: broadcasting both ways (a 1 in ``target`` keeps
+    the data's dimension)."""
+    t = x.checked_type
+    if isinstance(t, TensorType) and not t.static:
+        return dyn.expand(x, Constant(np.asarray(target, np.int64)))
     s = shape_of(x)
-    r = max(len(s), len(target))
-    s2 = (1,) * (r - len(s)) + tuple(s)
-    t2 = (1,) * (r - len(target)) + tuple(target)
-    if s2 != tuple(s):
-        x = _reshape(x, s2)
-    for i, (d, t) in enumerate(zip(s2, t2)):
-        if d == 1 and t > 1:
-            x = op.concatenate(*([x] * t), axis=i)
-        elif d != t and t != 1:
-            raise FrontendError(f"cannot broadcast shape {tuple(s)} to {tuple(target)}")
-    return x
+    try:
+        out = tuple(int(d) for d in np.broadcast_shapes(tuple(s), tuple(target)))
+    except ValueError:
+        raise FrontendError(f"cannot broadcast shape {tuple(s)} to {tuple(target)}") from None
+    if out == tuple(s):
+        return x
+    return shape_ops.broadcast_to(x, shape=out)
 
 
 @_reg("Expand")
 def _expand(cx: Ctx, a: _Attrs) -> Expr:
-    return _broadcast_to(cx.x(0), tuple(int(v) for v in cx.const(1)))
+    arr = cx.maybe_const(1)
+    if arr is None:
+        return dyn.expand(cx.x(0), _int64(cx.x(1)))
+    return _broadcast_to(cx.x(0), tuple(int(v) for v in arr.reshape(-1)))
 
 
 @_reg("Tile")
 def _tile(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
-    reps = tuple(int(v) for v in cx.const(1).reshape(-1))
-    if len(reps) != len(shape_of(x)):
-        raise FrontendError(f"repeats {reps} do not match rank {len(shape_of(x))}")
-    for i, r in enumerate(reps):
-        if r != 1:
-            x = op.concatenate(*([x] * r), axis=i)
-    return x
+    rank = x.checked_type.ndim  # type: ignore[attr-defined]
+    arr = cx.maybe_const(1)
+    if arr is None:
+        e = _int64(cx.x(1))
+        if _static_len(e, "repeats") != rank:
+            raise FrontendError(f"repeats {e.checked_type} do not match rank {rank}")
+        return dyn.tile(x, e)
+    reps = tuple(int(v) for v in arr.reshape(-1))
+    if len(reps) != rank:
+        raise FrontendError(f"repeats {reps} do not match rank {rank}")
+    if any(r < 0 for r in reps):
+        raise FrontendError(f"negative repeats {reps}")
+    return x if all(r == 1 for r in reps) else shape_ops.tile(x, reps=reps)
 
 
 @_reg("Pad")
 def _pad(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
-    r = len(shape_of(x))
+    r = x.checked_type.ndim  # type: ignore[attr-defined]
     mode = a.get("mode", "constant")
-    if cx.opset < 11:
-        pads = a.ints("pads") if cx.opset >= 2 else a.ints("paddings")
-        value = float(a.get("value", 0.0))
-    else:
-        pads = tuple(int(v) for v in cx.const(1))
-        value = float(cx.const(2).reshape(-1)[0]) if cx.has(2) else 0.0
-        if cx.has(3):
-            raise FrontendError("Pad with an axes input is not supported")
-    if pads is None or len(pads) != 2 * r:
-        raise FrontendError(f"pads {pads} must hold 2 x rank = {2 * r} ints")
-    if any(p < 0 for p in pads):
-        raise FrontendError(f"negative pads {pads} are not supported")
     if mode not in ("constant", "edge", "reflect"):
         raise FrontendError(f"pad mode {mode!r} is not supported")
-    flat = tuple(v for i in range(r) for v in (pads[i], pads[i + r]))
-    return nn.pad(x, pad_width=flat, pad_value=value, pad_mode=mode)
+    axes: Sequence[int] = range(r)
+    if cx.opset < 11:
+        pads = a.ints("pads") if cx.opset >= 2 else a.ints("paddings")
+        value: Any = float(a.get("value", 0.0))
+    else:
+        if cx.has(3):
+            ax_v = cx.maybe_const(3)
+            if ax_v is None:
+                raise FrontendError("Pad with run-time axes is not supported")
+            axes = [_axis(int(v), r) for v in ax_v.reshape(-1)]
+            if len(set(axes)) != len(axes):
+                raise FrontendError(f"Pad axes {tuple(axes)} repeat an axis")
+        pv = cx.maybe_const(1)
+        vv = cx.maybe_const(2) if cx.has(2) else np.zeros((), dtype_of(x))
+        if pv is None or vv is None:
+            return _dyn_pad(cx, x, r, list(axes), mode)
+        pads = tuple(int(v) for v in pv.reshape(-1))
+        value = vv.reshape(-1)[0] if vv.size else 0
+    n = len(axes)
+    if pads is None or len(pads) != 2 * n:
+        raise FrontendError(f"pads {pads} must hold 2 x {n} ints")
+    if any(p < 0 for p in pads):
+        raise FrontendError(f"negative pads {pads} are not supported")
+    full = [0] * (2 * r)
+    for i, ax in enumerate(axes):
+        full[ax], full[ax + r] = pads[i], pads[i + n]
+    flat = tuple(v for i in range(r) for v in (full[i], full[i + r]))
+    return nn.pad(x, pad_width=flat, pad_value=float(value), pad_mode=mode)
+
+
+def _dyn_pad(cx: Ctx, x: Expr, r: int, axes: list[int], mode: str) -> Expr:
+    """Pad with run-time pads or value: ``dyn.nn.pad`` with a (rank, 2) pad_width."""
+    pads = _int64(cx.x(1))
+    n = len(axes)
+    if _static_len(pads, "pads") != 2 * n:
+        raise FrontendError(f"pads {pads.checked_type} must hold 2 x {n} ints")
+    pw: Expr = op.transpose(op.reshape(pads, newshape=(2, n)), axes=(1, 0))
+    if axes != list(range(r)):
+        where = [axes.index(j) if j in axes else n for j in range(r)]
+        pw = op.concatenate(pw, Constant(np.zeros((1, 2), np.int64)), axis=0)
+        pw = op.take(pw, Constant(np.asarray(where, np.int64)), axis=0)
+    value = _as_scalar(cx.x(2), x) if cx.has(2) else scalar(0, x)
+    return dyn.pad(x, pw, value, pad_mode=mode)
 
 
 # -- reductions ------------------------------------------------------------------------------------
 
-_REDUCE = {"ReduceMean": op.mean, "ReduceSum": op.sum, "ReduceMax": op.max, "ReduceMin": op.min,
-           "ReduceProd": op.prod}
+_REDUCE: dict[str, tuple[Callable[..., Expr], Callable[..., Expr]]] = {
+    "sum": (op.sum, dyn.sum), "mean": (op.mean, dyn.mean), "max": (op.max, dyn.max),
+    "min": (op.min, dyn.min), "prod": (op.prod, dyn.prod)}
 
 
-@_reg(*_REDUCE)
+class _Reduce:
+    """The axes and flags of one ONNX Reduce* node: ``keepdims`` (default 1),
+    ``noop_with_empty_axes`` (default 0) and the axes (attribute, or input 1 from opset 13 for
+    ReduceSum and 18 for the others; a run-time input builds the ``dyn.*`` reductions)."""
+
+    def __init__(self, cx: Ctx, a: _Attrs) -> None:
+        self.keepdims = bool(a.get("keepdims", 1))
+        noop = bool(a.get("noop_with_empty_axes", 0))
+        axes = _axes_spec(cx, a, 13 if cx.node.op_type == "ReduceSum" else 18)
+        empty = not isinstance(axes, Expr) and not axes
+        self.noop = noop and empty  # empty axes: reduce nothing with noop_with_empty_axes=1, else all
+        self.axes: tuple[int, ...] | Expr | None = None if empty else axes
+
+    def __call__(self, kind: str, x: Expr, keepdims: bool | None = None) -> Expr:
+        """``kind`` ("sum", "mean", "max", "min", "prod") of ``x`` over the node's axes."""
+        if self.noop:
+            return x
+        keep = self.keepdims if keepdims is None else keepdims
+        static, dynamic = _REDUCE[kind]
+        if isinstance(self.axes, Expr):
+            return dynamic(x, self.axes, keepdims=keep)
+        return static(x, axis=self.axes, keepdims=keep)
+
+
+@_reg("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd")
 def _reduce(cx: Ctx, a: _Attrs) -> Expr:
+    return _Reduce(cx, a)(cx.node.op_type[6:].lower(), cx.x(0))
+
+
+def _to_float(x: Expr) -> tuple[Expr, str]:
+    dt = dtype_of(x)
+    return (x, dt) if np.dtype(dt).kind in "fc" else (op.cast(x, dtype="float64"), dt)
+
+
+def _from_float(y: Expr, dt: str) -> Expr:
+    return y if dtype_of(y) == dt else op.cast(y, dtype=dt)
+
+
+@_reg("ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
+def _reduce_composite(cx: Ctx, a: _Attrs) -> Expr:
+    """The composite reductions, as ONNX defines them (``noop_with_empty_axes=1`` with empty
+    axes applies the elementwise part only): L1 = sum |x|, L2 = sqrt(sum x^2), SumSquare =
+    sum x^2, LogSum = log(sum x), LogSumExp = log(sum exp(x - max)) + max (stable)."""
+    red = _Reduce(cx, a)
     x = cx.x(0)
-    from_input = 13 if cx.node.op_type == "ReduceSum" else 18
-    axes = _axes_arg(cx, a, from_input)
-    if axes is not None and len(axes) == 0:
-        axes = None
-    if axes is None and a.get("noop_with_empty_axes", 0):
+    kind = cx.node.op_type
+    if kind == "ReduceL1":
+        return red("sum", op.abs(x))
+    if kind == "ReduceSumSquare":
+        return red("sum", op.multiply(x, x))
+    if kind == "ReduceL2":
+        xf, dt = _to_float(x)
+        return _from_float(op.sqrt(red("sum", op.multiply(xf, xf))), dt)
+    if kind == "ReduceLogSum":
+        return op.log(red("sum", x))
+    if red.noop:
         return x
-    return _REDUCE[cx.node.op_type](x, axis=axes, keepdims=bool(a.get("keepdims", 1)))
+    m = red("max", x, keepdims=True)
+    y = op.log(red("sum", op.exp(op.subtract(x, m))))
+    return op.add(y, red("max", x))
 
 
-@_reg("ArgMax")
+@_reg("ArgMax", "ArgMin")
 def _argmax(cx: Ctx, a: _Attrs) -> Expr:
-    if a.get("select_last_index", 0):
-        raise FrontendError("select_last_index=1 is not supported")
-    return op.argmax(cx.x(0), axis=a.get("axis", 0), keepdims=bool(a.get("keepdims", 1)))
+    """ArgMax/ArgMin; ``select_last_index=1`` takes the index in the reversed axis."""
+    x = cx.x(0)
+    t = x.checked_type
+    ax = _axis(a.get("axis", 0), t.ndim)  # type: ignore[attr-defined]
+    keep = bool(a.get("keepdims", 1))
+    fn = op.argmax if cx.node.op_type == "ArgMax" else op.argmin
+    if not a.get("select_last_index", 0):
+        return fn(x, axis=ax, keepdims=keep)
+    n = t.shape[ax]  # type: ignore[attr-defined]
+    if type(n) is not int:
+        raise FrontendError(f"select_last_index=1 needs a static axis length, got {t}")
+    rev = op.strided_slice(x, begin=(-1,), end=(-n - 1,), axes=(ax,), strides=(-1,))
+    return op.subtract(Constant(np.asarray(n - 1, np.int64)), fn(rev, axis=ax, keepdims=keep))
 
 
 @_reg("Softmax", "LogSoftmax")
@@ -469,15 +701,40 @@ def _softmax(cx: Ctx, a: _Attrs) -> Expr:
 
 @_reg("Dropout")
 def _dropout(cx: Ctx, a: _Attrs) -> list[Expr]:
+    """Dropout at inference: the identity, with an all-true mask.  Training mode (a constant
+    ``training_mode`` input) is accepted only with ratio 0, where it is the identity too."""
     a.ignore("is_test", "consumed_inputs", "seed")
     x = cx.x(0)
-    ratio = a.get("ratio", 0.5)
+    ratio: Any = a.get("ratio", 0.5)
     if cx.opset >= 12:
-        ratio = float(cx.const(1)) if cx.has(1) else 0.5
-        if cx.has(2) and bool(cx.const(2)):
-            raise FrontendError("Dropout in training mode is not supported")
-    y = nn.dropout(x, rate=float(ratio)) if 0.0 <= ratio < 1.0 else x
+        r = cx.maybe_const(1)
+        ratio = float(r.reshape(-1)[0]) if r is not None else (0.5 if not cx.has(1) else None)
+        if cx.has(2):
+            tm = cx.maybe_const(2)
+            if tm is None:
+                raise FrontendError("Dropout with a run-time training_mode is not supported")
+            if bool(tm.reshape(-1)[0]) and ratio != 0.0:
+                raise FrontendError("Dropout in training mode (ratio != 0) is not supported")
+        if r is None and cx.has(1):
+            cx.x(1)  # the run-time ratio does not matter at inference
+    y = nn.dropout(x, rate=float(ratio)) if ratio is not None and 0.0 <= ratio < 1.0 else x
     return [y, op.cast(op.ones_like(x), dtype="bool")]
+
+
+@_reg("Range")
+def _range(cx: Ctx, a: _Attrs) -> Expr:
+    """Range(start, limit, delta): a constant when the three are known, else ``dyn.arange``."""
+    vals = [cx.maybe_const(i) for i in range(3)]
+    xs = [cx.x(i) for i in range(3)]
+    dt = dtype_of(xs[0])
+    if all(v is not None for v in vals):
+        start, limit, delta = (np.asarray(v).reshape(()) for v in vals)
+        if delta == 0:
+            raise FrontendError("Range delta is 0")
+        n = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
+        return Constant((start + delta * np.arange(n)).astype(dt))
+    xs = [op.reshape(e, newshape=()) if e.checked_type.ndim else e for e in xs]  # type: ignore[attr-defined]
+    return dyn.arange(*xs, dtype=dt)
 
 
 # -- matrix products -------------------------------------------------------------------------------
@@ -735,9 +992,8 @@ def _conv_transpose(cx: Ctx, a: _Attrs) -> Expr:
         a.ignore("pads")
         same = tuple(i * ss for i, ss in zip(spatial, s))
         target = lift(out_shape[-nd:]) if out_shape is not None else same
+        # a negative total (output_shape beyond the full result) extends the end with zeros (ONNX)
         total = [ss * (i - 1) + op_ + f - t for i, ss, op_, f, t in zip(spatial, s, opad, full, target)]
-        if any(t < 0 for t in total):
-            raise FrontendError(f"output_shape {out_shape} is larger than the transposed convolution yields")
         upper = auto == "SAME_UPPER"  # otherwise the start gets the larger half (ONNX spec)
         b = [t // 2 if upper else t - t // 2 for t in total]
         e = [t - bb for t, bb in zip(total, b)]
@@ -745,7 +1001,9 @@ def _conv_transpose(cx: Ctx, a: _Attrs) -> Expr:
         b, e = [0, 0], [0, 0]
     else:
         pads = a.ints("pads", (0,) * (2 * nd))
-        b, e = list(lift(pads[:nd])), list(lift(pads[nd:]))
+        if len(pads) != 2 * nd:
+            raise FrontendError(f"pads {pads} must hold {2 * nd} ints")
+        b, e = ([0, *pads[:nd]], [0, *pads[nd:]]) if nd == 1 else (list(pads[:nd]), list(pads[nd:]))
     y = _dilate_zeros(x, s)
     lo = [f - 1 - bb for f, bb in zip(full, b)]
     hi = [f - 1 - ee + op_ for f, ee, op_ in zip(full, e, opad)]
