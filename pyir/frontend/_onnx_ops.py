@@ -262,9 +262,21 @@ def _static_len(e: Expr, what: str) -> int:
 
 @_reg("Shape")
 def _shape(cx: Ctx, a: _Attrs) -> Expr:
-    s = shape_of(cx.x(0))
+    """Shape: a constant when the shape is static, else ``shape_of`` (sliced by start/end)."""
+    x = cx.x(0)
+    t = x.checked_type
     start, end = a.get("start", 0), a.get("end", None)
-    return Constant(np.asarray(s[slice(start, end)], dtype=np.int64))
+    if isinstance(t, TensorType) and t.static:
+        return Constant(np.asarray(t.shape[slice(start, end)], dtype=np.int64))
+    rank = t.ndim  # type: ignore[attr-defined]
+    lo, hi, _ = slice(start, end).indices(rank)
+    s = op.shape_of(x)
+    if (lo, hi) == (0, rank):
+        return s
+    return op.strided_slice(s, begin=(lo,), end=(max(hi, lo),), axes=(0,))
+
+
+
 
 
 @_reg("Size")
@@ -453,8 +465,6 @@ def _slice(cx: Ctx, a: _Attrs) -> Expr:
     else:
         vals = [cx.maybe_const(i) for i in (1, 2, 3, 4)]
         axes_v = vals[2]
-        if cx.has(3) and axes_v is None:
-            raise FrontendError("Slice with run-time axes is not supported")
         axes = tuple(int(v) for v in axes_v.reshape(-1)) if axes_v is not None else None
         if any(v is None and cx.has(i) for v, i in zip(vals, (1, 2, 3, 4))) or not (
                 isinstance(t, TensorType) and t.static):
@@ -486,6 +496,13 @@ def _dyn_slice(cx: Ctx, x: Expr, rank: int, axes: tuple[int, ...] | None) -> Exp
     the last sliced one; the axes not sliced take the whole range (a gather places each bound)."""
     starts = _int64(cx.x(1))
     n = _static_len(starts, "starts")
+    ends = _int64(cx.x(2))
+    steps = _int64(cx.x(4)) if cx.has(4) else Constant(np.ones((n,), np.int64))
+    if axes is None and cx.has(3):  # run-time axes: every axis gets its bounds by a scatter
+        ax_e = _int64(cx.x(3))
+        return dyn.strided_slice(x, _scatter_axes(ax_e, starts, rank, 0),
+                                 _scatter_axes(ax_e, ends, rank, _INT64_MAX),
+                                 _scatter_axes(ax_e, steps, rank, 1))
     axes = axes if axes is not None else tuple(range(n))
     if len(axes) != n:
         raise FrontendError(f"{n} starts for axes {axes}")
@@ -501,9 +518,19 @@ def _dyn_slice(cx: Ctx, x: Expr, rank: int, axes: tuple[int, ...] | None) -> Exp
         full = op.concatenate(v, Constant(np.asarray([fill], np.int64)), axis=0)
         return op.take(full, Constant(np.asarray(where, np.int64)), axis=0)
 
-    ends = _int64(cx.x(2))
-    steps = _int64(cx.x(4)) if cx.has(4) else Constant(np.ones((n,), np.int64))
     return dyn.strided_slice(x, place(starts, 0), place(ends, _INT64_MAX), place(steps, 1))
+
+
+def _scatter_axes(axes: Expr, values: Expr, rank: int, fill: int) -> Expr:
+    """The (rank,) int64 vector holding ``values[k]`` at axis ``axes[k]`` (run-time axes,
+    negative ones counted from the end) and ``fill`` elsewhere: a one-hot match matrix, a
+    masked sum, and a select."""
+    ax = op.where(op.less(axes, scalar(0, axes)), op.add(axes, scalar(rank, axes)), axes)
+    hit = op.equal(op.reshape(ax, newshape=(-1, 1)), Constant(np.arange(rank, dtype=np.int64)[None]))
+    zero = Constant(np.zeros((), np.int64))
+    val = op.sum(op.where(hit, op.reshape(values, newshape=(-1, 1)), zero), axis=(0,))
+    present = op.sum(op.cast(hit, dtype="int64"), axis=(0,))
+    return op.where(op.greater(present, zero), val, Constant(np.full((rank,), fill, np.int64)))
 
 
 def _broadcast_to(x: Expr, target: Sequence[int]) -> Expr:
@@ -563,7 +590,7 @@ def _pad(cx: Ctx, a: _Attrs) -> Expr:
         if cx.has(3):
             ax_v = cx.maybe_const(3)
             if ax_v is None:
-                raise FrontendError("Pad with run-time axes is not supported")
+                return _dyn_pad(cx, x, r, None, mode)
             axes = [_axis(int(v), r) for v in ax_v.reshape(-1)]
             if len(set(axes)) != len(axes):
                 raise FrontendError(f"Pad axes {tuple(axes)} repeat an axis")
@@ -585,14 +612,19 @@ def _pad(cx: Ctx, a: _Attrs) -> Expr:
     return nn.pad(x, pad_width=flat, pad_value=float(value), pad_mode=mode)
 
 
-def _dyn_pad(cx: Ctx, x: Expr, r: int, axes: list[int], mode: str) -> Expr:
-    """Pad with run-time pads or value: ``dyn.nn.pad`` with a (rank, 2) pad_width."""
+def _dyn_pad(cx: Ctx, x: Expr, r: int, axes: list[int] | None, mode: str) -> Expr:
+    """Pad with run-time pads, value or axes: ``dyn.nn.pad`` with a (rank, 2) pad_width."""
     pads = _int64(cx.x(1))
-    n = len(axes)
+    n = len(axes) if axes is not None else _static_len(cx.x(3), "axes")
     if _static_len(pads, "pads") != 2 * n:
         raise FrontendError(f"pads {pads.checked_type} must hold 2 x {n} ints")
     pw: Expr = op.transpose(op.reshape(pads, newshape=(2, n)), axes=(1, 0))
-    if axes != list(range(r)):
+    if axes is None:  # run-time axes
+        ax_e = _int64(cx.x(3))
+        halves = [op.strided_slice(pads, begin=(i * n,), end=((i + 1) * n,), axes=(0,)) for i in (0, 1)]
+        cols = [_scatter_axes(ax_e, h, r, 0) for h in halves]
+        pw = op.concatenate(*(op.reshape(c, newshape=(r, 1)) for c in cols), axis=1)
+    elif axes != list(range(r)):
         where = [axes.index(j) if j in axes else n for j in range(r)]
         pw = op.concatenate(pw, Constant(np.zeros((1, 2), np.int64)), axis=0)
         pw = op.take(pw, Constant(np.asarray(where, np.int64)), axis=0)
@@ -727,12 +759,17 @@ def _range(cx: Ctx, a: _Attrs) -> Expr:
     vals = [cx.maybe_const(i) for i in range(3)]
     xs = [cx.x(i) for i in range(3)]
     dt = dtype_of(xs[0])
+    # stash_type (opset 27): float16/bfloat16 computed in float32 when 1 (the default), else in
+    # the input type; other types are computed in their own type either way
+    stash = int(a.get("stash_type", 1))
     if all(v is not None for v in vals):
         start, limit, delta = (np.asarray(v).reshape(()) for v in vals)
         if delta == 0:
             raise FrontendError("Range delta is 0")
         n = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
-        return Constant((start + delta * np.arange(n)).astype(dt))
+        ct = np.float32 if np.dtype(dt).kind == "f" and np.dtype(dt).itemsize < 4 and stash == 1 else dt
+        i = np.arange(n).astype(ct)
+        return Constant((start.astype(ct) + i * delta.astype(ct)).astype(dt))
     xs = [op.reshape(e, newshape=()) if e.checked_type.ndim else e for e in xs]  # type: ignore[attr-defined]
     return dyn.arange(*xs, dtype=dt)
 

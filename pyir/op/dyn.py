@@ -435,7 +435,12 @@ def _unsqueeze_static(args: tuple[Expr, ...], attrs: Attrs, v: list[np.ndarray])
     ax = sorted(normalize_axis(a, t.ndim + n) for a in _ints(v[0]))
     if len(set(ax)) != n:
         return None
-    out: list[int] = [0] * t.ndim  # 0 copies the input dimension
+    if not t.static:  # symbolic dimensions: insert the axes one by one
+        y = args[0]
+        for a in ax:
+            y = tensor.expand_dims(y, axis=a)
+        return y
+    out: list[int] = list(t.shape)  # type: ignore[arg-type]
     for a in ax:
         out.insert(a, 1)
     return tensor.reshape(args[0], newshape=tuple(out))
