@@ -49,6 +49,33 @@ def shape_of(e: Expr) -> tuple[int, ...]:
     return t.shape  # type: ignore[return-value]
 
 
+def dims_of(e: Expr) -> tuple[Any, ...]:
+    """The shape of a tensor expression, its dimensions ints, symbols or ``?``."""
+    t = e.checked_type
+    if not isinstance(t, TensorType):
+        raise FrontendError(f"expected a tensor, got {t}")
+    return t.shape
+
+
+def _reshape_like(x: Expr, dims: Sequence[Any]) -> Expr:
+    """``x`` reshaped to ``dims``, where a non-int dimension is either the input's dimension
+    at the same position (a reshape's 0 copies it) or the one left to infer (-1)."""
+    if all(type(d) is int for d in dims):
+        return _reshape(x, dims)
+    src = dims_of(x)
+    ns = []
+    for i, d in enumerate(dims):
+        if type(d) is int:
+            ns.append(d)
+        elif i < len(src) and src[i] is d:
+            ns.append(0)
+        else:
+            ns.append(-1)
+    if ns.count(-1) > 1:
+        raise FrontendError(f"cannot reshape {dims_of(x)} to {tuple(dims)} with symbolic dimensions")
+    return op.reshape(x, newshape=tuple(ns))
+
+
 def dtype_of(e: Expr) -> str:
     """The dtype of a tensor expression."""
     return e.checked_type.dtype  # type: ignore[attr-defined]
@@ -210,7 +237,7 @@ def _leaky_relu(cx: Ctx, a: _Attrs) -> Expr:
 def _prelu(cx: Ctx, a: _Attrs) -> Expr:
     a.ignore("consumed_inputs")
     x, slope = cx.x(0), cx.x(1)
-    xs, ss = shape_of(x), shape_of(slope)
+    xs, ss = dims_of(x), dims_of(slope)
     if len(xs) >= 2 and ss == (xs[1],) and (cx.opset < 7 or xs[-1] != xs[1]):
         return nn.prelu(x, slope, axis=1)
     return op.where(_positive(x), x, op.multiply(x, slope))
@@ -276,12 +303,13 @@ def _shape(cx: Ctx, a: _Attrs) -> Expr:
     return op.strided_slice(s, begin=(lo,), end=(max(hi, lo),), axes=(0,))
 
 
-
-
-
 @_reg("Size")
 def _size(cx: Ctx, a: _Attrs) -> Expr:
-    return Constant(np.asarray(int(np.prod(shape_of(cx.x(0)), dtype=np.int64)), dtype=np.int64))
+    x = cx.x(0)
+    t = x.checked_type
+    if isinstance(t, TensorType) and t.static:
+        return Constant(np.asarray(int(np.prod(shape_of(x), dtype=np.int64)), dtype=np.int64))
+    return op.prod(op.shape_of(x))
 
 
 # -- layout ---------------------------------------------------------------------------------------------
@@ -331,12 +359,26 @@ def _reshape_op(cx: Ctx, a: _Attrs) -> Expr:
 @_reg("Flatten")
 def _flatten(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
-    s = shape_of(x)
+    s = dims_of(x)
     ax = a.get("axis", 1)
     ax = ax + len(s) if ax < 0 else ax
     if not 0 <= ax <= len(s):
         raise FrontendError(f"axis {a.get('axis')} out of range for rank {len(s)}")
-    return _reshape(x, (int(np.prod(s[:ax], dtype=np.int64)), int(np.prod(s[ax:], dtype=np.int64))))
+    return _flatten2d(x, ax)
+
+
+def _flatten2d(x: Expr, ax: int) -> Expr:
+    """``x`` as 2-D: the dimensions before ``ax``, and from ``ax`` on, multiplied (a symbolic
+    side is inferred by -1: at most one side may be symbolic)."""
+    s = dims_of(x)
+    head, tail = s[:ax], s[ax:]
+    if all(type(d) is int for d in s):
+        return _reshape(x, (int(np.prod(head, dtype=np.int64)), int(np.prod(tail, dtype=np.int64))))
+    if all(type(d) is int for d in tail):
+        return op.reshape(x, newshape=(-1, int(np.prod(tail, dtype=np.int64))))
+    if all(type(d) is int for d in head):
+        return op.reshape(x, newshape=(int(np.prod(head, dtype=np.int64)), -1))
+    raise FrontendError(f"cannot flatten {s} at axis {ax}: both sides have symbolic dimensions")
 
 
 @_reg("Transpose")
@@ -408,13 +450,16 @@ def _squeeze(cx: Ctx, a: _Attrs) -> Expr:
 @_reg("Gather")
 def _gather(cx: Ctx, a: _Attrs) -> Expr:
     data = cx.x(0)
-    ax = _axis(a.get("axis", 0), len(shape_of(data)))
-    dim = shape_of(data)[ax]
+    ax = _axis(a.get("axis", 0), len(dims_of(data)))
+    dim: Any = dims_of(data)[ax]
     idx = cx.x(1)
-    if type(idx) is Constant:
+    if type(idx) is Constant and (type(dim) is int or not (idx.data < 0).any()):
         arr = idx.data.astype(np.int64)
-        idx = Constant(np.where(arr < 0, arr + dim, arr))
+        idx = Constant(np.where(arr < 0, arr + dim, arr) if type(dim) is int else arr)
     else:
+        if type(dim) is not int:  # the axis length at run time
+            dim = op.cast(op.take(op.shape_of(data), Constant(np.asarray(ax, np.int64))), dtype=dtype_of(idx))
+            return op.take(data, op.where(op.less(idx, scalar(0, idx)), op.add(idx, dim), idx), axis=ax)
         idx = op.where(op.less(idx, scalar(0, idx)), op.add(idx, scalar(dim, idx)), idx)
     return op.take(data, idx, axis=ax)
 
@@ -466,13 +511,12 @@ def _slice(cx: Ctx, a: _Attrs) -> Expr:
         vals = [cx.maybe_const(i) for i in (1, 2, 3, 4)]
         axes_v = vals[2]
         axes = tuple(int(v) for v in axes_v.reshape(-1)) if axes_v is not None else None
-        if any(v is None and cx.has(i) for v, i in zip(vals, (1, 2, 3, 4))) or not (
-                isinstance(t, TensorType) and t.static):
+        if any(v is None and cx.has(i) for v, i in zip(vals, (1, 2, 3, 4))):
             return _dyn_slice(cx, x, rank, axes)
         starts = tuple(int(v) for v in vals[0].reshape(-1))  # type: ignore[union-attr]
         ends = tuple(int(v) for v in vals[1].reshape(-1))  # type: ignore[union-attr]
         steps = tuple(int(v) for v in vals[3].reshape(-1)) if vals[3] is not None else None
-    s = shape_of(x)
+    s = dims_of(x)
     axes = axes if axes is not None else tuple(range(len(starts)))
     steps = steps if steps is not None else (1,) * len(starts)
     begin, end, nax = [], [], []
@@ -480,6 +524,11 @@ def _slice(cx: Ctx, a: _Attrs) -> Expr:
         ax = _axis(ax, len(s))
         if st == 0:
             raise FrontendError("Slice step cannot be 0")
+        if type(s[ax]) is not int:  # strided_slice clamps as Python (and ONNX) do
+            begin.append(min(max(b, -_INT64_MAX), _INT64_MAX))
+            end.append(min(max(e, -_INT64_MAX), _INT64_MAX))
+            nax.append(ax)
+            continue
         lo, hi, _ = slice(b, e, st).indices(s[ax])
         begin.append(lo)
         end.append(hi if hi >= 0 else -s[ax] - 1)
@@ -721,14 +770,16 @@ def _argmax(cx: Ctx, a: _Attrs) -> Expr:
 @_reg("Softmax", "LogSoftmax")
 def _softmax(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
-    s = shape_of(x)
+    s = dims_of(x)
     fn = nn.softmax if cx.node.op_type == "Softmax" else nn.log_softmax
     ax = _axis(a.get("axis", 1 if cx.opset < 13 else -1), len(s))
     if cx.opset >= 13 or ax == len(s) - 1:
         return fn(x, axis=ax)
     # opset < 13: the input is coerced to 2-D at ``axis`` and normalized over the second dimension.
-    flat = _reshape(x, (int(np.prod(s[:ax], dtype=np.int64)), int(np.prod(s[ax:], dtype=np.int64))))
-    return _reshape(fn(flat, axis=1), s)
+    y = fn(_flatten2d(x, ax), axis=1)
+    if all(type(d) is int for d in s):
+        return _reshape(y, s)
+    return dyn.reshape(y, op.shape_of(x))
 
 
 @_reg("Dropout")
@@ -796,8 +847,8 @@ def _gemm(cx: Ctx, a: _Attrs) -> Expr:
         c = cx.x(2)
         if beta != 1.0:
             c = op.multiply(c, scalar(beta, c))
-        n = shape_of(y)[1]
-        y = nn.bias_add(y, c, axis=1) if shape_of(c) == (n,) else op.add(y, c)
+        n = dims_of(y)[1]
+        y = nn.bias_add(y, c, axis=1) if dims_of(c) == (n,) else op.add(y, c)
     return y
 
 
@@ -821,6 +872,8 @@ def _pads(a: _Attrs, spatial: Sequence[int], k: Sequence[int], s: Sequence[int],
         raise FrontendError(f"auto_pad {auto!r} is not supported")
     begins, ends = [], []
     for n, kk, ss, dd in zip(spatial, k, s, d):
+        if type(n) is not int:
+            raise FrontendError(f"auto_pad {auto} over a symbolic spatial dimension {n} is not supported")
         out = -(-n // ss)
         total = max(0, (out - 1) * ss + (kk - 1) * dd + 1 - n)
         small = total // 2
@@ -862,7 +915,7 @@ def _conv3d(x: Expr, w: Expr, s: Sequence[int], b: Sequence[int], e: Sequence[in
 @_reg("Conv")
 def _conv(cx: Ctx, a: _Attrs) -> Expr:
     x, w = cx.x(0), cx.x(1)
-    xs, ws = shape_of(x), shape_of(w)
+    xs, ws = dims_of(x), shape_of(w)
     nd = len(xs) - 2
     if nd not in (1, 2, 3) or len(ws) != nd + 2:
         raise FrontendError(f"Conv of data {xs} and weight {ws}: only 1-D, 2-D and 3-D are supported")
@@ -877,10 +930,10 @@ def _conv(cx: Ctx, a: _Attrs) -> Expr:
     if nd == 2:
         y = _conv2d(x, w, s, b, e, d, g)
     elif nd == 1:
-        x4 = _reshape(x, (xs[0], xs[1], 1, xs[2]))
+        x4 = _reshape_like(x, (xs[0], xs[1], 1, xs[2]))
         w4 = _reshape(w, (ws[0], ws[1], 1, ws[2]))
         y4 = _conv2d(x4, w4, (1, s[0]), (0, b[0]), (0, e[0]), (1, d[0]), g)
-        y = _reshape(y4, (*shape_of(y4)[:2], shape_of(y4)[3]))
+        y = _reshape_like(y4, (*dims_of(y4)[:2], dims_of(y4)[3]))
     else:
         y = _conv3d(x, w, s, b, e, d, g)
     if cx.has(2):
@@ -900,16 +953,16 @@ def _pool2d(kind: str, x: Expr, k: Sequence[int], s: Sequence[int], b: Sequence[
 def _pool_nd(kind: str, x: Expr, k: Sequence[int], s: Sequence[int], b: Sequence[int], e: Sequence[int],
              d: Sequence[int], ceil: bool, cip: bool) -> Expr:
     """1-, 2- or 3-D pooling; windows are boxes, so N-d pooling is separable into 2-D poolings."""
-    xs = shape_of(x)
+    xs = dims_of(x)
     nd = len(xs) - 2
     if nd == 2:
         return _pool2d(kind, x, k, s, b, e, d, ceil, cip)
     if nd == 1:
-        y = _pool2d(kind, _reshape(x, (xs[0], xs[1], 1, xs[2])), (1, k[0]), (1, s[0]), (0, b[0]),
+        y = _pool2d(kind, _reshape_like(x, (xs[0], xs[1], 1, xs[2])), (1, k[0]), (1, s[0]), (0, b[0]),
                     (0, e[0]), (1, d[0]), ceil, cip)
-        return _reshape(y, (xs[0], xs[1], shape_of(y)[3]))
+        return _reshape_like(y, (xs[0], xs[1], dims_of(y)[3]))
     if nd == 3:
-        n, c, depth, h, w = xs
+        n, c, depth, h, w = shape_of(x)
         y = _pool2d(kind, _reshape(x, (n, c * depth, h, w)), k[1:], s[1:], b[1:], e[1:], d[1:], ceil, cip)
         oh, ow = shape_of(y)[2:]
         y = _pool2d(kind, _reshape(y, (n, c, depth, oh * ow)), (k[0], 1), (s[0], 1), (b[0], 0), (e[0], 0),
@@ -922,7 +975,7 @@ def _pool_nd(kind: str, x: Expr, k: Sequence[int], s: Sequence[int], b: Sequence
 def _pool(cx: Ctx, a: _Attrs) -> Expr:
     kind = "max" if cx.node.op_type == "MaxPool" else "avg"
     x = cx.x(0)
-    xs = shape_of(x)
+    xs = dims_of(x)
     nd = len(xs) - 2
     k = a.ints("kernel_shape")
     if k is None or len(k) != nd:
@@ -942,7 +995,7 @@ def _pool(cx: Ctx, a: _Attrs) -> Expr:
 @_reg("GlobalAveragePool", "GlobalMaxPool")
 def _global_pool(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
-    r = len(shape_of(x))
+    r = len(dims_of(x))
     avg = cx.node.op_type == "GlobalAveragePool"
     if r == 4:
         return nn.global_avg_pool2d(x) if avg else nn.global_max_pool2d(x)

@@ -428,7 +428,7 @@ class DynExpand(Protocol):
     """The builder of ``dyn.expand``."""
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
-        """Broadcast ``data`` and a run-time ``shape`` together (ONNX's Expand: a 1 in ``shape`` keeps the data's dimension)."""
+        """Broadcast ``data`` and a run-time ``shape`` both ways (ONNX's Expand)."""
         ...
 
 
@@ -509,7 +509,7 @@ class DynMax(Protocol):
     """The builder of ``dyn.max``."""
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, keepdims: Bool = False) -> Call:
-        """``max`` over run-time ``axes`` (1-D integer tensor of distinct axes; empty reduces nothing)."""
+        """``max`` over run-time ``axes`` (distinct; empty reduces nothing)."""
         ...
 
 
@@ -535,7 +535,7 @@ class DynMean(Protocol):
     """The builder of ``dyn.mean``."""
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, keepdims: Bool = False) -> Call:
-        """``mean`` over run-time ``axes`` (1-D integer tensor of distinct axes; empty reduces nothing)."""
+        """``mean`` over run-time ``axes`` (distinct; empty reduces nothing)."""
         ...
 
 
@@ -543,7 +543,7 @@ class DynMin(Protocol):
     """The builder of ``dyn.min``."""
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, keepdims: Bool = False) -> Call:
-        """``min`` over run-time ``axes`` (1-D integer tensor of distinct axes; empty reduces nothing)."""
+        """``min`` over run-time ``axes`` (distinct; empty reduces nothing)."""
         ...
 
 
@@ -596,7 +596,7 @@ class DynProd(Protocol):
     """The builder of ``dyn.prod``."""
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, keepdims: Bool = False) -> Call:
-        """``prod`` over run-time ``axes`` (1-D integer tensor of distinct axes; empty reduces nothing)."""
+        """``prod`` over run-time ``axes`` (distinct; empty reduces nothing)."""
         ...
 
 
@@ -604,7 +604,7 @@ class DynReshape(Protocol):
     """The builder of ``dyn.reshape``."""
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, allowzero: Bool = False) -> Call:
-        """``reshape`` to a run-time ``newshape`` (1-D integer tensor; 0 copies, -1 infers a dimension; with ``allowzero`` a 0 is a dimension of length 0)."""
+        """``reshape`` to a run-time ``newshape`` (0 copies unless ``allowzero``; -1 infers)."""
         ...
 
 
@@ -612,7 +612,7 @@ class DynSplit(Protocol):
     """The builder of ``dyn.split``."""
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, axis: Int = 0) -> Call:
-        """``split`` along ``axis`` into pieces of run-time ``sizes`` (1-D integer tensor; its length is the number of pieces); returns a tuple."""
+        """``split`` along ``axis`` into pieces of run-time ``sizes``; returns a tuple."""
         ...
 
 
@@ -636,7 +636,7 @@ class DynSum(Protocol):
     """The builder of ``dyn.sum``."""
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, keepdims: Bool = False) -> Call:
-        """``sum`` over run-time ``axes`` (1-D integer tensor of distinct axes; empty reduces nothing)."""
+        """``sum`` over run-time ``axes`` (distinct; empty reduces nothing)."""
         ...
 
 
@@ -670,7 +670,7 @@ class DynUnsqueeze(Protocol):
     """The builder of ``dyn.unsqueeze``."""
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
-        """Insert axes of length 1 at the run-time ``axes`` (1-D integer tensor; positions in the result, as ONNX's Unsqueeze)."""
+        """Insert unit axes at the run-time ``axes`` (positions in the result, as ONNX's)."""
         ...
 
 

@@ -94,8 +94,7 @@ def _reshape(attrs: Attrs, x: np.ndarray, newshape: np.ndarray) -> np.ndarray:
 
 reshape: _sig.DynReshape = register_op(
     "dyn.reshape", num_inputs=2, type_rel=_reshape_rel, compute=_reshape, pattern=OpPattern.INJECTIVE,
-    doc="``reshape`` to a run-time ``newshape`` (1-D integer tensor; 0 copies, -1 infers a dimension; "
-        "with ``allowzero`` a 0 is a dimension of length 0).",
+    doc="``reshape`` to a run-time ``newshape`` (0 copies unless ``allowzero``; -1 infers).",
     attrs=(AttrSpec("allowzero", "bool", False),))
 
 
@@ -310,8 +309,8 @@ def _dyn_reduction(name: str, fn: Callable[..., np.ndarray]) -> Any:
 
     return register_op(
         name, num_inputs=2, type_rel=_reduce_rel, compute=compute, pattern=OpPattern.COMM_REDUCE,
-        doc=f"``{name[4:]}`` over run-time ``axes`` (1-D integer tensor of distinct axes; empty reduces "
-            "nothing).", attrs=(AttrSpec("keepdims", "bool", False),))
+        doc=f"``{name[4:]}`` over run-time ``axes`` (distinct; empty reduces nothing).",
+        attrs=(AttrSpec("keepdims", "bool", False),))
 
 
 sum: _sig.DynSum = _dyn_reduction("dyn.sum", np.sum)  # noqa: A001
@@ -341,8 +340,8 @@ def _split(attrs: Attrs, x: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, 
 
 split: _sig.DynSplit = register_op(
     "dyn.split", num_inputs=2, type_rel=_split_rel, compute=_split, pattern=OpPattern.INJECTIVE,
-    doc="``split`` along ``axis`` into pieces of run-time ``sizes`` (1-D integer tensor; its length "
-        "is the number of pieces); returns a tuple.", attrs=(AttrSpec("axis", "int", 0),))
+    doc="``split`` along ``axis`` into pieces of run-time ``sizes``; returns a tuple.",
+    attrs=(AttrSpec("axis", "int", 0),))
 
 
 def _squeeze_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
@@ -387,8 +386,7 @@ unsqueeze: _sig.DynUnsqueeze = register_op(
     "dyn.unsqueeze", num_inputs=2, type_rel=_unsqueeze_rel,
     compute=lambda attrs, x, axes: x.reshape(_unsqueeze_shape("dyn.unsqueeze", x.shape, axes)),
     pattern=OpPattern.INJECTIVE,
-    doc="Insert axes of length 1 at the run-time ``axes`` (1-D integer tensor; positions in the result, "
-        "as ONNX's Unsqueeze).")
+    doc="Insert unit axes at the run-time ``axes`` (positions in the result, as ONNX's).")
 
 
 def _expand(attrs: Attrs, x: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -401,8 +399,7 @@ def _expand(attrs: Attrs, x: np.ndarray, s: np.ndarray) -> np.ndarray:
 
 expand: _sig.DynExpand = register_op(
     "dyn.expand", num_inputs=2, type_rel=_broadcast_to_rel, compute=_expand, pattern=OpPattern.BROADCAST,
-    doc="Broadcast ``data`` and a run-time ``shape`` together (ONNX's Expand: a 1 in ``shape`` keeps "
-        "the data's dimension).")
+    doc="Broadcast ``data`` and a run-time ``shape`` both ways (ONNX's Expand).")
 
 
 def _expand_static(args: tuple[Expr, ...], attrs: Attrs, v: list[np.ndarray]) -> Expr | None:
