@@ -468,8 +468,8 @@ _REQUIRED = {"Cast": {"to": TensorProto.FLOAT16}, "Concat": {"axis": 1}, "LRN": 
 _SKIP_DEFAULTS = {("Split", "num_outputs"), ("Cast", "round_mode")}
 
 
-def _schema_defaults(op_type: str) -> dict[str, object]:
-    s = defs.get_schema(op_type)
+def _schema_defaults(op_type: str, opset: int) -> dict[str, object]:
+    s = defs.get_schema(op_type, opset)
     out: dict[str, object] = {}
     for name, a in s.attributes.items():
         if a.default_value.type and (op_type, name) not in _SKIP_DEFAULTS:
@@ -478,11 +478,18 @@ def _schema_defaults(op_type: str) -> dict[str, object]:
     return out
 
 
-@pytest.mark.parametrize("op_type", sorted(CONVERTERS))
-def test_every_converter_reads_every_schema_attribute_at_its_default(op_type: str) -> None:
-    """A node of the latest schema with every attribute written at its ONNX default imports
-    (exporters write defaults explicitly): no converter rejects a default."""
-    s = defs.get_schema(op_type)
+def _versions(op_type: str) -> list[int]:
+    """The opsets from 13 on at which ``op_type``'s schema changed (and 13's own)."""
+    latest = defs.get_schema(op_type).since_version
+    return sorted({defs.get_schema(op_type, v).since_version if v >= 13 else 13 for v in range(13, latest + 1)}
+                  | {max(13, defs.get_schema(op_type, 13).since_version)})
+
+
+@pytest.mark.parametrize("op_type,opset", [(o, v) for o in sorted(CONVERTERS) for v in _versions(o)])
+def test_every_converter_reads_every_schema_attribute_at_its_default(op_type: str, opset: int) -> None:
+    """A node of each schema version since opset 13 with every attribute written at its ONNX
+    default imports (exporters write defaults explicitly): no converter rejects a default."""
+    s = defs.get_schema(op_type, opset)
     specs = _SPECIAL.get(op_type)
     if specs is None:
         specs = [_X4] * max(s.min_input, 1)  # the required inputs (variadic ones: one)
@@ -499,10 +506,9 @@ def test_every_converter_reads_every_schema_attribute_at_its_default(op_type: st
             vis.append(_vi(name, helper.np_dtype_to_tensor_dtype(np.dtype(spec[1])), list(spec[0])))
     while names and names[-1] == "":
         names.pop()
-    attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in _schema_defaults(op_type).items()}
+    attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in _schema_defaults(op_type, opset).items()}
     n_out = 2 if op_type == "Split" else 1
     node = helper.make_node(op_type, names, [f"y{i}" for i in range(n_out)], **attrs)
-    opset = max(s.since_version, 13)
     mod = from_onnx(_model([node], vis, [f"y{i}" for i in range(n_out)], opset, inits))
     assert isinstance(mod["main"].body.checked_type, (pyir.TensorType, pyir.TupleType))
 

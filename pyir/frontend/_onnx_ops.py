@@ -629,7 +629,7 @@ def _pad(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
     r = x.checked_type.ndim  # type: ignore[attr-defined]
     mode = a.get("mode", "constant")
-    if mode not in ("constant", "edge", "reflect"):
+    if mode not in ("constant", "edge", "reflect", "wrap"):
         raise FrontendError(f"pad mode {mode!r} is not supported")
     axes: Sequence[int] = range(r)
     if cx.opset < 11:
@@ -639,6 +639,8 @@ def _pad(cx: Ctx, a: _Attrs) -> Expr:
         if cx.has(3):
             ax_v = cx.maybe_const(3)
             if ax_v is None:
+                if mode == "wrap":
+                    raise FrontendError("wrap padding with run-time axes is not supported")
                 return _dyn_pad(cx, x, r, None, mode)
             axes = [_axis(int(v), r) for v in ax_v.reshape(-1)]
             if len(set(axes)) != len(axes):
@@ -646,6 +648,8 @@ def _pad(cx: Ctx, a: _Attrs) -> Expr:
         pv = cx.maybe_const(1)
         vv = cx.maybe_const(2) if cx.has(2) else np.zeros((), dtype_of(x))
         if pv is None or vv is None:
+            if mode == "wrap":
+                raise FrontendError("wrap padding with run-time pads is not supported")
             return _dyn_pad(cx, x, r, list(axes), mode)
         pads = tuple(int(v) for v in pv.reshape(-1))
         value = vv.reshape(-1)[0] if vv.size else 0
@@ -657,6 +661,16 @@ def _pad(cx: Ctx, a: _Attrs) -> Expr:
     full = [0] * (2 * r)
     for i, ax in enumerate(axes):
         full[ax], full[ax + r] = pads[i], pads[i + n]
+    if mode == "wrap":  # a gather per padded axis of the indices taken modulo its length
+        y = x
+        for ax in range(r):
+            b, e = full[ax], full[ax + r]
+            d = dims_of(x)[ax]
+            if b or e:
+                if type(d) is not int or d == 0:
+                    raise FrontendError(f"wrap padding of a dimension {d} is not supported")
+                y = op.take(y, Constant(np.arange(-b, d + e, dtype=np.int64) % d), axis=ax)
+        return y
     flat = tuple(v for i in range(r) for v in (full[i], full[i + r]))
     return nn.pad(x, pad_width=flat, pad_value=float(value), pad_mode=mode)
 
@@ -1008,15 +1022,27 @@ def _global_pool(cx: Ctx, a: _Attrs) -> Expr:
 
 @_reg("BatchNormalization")
 def _batch_norm(cx: Ctx, a: _Attrs) -> list[Expr]:
-    a.ignore("momentum", "is_test", "consumed_inputs")
+    """BatchNormalization; ``training_mode=1`` (opset 14+) normalizes with the batch's mean and
+    (population) variance and also returns the running statistics updated with ``momentum``."""
+    a.ignore("is_test", "consumed_inputs")
     if not a.get("spatial", 1):
         raise FrontendError("spatial=0 is not supported")
+    x = cx.x(0)
+    eps = float(a.get("epsilon", 1e-5))
+    momentum = float(a.get("momentum", 0.9))
     if a.get("training_mode", 0):
-        raise FrontendError("training_mode=1 is not supported")
+        r = len(dims_of(x))
+        axes = (0, *range(2, r))
+        mean = op.mean(x, axis=axes)
+        cen = op.subtract(x, op.mean(x, axis=axes, keepdims=True))
+        var = op.mean(op.multiply(cen, cen), axis=axes)
+        y = TupleGetItem(nn.batch_norm(x, cx.x(1), cx.x(2), mean, var, axis=1, epsilon=eps), 0)
+        m, one_m = scalar(momentum, x), scalar(1 - momentum, x)
+        run = [op.add(op.multiply(cx.x(i), m), op.multiply(v, one_m)) for i, v in ((3, mean), (4, var))]
+        return [y, *run]
     if len([o for o in cx.node.output if o]) > 1:
         raise FrontendError("BatchNormalization in training mode (several outputs) is not supported")
-    x = cx.x(0)
-    bn = nn.batch_norm(x, cx.x(1), cx.x(2), cx.x(3), cx.x(4), axis=1, epsilon=float(a.get("epsilon", 1e-5)))
+    bn = nn.batch_norm(x, cx.x(1), cx.x(2), cx.x(3), cx.x(4), axis=1, epsilon=eps)
     return [TupleGetItem(bn, 0)]
 
 
