@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 
 from .. import op
+from ..ir.dims import dim_add, dim_floordiv, dim_mul, dim_sub, dims_equal
 from ..ir.expr import Constant, Expr, TupleGetItem
 from ..ir.types import TensorType
 from ..op import dyn, nn
 from ..op import shape as shape_ops
-from .onnx import CONVERTERS, Ctx, FrontendError, _Attrs
+from .onnx import CONVERTERS, SHAPE_RULES, Ctx, FrontendError, _Attrs
 
 Converter = Callable[[Ctx, _Attrs], Any]
 
@@ -325,6 +326,10 @@ def _reshape_op(cx: Ctx, a: _Attrs) -> Expr:
     else:
         arr = cx.maybe_const(1)
         if arr is None:
+            sv = cx.shape_value(1)
+            ns = _newshape_of(x, sv[1], allowzero) if sv is not None and not sv[0] else None
+            if ns is not None:
+                return op.reshape(x, newshape=ns)
             return dyn.reshape(x, _int64(cx.x(1)), allowzero=allowzero)
         shape = tuple(int(d) for d in arr.reshape(-1))
     t = x.checked_type
@@ -1138,3 +1143,111 @@ def _conv_transpose(cx: Ctx, a: _Attrs) -> Expr:
     if nd == 1:
         y = _reshape(y, (*shape_of(y)[:2], shape_of(y)[3]))
     return y
+
+
+# -- symbolic shape values ---------------------------------------------------------------------------
+# ``Shape`` of a tensor with symbolic dimensions is computed at run time, but its value is known
+# symbolically; these rules carry such values through the integer arithmetic exporters write
+# around it (gathers, slices, concatenations, casts, + - * /), so that a ``Reshape`` to a shape
+# built from them stays a static ``reshape`` (a symbolic entry that is the input's dimension at
+# the same position is a 0, one other is the -1) and the dimensions stay symbols.
+
+ShapeValue = tuple["bool | None", tuple[Any, ...]]  # None: 0-D or 1-D as the result's type says
+
+
+def _shape_rule(*names: str) -> Callable[[Callable[[Ctx, _Attrs], ShapeValue | None]],
+                                          Callable[[Ctx, _Attrs], ShapeValue | None]]:
+    def deco(fn: Callable[[Ctx, _Attrs], ShapeValue | None]) -> Callable[[Ctx, _Attrs], ShapeValue | None]:
+        for n in names:
+            SHAPE_RULES[n] = fn
+        return fn
+    return deco
+
+
+@_shape_rule("Shape")
+def _shape_value(cx: Ctx, a: _Attrs) -> ShapeValue | None:
+    s = dims_of(cx.x(0))
+    return False, s[slice(a.get("start", 0), a.get("end", None))]
+
+
+@_shape_rule("Cast", "Identity")
+def _same_value(cx: Ctx, a: _Attrs) -> ShapeValue | None:
+    return cx.shape_value(0)
+
+
+@_shape_rule("Gather")
+def _gather_value(cx: Ctx, a: _Attrs) -> ShapeValue | None:
+    data, idx = cx.shape_value(0), cx.maybe_const(1)
+    if data is None or data[0] or idx is None or idx.ndim > 1:
+        return None
+    vals = data[1]
+    return idx.ndim == 0, tuple(vals[int(i)] for i in idx.reshape(-1))
+
+
+@_shape_rule("Unsqueeze", "Squeeze", "Reshape", "Flatten")
+def _reshaped_value(cx: Ctx, a: _Attrs) -> ShapeValue | None:
+    """The same entries in another shape (0-D or 1-D: the importer takes which from the result)."""
+    v = cx.shape_value(0)
+    return None if v is None else (None, v[1])
+
+
+@_shape_rule("Concat")
+def _concat_value(cx: Ctx, a: _Attrs) -> ShapeValue | None:
+    vals: list[Any] = []
+    for i in range(cx.n_inputs):
+        if not cx.has(i):
+            continue
+        v = cx.shape_value(i)
+        if v is None or v[0]:
+            return None
+        vals.extend(v[1])
+    return False, tuple(vals)
+
+
+@_shape_rule("Slice")
+def _slice_value(cx: Ctx, a: _Attrs) -> ShapeValue | None:
+    v = cx.shape_value(0)
+    if v is None or v[0] or cx.opset < 10:
+        return None
+    b, e = cx.maybe_const(1), cx.maybe_const(2)
+    st = cx.maybe_const(4) if cx.has(4) else np.ones((1,), np.int64)
+    if b is None or e is None or st is None or b.size != 1:
+        return None
+    return False, v[1][int(b.reshape(-1)[0]):int(e.reshape(-1)[0]):int(st.reshape(-1)[0])]
+
+
+_DIM_ARITH = {"Add": dim_add, "Sub": dim_sub, "Mul": dim_mul, "Div": dim_floordiv}
+
+
+@_shape_rule(*_DIM_ARITH)
+def _arith_value(cx: Ctx, a: _Attrs) -> ShapeValue | None:
+    x, y = cx.shape_value(0), cx.shape_value(1)
+    if x is None or y is None:
+        return None
+    if len(x[1]) == 1 and len(y[1]) > 1:
+        x = (x[0], x[1] * len(y[1]))
+    if len(y[1]) == 1 and len(x[1]) > 1:
+        y = (y[0], y[1] * len(x[1]))
+    if len(x[1]) != len(y[1]):
+        return None
+    fn = _DIM_ARITH[cx.node.op_type]
+    if fn is dim_floordiv and any(type(d) is not int or d <= 0 for d in y[1]):
+        return None  # dimension division by a positive constant only
+    return x[0] and y[0], tuple(fn(p, q) for p, q in zip(x[1], y[1]))
+
+
+def _newshape_of(x: Expr, target: Sequence[Any], allowzero: bool) -> tuple[int, ...] | None:
+    """``target`` (ints and dimensions) as a reshape's newshape for ``x``: a symbolic entry equal
+    to the input's dimension at its position is 0, at most one other is -1; None if impossible."""
+    src = dims_of(x)
+    ns: list[int] = []
+    for i, d in enumerate(target):
+        if type(d) is int:
+            if d == 0 and allowzero:
+                return None
+            ns.append(d)  # ONNX's 0 (allowzero=0) copies the input's dimension, as reshape's does
+        elif i < len(src) and (src[i] is d or dims_equal(src[i], d) is True):
+            ns.append(0)
+        else:
+            ns.append(-1)
+    return tuple(ns) if ns.count(-1) <= 1 else None

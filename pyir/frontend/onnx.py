@@ -49,6 +49,9 @@ def _load_onnx() -> Any:
 
 # op_type -> converter; filled by pyir.frontend._onnx_ops when the frontend package is imported
 CONVERTERS: dict[str, Any] = {}
+# op_type -> rule computing the known value of the node's integer output from its inputs' known
+# values (Ctx.shape_value): symbolic shape arithmetic; filled by pyir.frontend._onnx_ops
+SHAPE_RULES: dict[str, Any] = {}
 
 
 class _Attrs:
@@ -157,6 +160,24 @@ class Ctx:
             return None
         return self._imp.static(self.node.input[i])
 
+    def shape_value(self, i: int) -> tuple[bool, tuple[Any, ...]] | None:
+        """Input ``i`` as a known 0-D or 1-D integer value whose entries may be symbolic
+        dimensions (``Shape`` of a symbolic tensor, and the arithmetic, gathers, slices and
+        concatenations of such values): ``(is 0-D, entries)``, or None when unknown."""
+        arr = self.maybe_const(i)
+        if arr is not None:
+            if arr.dtype.kind in "iu" and arr.ndim <= 1:
+                return arr.ndim == 0, tuple(int(v) for v in arr.reshape(-1))
+            return None
+        if not self.has(i):
+            return None
+        return self._imp.shape_values.get(self._imp.expr(self.node.input[i]).id)
+
+    def set_shape_value(self, e: Expr, scalar: bool, values: Sequence[Any]) -> Expr:
+        """Record the known value of the integer expression ``e`` (see :meth:`shape_value`)."""
+        self._imp.shape_values[e.id] = (scalar, tuple(values))
+        return e
+
     def const_or(self, i: int, default: Any) -> Any:
         """Input ``i`` as a constant numpy array, or ``default`` when absent."""
         return self.const(i) if self.has(i) else default
@@ -219,6 +240,9 @@ class _Importer:
         self.param_values: dict[str, np.ndarray] = {}
         self.sources: dict[bytes, Any] = {}
         self.seen: set[bytes] = set()
+        # the known values of integer shape computations over symbolic dimensions, by
+        # expression id: (is a 0-D scalar, the values as ints or dimensions); see Ctx.shape_value
+        self.shape_values: dict[bytes, tuple[bool, tuple[Any, ...]]] = {}
         for t in self.graph.initializer:
             self.inits[t.name] = onnx.numpy_helper.to_array(t)
         for vi in self.graph.input:
@@ -293,6 +317,8 @@ class _Importer:
                 raise FrontendError(f"unsupported attribute(s) {extra}")
             if not cx.dynamic:
                 outs = [_fold(o) for o in outs]
+            elif node.op_type in SHAPE_RULES and len(outs) == 1:
+                outs = [self._shape_rule(cx, attrs, outs[0])]
             for o in outs:
                 o.checked_type  # noqa: B018 - type each new node now (errors name this ONNX node)
         except FrontendError as e:
@@ -330,6 +356,28 @@ class _Importer:
             return [self.expr(vi.name) for vi in graph.output]
         finally:
             self.env, self.inits = saved_env, saved_inits
+
+    def _shape_rule(self, cx: Ctx, attrs: _Attrs, out: Expr) -> Expr:
+        """``out`` with its known value recorded, or as a constant when every entry is an int."""
+        t = out.checked_type
+        if not isinstance(t, TensorType) or np.dtype(t.dtype).kind not in "iu" or t.ndim > 1:
+            return out
+        try:
+            val = SHAPE_RULES[cx.node.op_type](cx, attrs)
+        except PyIRError:  # e.g. dimension arithmetic that is provably negative: leave it unknown
+            return out
+        if val is None:
+            return out
+        scalar, values = val
+        if scalar is None:  # the rule keeps the entries, the result's type says 0-D or 1-D
+            scalar = t.ndim == 0
+        n = 1 if t.ndim == 0 else t.shape[0]
+        if scalar != (t.ndim == 0) or (type(n) is int and len(values) != n):
+            return out  # a rule that does not match the converted node's type: not recorded
+        if all(type(v) is int for v in values):
+            arr = np.asarray(values[0] if scalar else values, dtype=t.dtype)
+            return Constant(arr)
+        return cx.set_shape_value(out, scalar, values)
 
     def run(self) -> Module:
         for node in self.graph.node:
