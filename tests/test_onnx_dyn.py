@@ -114,6 +114,18 @@ def test_bug3_conv_transpose_output_shape_with_strides() -> None:
     np.testing.assert_allclose(y, _conv_transpose_ref(x, w, (3, 2), (8, 6), (1, 1)), rtol=1e-5, atol=1e-6)
 
 
+def test_conv_transpose_3d() -> None:
+    """3-D ConvTranspose (strides, pads, output_padding) matches the scatter definition."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 2, 2, 3, 2)).astype(np.float32)
+    w = rng.standard_normal((2, 3, 2, 3, 2)).astype(np.float32)
+    _, (y,) = _one("ConvTranspose", {"x": x, "w": w}, strides=[2, 1, 2], pads=[1, 0, 0, 0, 1, 0],
+                   output_padding=[1, 0, 0])
+    out = (2 * 1 + 2 - 1 - 0 + 1, 2 + 3 - 0 - 1, 2 * 1 + 2)
+    assert y.shape == (1, 3, *out)
+    np.testing.assert_allclose(y, _conv_transpose_ref(x, w, (2, 1, 2), out, (1, 0, 0)), rtol=1e-5, atol=1e-5)
+
+
 def test_bug5_clip_min_above_max_gives_max() -> None:
     """Bug 5: ``Clip(min=2, max=1)`` makes every value ``max`` (attributes and inputs, float and int)."""
     lo, hi = np.array(2, np.float32), np.array(1, np.float32)

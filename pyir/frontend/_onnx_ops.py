@@ -1074,36 +1074,46 @@ def _lrn(cx: Ctx, a: _Attrs) -> Expr:
 
 
 def _dilate_zeros(x: Expr, s: Sequence[int]) -> Expr:
-    """Insert ``s - 1`` zeros between neighbouring pixels of NCHW data (``x[.., ::s, ::s]`` is ``x``)."""
-    n, c, h, w = shape_of(x)
-    if tuple(s) == (1, 1):
+    """Insert ``s - 1`` zeros between neighbouring pixels of N, C, spatial... data
+    (``x[.., ::s0, ::s1, ...]`` is ``x``)."""
+    n, c, *sp = shape_of(x)
+    if all(v == 1 for v in s):
         return x
-    y: Expr = nn.pad(_reshape(x, (n, c, h, 1, w, 1)),
-                     pad_width=(0, 0, 0, 0, 0, 0, 0, s[0] - 1, 0, 0, 0, s[1] - 1))
-    y = _reshape(y, (n, c, h * s[0], w * s[1]))
-    return op.strided_slice(y, begin=(0, 0), end=((h - 1) * s[0] + 1, (w - 1) * s[1] + 1),
-                            axes=(2, 3))
+    inter = (n, c, *(v for d in sp for v in (d, 1)))
+    pw = (0, 0, 0, 0, *(v for ss in s for v in (0, 0, 0, ss - 1)))
+    y: Expr = nn.pad(_reshape(x, inter), pad_width=pw)
+    y = _reshape(y, (n, c, *(d * ss for d, ss in zip(sp, s))))
+    return op.strided_slice(y, begin=(0,) * len(sp), end=tuple((d - 1) * ss + 1 for d, ss in zip(sp, s)),
+                            axes=tuple(range(2, 2 + len(sp))))
 
 
 @_reg("ConvTranspose")
 def _conv_transpose(cx: Ctx, a: _Attrs) -> Expr:
-    """Transposed convolution: zero-insertion, padding, then a stride-1 conv2d with the weight
-    flipped spatially and its in/out channels swapped within each group."""
+    """Transposed convolution (1-D, 2-D, 3-D): zero-insertion, padding, then a stride-1
+    convolution with the weight flipped spatially and its in/out channels swapped within each
+    group (1-D is lifted to 2-D)."""
     x, w = cx.x(0), cx.x(1)
     xs, ws = shape_of(x), shape_of(w)
     nd = len(xs) - 2
-    if nd not in (1, 2) or len(ws) != nd + 2:
-        raise FrontendError(f"ConvTranspose of data {xs} and weight {ws}: only 1-D and 2-D are supported")
+    if nd not in (1, 2, 3) or len(ws) != nd + 2:
+        raise FrontendError(f"ConvTranspose of data {xs} and weight {ws}: only 1-D, 2-D and 3-D "
+                            "are supported")
     if nd == 1:
         x, w = _reshape(x, (xs[0], xs[1], 1, xs[2])), _reshape(w, (ws[0], ws[1], 1, ws[2]))
+    sd = max(nd, 2)  # spatial axes after lifting
     k = shape_of(w)[2:]
     ks = a.ints("kernel_shape")
     if ks is not None and tuple(ks) != tuple(ws[2:]):
         raise FrontendError(f"kernel_shape {ks} does not match the weight shape {ws}")
-    lift = (lambda v: (1, *v)) if nd == 1 else (lambda v: tuple(v))
-    s = lift(a.ints("strides", (1,) * nd))
-    d = lift(a.ints("dilations", (1,) * nd))
-    opad = (0, *a.ints("output_padding", (0,) * nd)) if nd == 1 else a.ints("output_padding", (0, 0))
+
+    def lift(v: Sequence[int], fill: int) -> tuple[int, ...]:
+        if len(v) != nd:
+            raise FrontendError(f"{tuple(v)} must hold {nd} ints")
+        return (fill, *v) if nd == 1 else tuple(v)
+
+    s = lift(a.ints("strides", (1,) * nd), 1)
+    d = lift(a.ints("dilations", (1,) * nd), 1)
+    opad = lift(a.ints("output_padding", (0,) * nd), 0)
     g = int(a.get("group", 1))
     spatial = shape_of(x)[2:]
     full = [(kk - 1) * dd + 1 for kk, dd in zip(k, d)]
@@ -1112,32 +1122,37 @@ def _conv_transpose(cx: Ctx, a: _Attrs) -> Expr:
     if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
         a.ignore("pads")
         same = tuple(i * ss for i, ss in zip(spatial, s))
-        target = lift(out_shape[-nd:]) if out_shape is not None else same
+        target = lift(out_shape[-nd:], 1) if out_shape is not None else same
         # a negative total (output_shape beyond the full result) extends the end with zeros (ONNX)
         total = [ss * (i - 1) + op_ + f - t for i, ss, op_, f, t in zip(spatial, s, opad, full, target)]
         upper = auto == "SAME_UPPER"  # otherwise the start gets the larger half (ONNX spec)
         b = [t // 2 if upper else t - t // 2 for t in total]
         e = [t - bb for t, bb in zip(total, b)]
     elif auto == "VALID":
-        b, e = [0, 0], [0, 0]
+        b, e = [0] * sd, [0] * sd
     else:
         pads = a.ints("pads", (0,) * (2 * nd))
         if len(pads) != 2 * nd:
             raise FrontendError(f"pads {pads} must hold {2 * nd} ints")
-        b, e = ([0, *pads[:nd]], [0, *pads[nd:]]) if nd == 1 else (list(pads[:nd]), list(pads[nd:]))
+        b, e = list(lift(pads[:nd], 0)), list(lift(pads[nd:], 0))
     y = _dilate_zeros(x, s)
     lo = [f - 1 - bb for f, bb in zip(full, b)]
     hi = [f - 1 - ee + op_ for f, ee, op_ in zip(full, e, opad)]
-    y = nn.pad(y, pad_width=(0, 0, 0, 0, max(lo[0], 0), max(hi[0], 0), max(lo[1], 0), max(hi[1], 0)))
+    y = nn.pad(y, pad_width=(0, 0, 0, 0, *(v for l_, h_ in zip(lo, hi) for v in (max(l_, 0), max(h_, 0)))))
     if min(*lo, *hi) < 0:
-        h2, w2 = shape_of(y)[2:]
-        y = op.strided_slice(y, begin=(max(-lo[0], 0), max(-lo[1], 0)),
-                             end=(h2 - max(-hi[0], 0), w2 - max(-hi[1], 0)), axes=(2, 3))
-    cin, cog, kh, kw = shape_of(w)
-    wt: Expr = op.transpose(_reshape(w, (g, cin // g, cog, kh, kw)), axes=(0, 2, 1, 3, 4))
-    wt = _reshape(wt, (g * cog, cin // g, kh, kw))
-    wt = op.strided_slice(wt, begin=(-1, -1), end=(-kh - 1, -kw - 1), axes=(2, 3), strides=(-1, -1))
-    y = nn.conv2d(y, wt, dilation=tuple(d), groups=g)
+        dims = shape_of(y)[2:]
+        y = op.strided_slice(y, begin=tuple(max(-l_, 0) for l_ in lo),
+                             end=tuple(dd - max(-h_, 0) for dd, h_ in zip(dims, hi)),
+                             axes=tuple(range(2, 2 + sd)))
+    cin, cog, *kk = shape_of(w)
+    wt: Expr = op.transpose(_reshape(w, (g, cin // g, cog, *kk)), axes=(0, 2, 1, *range(3, 3 + sd)))
+    wt = _reshape(wt, (g * cog, cin // g, *kk))
+    wt = op.strided_slice(wt, begin=(-1,) * sd, end=tuple(-v - 1 for v in kk), axes=tuple(range(2, 2 + sd)),
+                          strides=(-1,) * sd)
+    if sd == 2:
+        y = nn.conv2d(y, wt, dilation=tuple(d), groups=g)
+    else:
+        y = _conv3d(y, wt, (1, 1, 1), (0, 0, 0), (0, 0, 0), d, g)
     if cx.has(2):
         y = nn.bias_add(y, cx.x(2), axis=1)
     if nd == 1:
