@@ -597,3 +597,31 @@ def test_symbolic_shape_arithmetic_keeps_reshapes_static() -> None:
     ref = ReferenceEvaluator(m)
     x = np.random.default_rng(0).standard_normal((2, 3, 8)).astype(np.float32)
     np.testing.assert_allclose(pyir.evaluate(mod, x), ref.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
+def test_bind_shapes_then_dynamic_to_static_makes_an_imported_dynamic_model_static() -> None:
+    """Expand, ConstantOfShape and Tile to shapes computed from a symbolic input's Shape import as
+    dyn operators; BindShapes then DynamicToStatic make the program static with the same values."""
+    from onnx import numpy_helper
+
+    from pyir.transform import BindShapes
+
+    N = helper.make_node
+    nodes = [N("Shape", ["x"], ["sh"]), N("ConstantOfShape", ["sh"], ["ones"],
+                                          value=helper.make_tensor("v", F, [1], [1.0])),
+             N("Add", ["x", "ones"], ["xo"]), N("Expand", ["b", "sh"], ["be"]), N("Mul", ["xo", "be"], ["m"]),
+             N("Tile", ["m", "reps"], ["y"])]
+    inits = [numpy_helper.from_array(np.arange(3, dtype=np.float32).reshape(1, 3), "b"),
+             numpy_helper.from_array(np.array([1, 2], np.int64), "reps")]
+    mod = from_onnx(_model(nodes, [_vi("x", F, ["n", 3])], ["y"], 13, inits))
+    calls = {c.op.name for c in pyir.post_order(mod["main"]) if isinstance(c, pyir.Call)}
+    assert {"dyn.full", "dyn.expand"} <= calls
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    want = np.tile((x + 1) * np.arange(3, dtype=np.float32), (1, 2))
+    np.testing.assert_allclose(pyir.evaluate(mod, x), want, rtol=1e-6)
+    bound = BindShapes({"n": 2})(mod)
+    static = check_pass(DynamicToStatic(), bound)
+    calls = {c.op.name for c in pyir.post_order(static["main"]) if isinstance(c, pyir.Call)}
+    assert not any(c.startswith("dyn.") or c == "shape_of" for c in calls)
+    assert static["main"].body.checked_type == pyir.TensorType((2, 6), "float32")
+    np.testing.assert_allclose(pyir.evaluate(static, x), want, rtol=1e-6)
