@@ -9,7 +9,8 @@ and ``dyn.arange(start, stop, step)``; for ONNX's run-time axes and sizes also t
 ``dyn.sum/mean/max/min/prod(x, axes)``, ``dyn.split(x, sizes)``, ``dyn.squeeze(x, axes)``,
 ``dyn.unsqueeze(x, axes)`` and ``dyn.expand(x, shape)`` (two-way broadcasting).  A shape
 argument is a 1-D integer tensor whose length (the rank it gives) is static; scalar arguments
-(``k``, ``depth``, ``fill_value``, ``pad_value``, arange's bounds) are 0-D tensors.  The interpreter computes everything.
+(``k``, ``depth``, ``fill_value``, ``pad_value``, arange's bounds) are 0-D tensors.
+The interpreter computes everything.
 
 :data:`TO_STATIC` maps each operator to the function that rewrites a call whose shape
 arguments are constants into the static operator (used by
