@@ -625,3 +625,25 @@ def test_bind_shapes_then_dynamic_to_static_makes_an_imported_dynamic_model_stat
     assert not any(c.startswith("dyn.") or c == "shape_of" for c in calls)
     assert static["main"].body.checked_type == pyir.TensorType((2, 6), "float32")
     np.testing.assert_allclose(pyir.evaluate(static, x), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("attrs", [
+    {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2]},
+    {"kernel_shape": [2, 3], "strides": [1, 2], "dilations": [2, 1], "storage_order": 1},
+    {"kernel_shape": [3, 2], "strides": [2, 2], "ceil_mode": 1, "pads": [0, 1, 1, 0]},
+])
+def test_maxpool_indices_output_matches_the_reference(attrs: dict[str, object]) -> None:
+    """MaxPool's second output (the flat indices of each window's maximum, row- or column-major)
+    matches onnx.reference; storage_order alone (one output) is accepted."""
+    from onnx.reference import ReferenceEvaluator
+
+    x = np.random.default_rng(3).permutation(2 * 3 * 7 * 6).astype(np.float32).reshape(2, 3, 7, 6)
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)
+    m = _model([node], [_vi("x", F, [2, 3, 7, 6])], ["y", "i"], 12)
+    y, i = pyir.evaluate(from_onnx(m), x)
+    want_y, want_i = ReferenceEvaluator(m).run(None, {"x": x})
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(i, want_i)
+    assert i.dtype == np.int64
+    one = _model([helper.make_node("MaxPool", ["x"], ["y"], **attrs)], [_vi("x", F, [2, 3, 7, 6])], ["y"], 12)
+    np.testing.assert_array_equal(pyir.evaluate(from_onnx(one), x), want_y)

@@ -991,7 +991,7 @@ def _pool_nd(kind: str, x: Expr, k: Sequence[int], s: Sequence[int], b: Sequence
 
 
 @_reg("MaxPool", "AveragePool")
-def _pool(cx: Ctx, a: _Attrs) -> Expr:
+def _pool(cx: Ctx, a: _Attrs) -> Expr | list[Expr]:
     kind = "max" if cx.node.op_type == "MaxPool" else "avg"
     x = cx.x(0)
     xs = dims_of(x)
@@ -1003,12 +1003,43 @@ def _pool(cx: Ctx, a: _Attrs) -> Expr:
     d = a.ints("dilations", (1,) * nd)
     ceil = bool(a.get("ceil_mode", 0))
     cip = bool(a.get("count_include_pad", 0))
-    if a.get("storage_order", 0):
-        raise FrontendError("storage_order=1 is not supported")
-    if len([o for o in cx.node.output if o]) > 1:
-        raise FrontendError("MaxPool with an Indices output is not supported")
+    order = int(a.get("storage_order", 0))  # only the Indices output depends on it
     b, e = _pads(a, xs[2:], k, s, d)
-    return _pool_nd(kind, x, k, s, b, e, d, ceil, cip)
+    y = _pool_nd(kind, x, k, s, b, e, d, ceil, cip)
+    if len(cx.node.output) > 1 and cx.node.output[1]:
+        if nd != 2 or not all(type(v) is int for v in xs):
+            raise FrontendError("MaxPool's Indices output is supported for static 2-D data only")
+        return [y, _maxpool_indices(x, y, k, s, b, d, order)]
+    return y
+
+
+def _maxpool_indices(x: Expr, y: Expr, k: Sequence[int], s: Sequence[int], b: Sequence[int],
+                     d: Sequence[int], order: int) -> Expr:
+    """MaxPool's Indices: for each window, the flat index into ``x`` (``storage_order`` 0: row
+    major, 1: column major within each (n, c) plane) of its first maximum.  The kh*kw strided
+    views of the -inf-padded data are stacked and argmax picks the kernel offset."""
+    n, c, h, w = shape_of(x)
+    oh, ow = shape_of(y)[2:]
+    need = [(o - 1) * ss + (kk - 1) * dd + 1 for o, ss, kk, dd in zip((oh, ow), s, k, d)]
+    ends = [max(0, nn_ - bb - size) for nn_, bb, size in zip(need, b, (h, w))]
+    low = np.finfo(dtype_of(x)).min if np.dtype(dtype_of(x)).kind == "f" else np.iinfo(dtype_of(x)).min
+    xp = nn.pad(x, pad_width=(0, 0, 0, 0, b[0], ends[0], b[1], ends[1]), pad_value=float(low))
+    views = []
+    for i in range(k[0]):
+        for j in range(k[1]):
+            v = op.strided_slice(xp, begin=(i * d[0], j * d[1]),
+                                 end=(i * d[0] + (oh - 1) * s[0] + 1, j * d[1] + (ow - 1) * s[1] + 1),
+                                 axes=(2, 3), strides=tuple(s))
+            views.append(op.expand_dims(v, axis=2))
+    kidx = op.argmax(op.concatenate(*views, axis=2), axis=2)  # (n, c, oh, ow)
+    ki = op.take(Constant(np.repeat(np.arange(k[0]) * d[0], k[1]).astype(np.int64)), kidx, axis=0)
+    kj = op.take(Constant(np.tile(np.arange(k[1]) * d[1], k[0]).astype(np.int64)), kidx, axis=0)
+    rows = op.add(ki, Constant((np.arange(oh) * s[0] - b[0]).astype(np.int64).reshape(oh, 1)))
+    cols = op.add(kj, Constant((np.arange(ow) * s[1] - b[1]).astype(np.int64)))
+    inner = (op.add(op.multiply(rows, scalar(w, rows)), cols) if order == 0
+             else op.add(rows, op.multiply(cols, scalar(h, cols))))
+    plane = Constant((np.arange(n * c, dtype=np.int64) * h * w).reshape(n, c, 1, 1))
+    return op.add(inner, plane)
 
 
 @_reg("GlobalAveragePool", "GlobalMaxPool")
