@@ -1227,6 +1227,8 @@ def _gather_value(cx: Ctx, a: _Attrs) -> ShapeValue | None:
     if data is None or data[0] or idx is None or idx.ndim > 1:
         return None
     vals = data[1]
+    if any(not -len(vals) <= int(i) < len(vals) for i in idx.reshape(-1)):
+        return None
     return idx.ndim == 0, tuple(vals[int(i)] for i in idx.reshape(-1))
 
 
