@@ -652,3 +652,20 @@ def test_maxpool_indices_output_matches_the_reference(attrs: dict[str, object]) 
     assert i.dtype == np.int64
     one = _model([helper.make_node("MaxPool", ["x"], ["y"], **attrs)], [_vi("x", F, [2, 3, 7, 6])], ["y"], 12)
     np.testing.assert_array_equal(pyir.evaluate(from_onnx(one), x), want_y)
+
+
+def test_run_time_arguments_of_ml_dtypes_floats() -> None:
+    """Run-time Pad values and Range bounds of an ml_dtypes float (bfloat16) are scalars of a
+    float kind (pyir.ir.types.dtype_kind), not refused for numpy's "V" kind."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf = np.dtype(ml_dtypes.bfloat16)
+    _, (y,) = _one("Range", {"a": np.array(1, bf), "b": np.array(3, bf), "c": np.array(0.5, bf)}, opset=13)
+    assert y.dtype == bf
+    np.testing.assert_array_equal(y.astype(np.float32), [1.0, 1.5, 2.0, 2.5])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3).astype(bf)
+    _, (y,) = _one("Pad", {"x": x, "p": np.array([0, 1, 0, 0], np.int64), "v": np.array(-1, bf)}, opset=18)
+    np.testing.assert_array_equal(y.astype(np.float32), np.pad(x.astype(np.float32), ((0, 0), (1, 0)),
+                                                                constant_values=-1))
+    _, (y,) = _one("ReduceMax", {"x": np.zeros((0, 2), bf)}, opset=18, const={"a": np.array([0], np.int64)},
+                   keepdims=0)
+    assert y.dtype == bf and np.all(y.astype(np.float32) == -np.inf)

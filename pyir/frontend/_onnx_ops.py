@@ -17,7 +17,7 @@ import numpy as np
 from .. import op
 from ..ir.dims import dim_add, dim_floordiv, dim_mul, dim_sub, dims_equal
 from ..ir.expr import Constant, Expr, TupleGetItem
-from ..ir.types import TensorType
+from ..ir.types import TensorType, dtype_kind, dtype_range
 from ..op import dyn, nn
 from ..op import shape as shape_ops
 from .onnx import CONVERTERS, SHAPE_RULES, Ctx, FrontendError, _Attrs
@@ -176,7 +176,7 @@ def _clip(cx: Ctx, a: _Attrs) -> Expr:
     """Clip; ``min > max`` makes every value ``max`` (ONNX); run-time bounds (and integer data)
     become elementwise ``maximum``/``minimum``."""
     x = cx.x(0)
-    floating = np.dtype(dtype_of(x)).kind == "f"
+    floating = dtype_kind(dtype_of(x)) == "f"
     if cx.opset < 11:
         lo, hi = float(a.get("min", -3.4028234663852886e38)), float(a.get("max", 3.4028234663852886e38))
         if floating:
@@ -738,7 +738,7 @@ def _reduce(cx: Ctx, a: _Attrs) -> Expr:
 
 def _to_float(x: Expr) -> tuple[Expr, str]:
     dt = dtype_of(x)
-    return (x, dt) if np.dtype(dt).kind in "fc" else (op.cast(x, dtype="float64"), dt)
+    return (x, dt) if dtype_kind(dt) in "fc" else (op.cast(x, dtype="float64"), dt)
 
 
 def _from_float(y: Expr, dt: str) -> Expr:
@@ -837,7 +837,7 @@ def _range(cx: Ctx, a: _Attrs) -> Expr:
         if delta == 0:
             raise FrontendError("Range delta is 0")
         n = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
-        ct = np.float32 if np.dtype(dt).kind == "f" and np.dtype(dt).itemsize < 4 and stash == 1 else dt
+        ct = np.float32 if dtype_kind(dt) == "f" and np.dtype(dt).itemsize < 4 and stash == 1 else dt
         i = np.arange(n).astype(ct)
         return Constant((start.astype(ct) + i * delta.astype(ct)).astype(dt))
     xs = [op.reshape(e, newshape=()) if e.checked_type.ndim else e for e in xs]  # type: ignore[attr-defined]
@@ -1022,7 +1022,7 @@ def _maxpool_indices(x: Expr, y: Expr, k: Sequence[int], s: Sequence[int], b: Se
     oh, ow = shape_of(y)[2:]
     need = [(o - 1) * ss + (kk - 1) * dd + 1 for o, ss, kk, dd in zip((oh, ow), s, k, d)]
     ends = [max(0, nn_ - bb - size) for nn_, bb, size in zip(need, b, (h, w))]
-    low = np.finfo(dtype_of(x)).min if np.dtype(dtype_of(x)).kind == "f" else np.iinfo(dtype_of(x)).min
+    low = dtype_range(dtype_of(x))[0]
     xp = nn.pad(x, pad_width=(0, 0, 0, 0, b[0], ends[0], b[1], ends[1]), pad_value=float(low))
     views = []
     for i in range(k[0]):

@@ -34,7 +34,7 @@ from ..ir.expr import Constant, Expr, Function, Tuple, Var
 from ..ir.lineage import PassRecord
 from ..ir.module import Module
 from ..ir.traverse import expr_children
-from ..ir.types import TensorType
+from ..ir.types import TensorType, dtype_kind
 
 __all__ = ["FrontendError", "from_onnx", "onnx_sources", "source_table"]
 
@@ -360,7 +360,7 @@ class _Importer:
     def _shape_rule(self, cx: Ctx, attrs: _Attrs, out: Expr) -> Expr:
         """``out`` with its known value recorded, or as a constant when every entry is an int."""
         t = out.checked_type
-        if not isinstance(t, TensorType) or np.dtype(t.dtype).kind not in "iu" or t.ndim > 1:
+        if not isinstance(t, TensorType) or dtype_kind(t.dtype) not in "iu" or t.ndim > 1:
             return out
         try:
             val = SHAPE_RULES[cx.node.op_type](cx, attrs)

@@ -30,7 +30,7 @@ from ..ir.dims import Any as AnyDim
 from ..ir.dims import DimLike
 from ..ir.expr import Call, Constant, Expr, Op
 from ..ir.node import Attrs
-from ..ir.types import TensorType, Type, normalize_dtype
+from ..ir.types import TensorType, Type, dtype_kind, normalize_dtype
 from . import image, nn, shape, tensor
 from ._rel import fail, normalize_axis, shape_str
 from ._rel import tensor as as_tensor
@@ -46,7 +46,7 @@ __all__ = ["reshape", "broadcast_to", "zeros", "ones", "full", "strided_slice", 
 
 def _int_tensor(t: Type, what: str, ndim: int) -> TensorType:
     v = as_tensor(t, what)
-    if np.dtype(v.dtype).kind not in "iu" or v.ndim != ndim:
+    if dtype_kind(v.dtype) not in "iu" or v.ndim != ndim:
         raise fail(f"{what} must be a {ndim}-D integer tensor, got {v}")
     return v
 
@@ -62,7 +62,7 @@ def _shape_len(t: Type, what: str = "shape") -> int:
 
 def _scalar(t: Type, what: str, kinds: str = "iu") -> TensorType:
     v = as_tensor(t, what)
-    if v.ndim != 0 or np.dtype(v.dtype).kind not in kinds:
+    if v.ndim != 0 or dtype_kind(v.dtype) not in kinds:
         raise fail(f"{what} must be a scalar ({'an integer' if kinds == 'iu' else 'a number'}), got {v}")
     return v
 

@@ -23,7 +23,7 @@ from ..ir.dims import (
     dims_equal,
 )
 from ..ir.node import MAX_INDEX, Attrs
-from ..ir.types import TensorType, Type, dtype_kind
+from ..ir.types import TensorType, Type, dtype_kind, dtype_range
 from ._rel import broadcast_shapes, fail, normalize_axis, same_dtype, shape_str, tensor, unify_dims
 from .registry import AttrSpec, OpPattern, register_op
 
@@ -561,14 +561,14 @@ _REDUCE_ATTRS = (AttrSpec("axis", "ints?", None), AttrSpec("keepdims", "bool", F
 def reduce_identity(fn: Callable[..., np.ndarray], dtype: Any) -> Any:
     """The value ``max``/``min`` give over a zero-length axis (ONNX: the dtype's lowest /
     highest value, -inf / inf for floats); None for the other reductions (numpy's)."""
-    dt = np.dtype(dtype)
     if fn is not np.max and fn is not np.min:
         return None
     low = fn is np.max
-    if dt.kind == "b":
+    kind = dtype_kind(np.dtype(dtype).name)
+    if kind == "b":
         return not low
-    if dt.kind in "iu":
-        return np.iinfo(dt).min if low else np.iinfo(dt).max
+    if kind in "iu":
+        return dtype_range(np.dtype(dtype).name)[0 if low else 1]
     return -np.inf if low else np.inf
 
 
