@@ -1,9 +1,14 @@
 """The ONNX importer: ``from_onnx(model_or_path) -> Module``.
 
 Every ONNX node becomes one or a few pyir operator calls (see
-:mod:`pyir.frontend._onnx_ops` for the operator table).  Shapes are static:
-``Shape`` and everything computed only from constants is folded at import time,
-so ``Reshape`` and friends get constant attributes.
+:mod:`pyir.frontend._onnx_ops` for the operator table).  ``Shape`` and everything
+computed only from constants is folded at import time, so ``Reshape`` and friends
+get constant attributes.  A shape argument computed at run time (a graph input, or
+computed from one) builds the ``dyn.*`` operator (:mod:`pyir.op.dyn`: the rank is the
+static length of the shape tensor, the dimensions ``?``);
+:class:`pyir.transform.DynamicToStatic` makes it static once the argument is known.
+Named dynamic dimensions of graph inputs (``dim_param``) become symbolic dimensions
+(``pyir.sym(name)``) unless ``dims=`` binds them; unnamed ones become ``?``.
 
 Lineage back to the model: the returned module's first pass record is named
 ``"from_onnx"`` and its ``sources`` table maps the id of every expression the
@@ -23,11 +28,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import FrontendError, PyIRError
+from ..ir.dims import Any as AnyDim
+from ..ir.dims import Dim, sym
 from ..ir.expr import Constant, Expr, Function, Tuple, Var
 from ..ir.lineage import PassRecord
 from ..ir.module import Module
 from ..ir.traverse import expr_children
-from ..ir.types import TensorType
+from ..ir.types import TensorType, dtype_kind
 
 __all__ = ["FrontendError", "from_onnx", "onnx_sources", "source_table"]
 
@@ -42,6 +49,9 @@ def _load_onnx() -> Any:
 
 # op_type -> converter; filled by pyir.frontend._onnx_ops when the frontend package is imported
 CONVERTERS: dict[str, Any] = {}
+# op_type -> rule computing the known value of the node's integer output from its inputs' known
+# values (Ctx.shape_value): symbolic shape arithmetic; filled by pyir.frontend._onnx_ops
+SHAPE_RULES: dict[str, Any] = {}
 
 
 class _Attrs:
@@ -143,29 +153,78 @@ class Ctx:
             self.dynamic = True
         return outs
 
+    def maybe_const(self, i: int) -> np.ndarray | None:
+        """Input ``i`` as a numpy array when it is known at import time; None when it is computed
+        at run time or absent."""
+        if not self.has(i):
+            return None
+        return self._imp.static(self.node.input[i])
+
+    def shape_value(self, i: int) -> tuple[bool, tuple[Any, ...]] | None:
+        """Input ``i`` as a known 0-D or 1-D integer value whose entries may be symbolic
+        dimensions (``Shape`` of a symbolic tensor, and the arithmetic, gathers, slices and
+        concatenations of such values): ``(is 0-D, entries)``, or None when unknown."""
+        arr = self.maybe_const(i)
+        if arr is not None:
+            if arr.dtype.kind in "iu" and arr.ndim <= 1:
+                return arr.ndim == 0, tuple(int(v) for v in arr.reshape(-1))
+            return None
+        if not self.has(i):
+            return None
+        return self._imp.shape_values.get(self._imp.expr(self.node.input[i]).id)
+
+    def set_shape_value(self, e: Expr, scalar: bool, values: Sequence[Any]) -> Expr:
+        """Record the known value of the integer expression ``e`` (see :meth:`shape_value`)."""
+        self._imp.shape_values[e.id] = (scalar, tuple(values))
+        return e
+
     def const_or(self, i: int, default: Any) -> Any:
         """Input ``i`` as a constant numpy array, or ``default`` when absent."""
         return self.const(i) if self.has(i) else default
 
 
-def _tensor_type(vi: Any, onnx: Any, shapes: Mapping[str, Sequence[int]]) -> TensorType:
+def _tensor_type(vi: Any, onnx: Any, shapes: Mapping[str, Sequence[Any]], dims: Mapping[str, Any]
+                 ) -> TensorType:
+    """The type of graph input ``vi``: ``shapes[name]`` if given; else its declared shape, a named
+    dynamic dimension (``dim_param``) becoming ``dims[name]`` if bound, else the symbol
+    ``pyir.sym(name)``, and an unnamed one ``?``."""
     tt = vi.type.tensor_type
     if not vi.type.HasField("tensor_type"):
         raise FrontendError(f"graph input {vi.name!r}: only tensor inputs are supported")
     dtype = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
     if vi.name in shapes:
-        return TensorType(tuple(shapes[vi.name]), dtype)
-    dims = []
+        try:
+            return TensorType(tuple(shapes[vi.name]), dtype)
+        except PyIRError as e:
+            raise FrontendError(f"shapes[{vi.name!r}]: {e}") from None
+    if not tt.HasField("shape"):
+        raise FrontendError(f"graph input {vi.name!r} has no declared rank; "
+                            f"pass shapes={{{vi.name!r}: (...)}}")
+    out: list[Any] = []
     for d in tt.shape.dim:
-        if not d.HasField("dim_value"):
-            raise FrontendError(f"graph input {vi.name!r} has a dynamic dimension "
-                                f"{d.dim_param or '?'!r}; pass shapes={{{vi.name!r}: (...)}}")
-        dims.append(d.dim_value)
-    return TensorType(tuple(dims), dtype)
+        if d.HasField("dim_value"):
+            out.append(d.dim_value)
+        elif d.dim_param:
+            out.append(dims[d.dim_param] if d.dim_param in dims else sym(_dim_name(d.dim_param)))
+        else:
+            out.append(AnyDim)
+    try:
+        return TensorType(tuple(out), dtype)
+    except PyIRError as e:
+        raise FrontendError(f"graph input {vi.name!r}: {e}") from None
+
+
+def _dim_name(name: str) -> str:
+    """A ``dim_param`` as a symbol name (exporters write names such as ``batch_size`` or
+    ``s77``, and also expressions such as ``2*s0``: anything else than letters, digits and
+    ``_`` becomes ``_``)."""
+    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return out if out and not out[0].isdigit() else "d_" + out
 
 
 class _Importer:
-    def __init__(self, model: Any, onnx: Any, weights: str, shapes: Mapping[str, Sequence[int]]) -> None:
+    def __init__(self, model: Any, onnx: Any, weights: str, shapes: Mapping[str, Sequence[Any]],
+                 dims: Mapping[str, Any]) -> None:
         self.onnx = onnx
         self.model = model
         self.graph = model.graph
@@ -181,12 +240,15 @@ class _Importer:
         self.param_values: dict[str, np.ndarray] = {}
         self.sources: dict[bytes, Any] = {}
         self.seen: set[bytes] = set()
+        # the known values of integer shape computations over symbolic dimensions, by
+        # expression id: (is a 0-D scalar, the values as ints or dimensions); see Ctx.shape_value
+        self.shape_values: dict[bytes, tuple[bool, tuple[Any, ...]]] = {}
         for t in self.graph.initializer:
             self.inits[t.name] = onnx.numpy_helper.to_array(t)
         for vi in self.graph.input:
             if vi.name in self.inits:
                 continue  # an input with a default: the initializer
-            v = Var(vi.name, _tensor_type(vi, onnx, shapes))
+            v = Var(vi.name, _tensor_type(vi, onnx, shapes, dims))
             self.env[vi.name] = v
             self.params.append(v)
             self._attribute([v], (vi.name, "Input"), descend=False)
@@ -255,6 +317,8 @@ class _Importer:
                 raise FrontendError(f"unsupported attribute(s) {extra}")
             if not cx.dynamic:
                 outs = [_fold(o) for o in outs]
+            elif node.op_type in SHAPE_RULES and len(outs) == 1:
+                outs = [self._shape_rule(cx, attrs, outs[0])]
             for o in outs:
                 o.checked_type  # noqa: B018 - type each new node now (errors name this ONNX node)
         except FrontendError as e:
@@ -292,6 +356,28 @@ class _Importer:
             return [self.expr(vi.name) for vi in graph.output]
         finally:
             self.env, self.inits = saved_env, saved_inits
+
+    def _shape_rule(self, cx: Ctx, attrs: _Attrs, out: Expr) -> Expr:
+        """``out`` with its known value recorded, or as a constant when every entry is an int."""
+        t = out.checked_type
+        if not isinstance(t, TensorType) or dtype_kind(t.dtype) not in "iu" or t.ndim > 1:
+            return out
+        try:
+            val = SHAPE_RULES[cx.node.op_type](cx, attrs)
+        except PyIRError:  # e.g. dimension arithmetic that is provably negative: leave it unknown
+            return out
+        if val is None:
+            return out
+        scalar, values = val
+        if scalar is None:  # the rule keeps the entries, the result's type says 0-D or 1-D
+            scalar = t.ndim == 0
+        n = 1 if t.ndim == 0 else t.shape[0]
+        if scalar != (t.ndim == 0) or (type(n) is int and len(values) != n):
+            return out  # a rule that does not match the converted node's type: not recorded
+        if all(type(v) is int for v in values):
+            arr = np.asarray(values[0] if scalar else values, dtype=t.dtype)
+            return Constant(arr)
+        return cx.set_shape_value(out, scalar, values)
 
     def run(self) -> Module:
         for node in self.graph.node:
@@ -340,7 +426,8 @@ def _fold(e: Expr) -> Expr:
 
 
 def from_onnx(model_or_path: Any, *, weights: str = "constants",
-              shapes: Mapping[str, Sequence[int]] | None = None) -> Any:
+              shapes: Mapping[str, Sequence[Any]] | None = None,
+              dims: Mapping[str, Any] | None = None) -> Any:
     """Import an ONNX model (a ``ModelProto``, a path, or the serialized bytes).
 
     Args:
@@ -348,13 +435,18 @@ def from_onnx(model_or_path: Any, *, weights: str = "constants",
         weights: ``"constants"`` embeds the initializers as constants; ``"params"``
             makes each initializer used as data an extra parameter of ``main`` (after
             the graph inputs) and returns ``(mod, {name: array})``.
-        shapes: static shapes for graph inputs whose declared shape is dynamic.
+        shapes: shapes for graph inputs, by input name (overriding the declared shape; ints,
+            ``pyir.sym`` symbols or ``pyir.Any``).
+        dims: values for named dynamic dimensions (``dim_param``), by dimension name, e.g.
+            ``dims={"batch": 1}``.  A named dimension left unbound becomes the symbolic dimension
+            ``pyir.sym(name)`` (the same symbol wherever the name appears); an unnamed dynamic
+            dimension becomes ``?`` (``pyir.Any``).
 
     Returns:
         The module (``main`` takes the graph inputs in order), or ``(module, params)``.
 
     Raises:
-        FrontendError: onnx missing, unsupported operator/attribute, dynamic shapes.
+        FrontendError: onnx missing, unsupported operator/attribute, bad ``shapes``/``dims``.
     """
     if weights not in ("constants", "params"):
         raise FrontendError(f"weights must be 'constants' or 'params', got {weights!r}")
@@ -371,7 +463,13 @@ def from_onnx(model_or_path: Any, *, weights: str = "constants",
     else:
         raise FrontendError("expected an onnx.ModelProto, a path or bytes, "
                             f"got {type(model_or_path).__name__}")
-    imp = _Importer(model, onnx, weights, shapes or {})
+    for k, v in (dims or {}).items():
+        if not isinstance(k, str):
+            raise FrontendError(f"dims keys are dimension names (str), got {k!r}")
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer, Dim)):
+            raise FrontendError(f"dims[{k!r}] must be an int or a dimension, got {v!r}")
+    imp = _Importer(model, onnx, weights, shapes or {}, {k: int(v) if isinstance(v, (int, np.integer))
+                                                          else v for k, v in (dims or {}).items()})
     mod = imp.run()
     if weights == "params":
         return mod, dict(imp.param_values)

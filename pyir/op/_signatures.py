@@ -80,6 +80,14 @@ class Argmax(Protocol):
         ...
 
 
+class Argmin(Protocol):
+    """The builder of ``argmin``."""
+
+    def __call__(self, data: ExprLike, /, *, axis: Int = 0, keepdims: Bool = False) -> Call:
+        """Index of the minimum along ``axis`` (int64; the first one on ties)."""
+        ...
+
+
 class Asin(Protocol):
     """The builder of ``asin``."""
 
@@ -416,6 +424,14 @@ class DynCol2im(Protocol):
         ...
 
 
+class DynExpand(Protocol):
+    """The builder of ``dyn.expand``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Broadcast ``data`` and a run-time ``shape`` both ways (ONNX's Expand)."""
+        ...
+
+
 class DynFull(Protocol):
     """The builder of ``dyn.full``."""
 
@@ -489,6 +505,14 @@ class DynImageResize2d(Protocol):
         ...
 
 
+class DynMax(Protocol):
+    """The builder of ``dyn.max``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, keepdims: Bool = False) -> Call:
+        """``max`` over run-time ``axes`` (distinct; empty reduces nothing)."""
+        ...
+
+
 class DynMaxUnpool(Protocol):
     """The builder of ``dyn.max_unpool``."""
 
@@ -504,6 +528,22 @@ class DynMaxUnpool(Protocol):
         pads: Ints = (),
     ) -> Call:
         """``max_unpool`` to an ``output_shape`` given as a 1-D integer tensor."""
+        ...
+
+
+class DynMean(Protocol):
+    """The builder of ``dyn.mean``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, keepdims: Bool = False) -> Call:
+        """``mean`` over run-time ``axes`` (distinct; empty reduces nothing)."""
+        ...
+
+
+class DynMin(Protocol):
+    """The builder of ``dyn.min``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, keepdims: Bool = False) -> Call:
+        """``min`` over run-time ``axes`` (distinct; empty reduces nothing)."""
         ...
 
 
@@ -552,11 +592,35 @@ class DynOnes(Protocol):
         ...
 
 
+class DynProd(Protocol):
+    """The builder of ``dyn.prod``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, keepdims: Bool = False) -> Call:
+        """``prod`` over run-time ``axes`` (distinct; empty reduces nothing)."""
+        ...
+
+
 class DynReshape(Protocol):
     """The builder of ``dyn.reshape``."""
 
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, allowzero: Bool = False) -> Call:
+        """``reshape`` to a run-time ``newshape`` (0 copies unless ``allowzero``; -1 infers)."""
+        ...
+
+
+class DynSplit(Protocol):
+    """The builder of ``dyn.split``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, axis: Int = 0) -> Call:
+        """``split`` along ``axis`` into pieces of run-time ``sizes``; returns a tuple."""
+        ...
+
+
+class DynSqueeze(Protocol):
+    """The builder of ``dyn.squeeze``."""
+
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
-        """``reshape`` to a run-time ``newshape`` (1-D integer tensor; 0 copies, -1 infers a dimension)."""
+        """``squeeze`` the run-time ``axes`` (1-D integer tensor; each must be of length 1)."""
         ...
 
 
@@ -565,6 +629,14 @@ class DynStridedSlice(Protocol):
 
     def __call__(self, input0: ExprLike, input1: ExprLike, input2: ExprLike, input3: ExprLike, /) -> Call:
         """``x[begin:end:strides]`` on the leading axes, with run-time 1-D integer bounds."""
+        ...
+
+
+class DynSum(Protocol):
+    """The builder of ``dyn.sum``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, keepdims: Bool = False) -> Call:
+        """``sum`` over run-time ``axes`` (distinct; empty reduces nothing)."""
         ...
 
 
@@ -591,6 +663,14 @@ class DynTopk(Protocol):
         dtype: DType = 'int32',
     ) -> Call:
         """``topk`` with a run-time ``k`` (integer scalar; < 1 takes the whole axis)."""
+        ...
+
+
+class DynUnsqueeze(Protocol):
+    """The builder of ``dyn.unsqueeze``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Insert unit axes at the run-time ``axes`` (positions in the result, as ONNX's)."""
         ...
 
 

@@ -23,7 +23,7 @@ from ..ir.dims import (
     dims_equal,
 )
 from ..ir.node import MAX_INDEX, Attrs
-from ..ir.types import TensorType, Type, dtype_kind
+from ..ir.types import TensorType, Type, dtype_kind, dtype_range
 from ._rel import broadcast_shapes, fail, normalize_axis, same_dtype, shape_str, tensor, unify_dims
 from .registry import AttrSpec, OpPattern, register_op
 
@@ -36,7 +36,7 @@ __all__ = [
     "clip", "cast", "greater", "less", "equal", "not_equal", "greater_equal", "less_equal",
     "logical_and", "logical_or", "logical_not", "where",
     "reshape", "transpose", "concatenate", "expand_dims", "squeeze",
-    "sum", "mean", "max", "min", "prod", "argmax", "matmul", "split", "strided_slice", "take",
+    "sum", "mean", "max", "min", "prod", "argmax", "argmin", "matmul", "split", "strided_slice", "take",
     "zeros_like", "ones_like", "copy",
 ]
 
@@ -558,10 +558,33 @@ _REDUCE_ATTRS = (AttrSpec("axis", "ints?", None), AttrSpec("keepdims", "bool", F
                  AttrSpec("exclude", "bool", False))
 
 
+def reduce_identity(fn: Callable[..., np.ndarray], dtype: Any) -> Any:
+    """The value ``max``/``min`` give over a zero-length axis (ONNX: the dtype's lowest /
+    highest value, -inf / inf for floats); None for the other reductions (numpy's)."""
+    if fn is not np.max and fn is not np.min:
+        return None
+    low = fn is np.max
+    kind = dtype_kind(np.dtype(dtype).name)
+    if kind == "b":
+        return not low
+    if kind in "iu":
+        return dtype_range(np.dtype(dtype).name)[0 if low else 1]
+    return -np.inf if low else np.inf
+
+
+def reduce_compute(fn: Callable[..., np.ndarray], x: np.ndarray, axes: tuple[int, ...],
+                   keepdims: bool) -> np.ndarray:
+    """``fn`` over ``axes``; ``max``/``min`` of an empty input give :func:`reduce_identity`."""
+    if x.size == 0:
+        init = reduce_identity(fn, x.dtype)
+        if init is not None:
+            return np.asarray(fn(x, axis=axes, keepdims=keepdims, initial=init)).astype(x.dtype)
+    return np.asarray(fn(x, axis=axes, keepdims=keepdims)).astype(x.dtype)
+
+
 def _reduction(name: str, fn: Callable[..., np.ndarray], doc: str) -> Callable[..., Any]:
     def compute(attrs: Attrs, x: np.ndarray) -> np.ndarray:
-        axes = _reduce_axes(attrs, x.ndim)
-        return np.asarray(fn(x, axis=axes, keepdims=attrs["keepdims"])).astype(x.dtype)
+        return reduce_compute(fn, x, _reduce_axes(attrs, x.ndim), attrs["keepdims"])
 
     return register_op(name, num_inputs=1, type_rel=_reduce_rel, compute=compute,
                        pattern=OpPattern.COMM_REDUCE, doc=doc, attrs=_REDUCE_ATTRS)
@@ -610,3 +633,12 @@ def _matmul_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
 matmul: _sig.Matmul = register_op(
     "matmul", num_inputs=2, type_rel=_matmul_rel, compute=lambda attrs, a, b: np.matmul(a, b),
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE, doc="Numpy-style (batched, broadcasting) matrix product.")
+
+
+# -- argmin (after argmax) -------------------------------------------------------------------
+
+argmin: _sig.Argmin = register_op(
+    "argmin", num_inputs=1, type_rel=_argmax_rel,
+    compute=lambda attrs, x: np.argmin(x, axis=attrs["axis"], keepdims=attrs["keepdims"]).astype("int64"),
+    pattern=OpPattern.COMM_REDUCE, doc="Index of the minimum along ``axis`` (int64; the first one on ties).",
+    attrs=(AttrSpec("axis", "int", 0), AttrSpec("keepdims", "bool", False)))
