@@ -17,6 +17,7 @@ of this or any later module of the pipeline, come from?".
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -164,6 +165,31 @@ def _tensor_type(vi: Any, onnx: Any, shapes: Mapping[str, Sequence[int]]) -> Ten
     return TensorType(tuple(dims), dtype)
 
 
+# element types whose raw_data is the little-endian numpy array itself (one element per item)
+_RAW_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+               10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
+
+
+def _initializer_array(t: Any, onnx: Any) -> np.ndarray:
+    """An initializer as a read-only array over its ``raw_data`` bytes (no copy of the weights: the
+    Constant made of it keeps those very bytes), or ``numpy_helper.to_array`` for the other encodings
+    (typed fields, external data, packed and non-native element types)."""
+    dt = _RAW_DTYPES.get(t.data_type)
+    if dt is None or sys.byteorder != "little" or not t.HasField("raw_data") \
+            or t.data_location == onnx.TensorProto.EXTERNAL or t.HasField("segment"):
+        try:
+            return np.asarray(onnx.numpy_helper.to_array(t))
+        except (TypeError, ValueError) as e:
+            raise FrontendError(f"initializer {t.name!r}: {e}") from None
+    shape = tuple(int(d) for d in t.dims)
+    raw = t.raw_data
+    size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dt).itemsize
+    if any(d < 0 for d in shape) or len(raw) != size:
+        raise FrontendError(f"initializer {t.name!r}: {len(raw)} bytes of raw data for shape {shape} "
+                            f"of {dt}")
+    return np.frombuffer(raw, dtype=dt).reshape(shape)
+
+
 class _Importer:
     def __init__(self, model: Any, onnx: Any, weights: str, shapes: Mapping[str, Sequence[int]]) -> None:
         self.onnx = onnx
@@ -182,7 +208,7 @@ class _Importer:
         self.sources: dict[bytes, Any] = {}
         self.seen: set[bytes] = set()
         for t in self.graph.initializer:
-            self.inits[t.name] = onnx.numpy_helper.to_array(t)
+            self.inits[t.name] = _initializer_array(t, onnx)
         for vi in self.graph.input:
             if vi.name in self.inits:
                 continue  # an input with a default: the initializer
