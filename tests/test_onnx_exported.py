@@ -263,3 +263,68 @@ def test_regenerated_weights_are_seeded_and_shaped() -> None:
     stored = onnx.load(os.path.join(HERE, MANIFEST["cases"]["resnet_ish.legacy"]["file"]))
     stripped = {e["name"] for e in entries}
     assert all(not t.raw_data for t in stored.graph.initializer if t.name in stripped)
+
+
+# -- import memory: initializers' bytes are shared, not copied ----------------------------------------
+
+
+def _matmul_model(weights: list[np.ndarray], as_raw: bool = True) -> Any:
+    """x @ w0 @ w1 ... with the weights as initializers (raw_data, or the typed float_data field)."""
+    from onnx import TensorProto, helper
+
+    nodes, inits, prev = [], [], "x"
+    for i, w in enumerate(weights):
+        t = numpy_helper.from_array(w, f"w{i}")
+        if not as_raw:
+            t = helper.make_tensor(f"w{i}", TensorProto.FLOAT, w.shape, w.reshape(-1).tolist())
+        inits.append(t)
+        nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"h{i}"]))
+        prev = f"h{i}"
+    n = weights[0].shape[0]
+    g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, n))],
+                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, (1, weights[-1].shape[1]))],
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_import_keeps_one_copy_of_the_weights() -> None:
+    """Importing a model whose weights are raw_data allocates them once (the Constants keep the bytes
+    read from the file: no second copy), and the constants are the ones the constructor builds."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    weights = [rng.standard_normal((512, 512)).astype(np.float32) for _ in range(8)]  # 8 MB
+    model = _matmul_model(weights)
+    total = sum(w.nbytes for w in weights)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        mod = from_onnx(model)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.4 * total, f"import peaked at {peak / total:.2f}x the weights"
+    consts = [n for n in post_order(mod["main"]) if isinstance(n, pyir.Constant)]
+    assert len(consts) == len(weights)
+    for c in consts:
+        assert not c.data.flags.writeable
+        w = next(w for w in weights if np.array_equal(w, c.data))
+        assert pyir.Constant(w) is c
+    x = rng.standard_normal((1, 512)).astype(np.float32)
+    want = x
+    for w in weights:
+        want = want @ w
+    np.testing.assert_allclose(pyir.evaluate(mod, x), want, rtol=1e-4, atol=1e-3)
+
+
+def test_initializer_encodings_import_alike() -> None:
+    """Typed-field initializers import to the very constants raw_data ones do; raw data of the wrong
+    size is a FrontendError naming the initializer."""
+    rng = np.random.default_rng(1)
+    weights = [rng.standard_normal((4, 3)).astype(np.float32)]
+    raw, typed = from_onnx(_matmul_model(weights)), from_onnx(_matmul_model(weights, as_raw=False))
+    assert raw["main"].body.args[1] is typed["main"].body.args[1]
+    bad = _matmul_model(weights)
+    bad.graph.initializer[0].raw_data = bad.graph.initializer[0].raw_data[:-4]
+    with pytest.raises(pyir.errors.FrontendError, match=r"initializer 'w0'.*44 bytes"):
+        from_onnx(bad)
