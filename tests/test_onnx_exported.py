@@ -41,8 +41,6 @@ CASES = sorted(MANIFEST["cases"])
 RTOL = 1e-4
 
 _REDUCE = "ReduceMean rejects the attribute noop_with_empty_axes=0 (dynamo exporter) (issue 13 bug 1)"
-_RESHAPE_LINEAGE = ("lineage: SimplifyExpr's merge of reshape(reshape(x)) drops the consumed ONNX Reshape "
-                    "(find() is empty; issue 13, bug 8)")
 _THEN_REDUCE = "; then (operator branches merged): " + _REDUCE
 _THEN_QKV = ("; then (operator branches merged): lineage lost in SimplifyExpr: the layer-0 q/k/v MatMuls' "
              "find() gives the rebuilt call, whose origins() lack them")
@@ -73,7 +71,6 @@ BLOCKED: dict[str, str] = {
     "swin.dynamo": "missing ONNX operator(s): LayerNormalization" + _THEN_QKV,
     "swin.legacy": "missing ONNX operator(s): LayerNormalization, Mod",
     "t5_encoder.dynamo": "missing ONNX operator(s): GatherND" + _THEN_REDUCE,
-    "t5_encoder.legacy": _RESHAPE_LINEAGE,
     "vit_eager.dynamo": "missing ONNX operator(s): LayerNormalization" + _THEN_QKV,
     "vit_eager.legacy": "missing ONNX operator(s): LayerNormalization" + _THEN_QKV,
     "vit_sdpa.dynamo": "missing ONNX operator(s): IsNaN, LayerNormalization" + _THEN_QKV,
