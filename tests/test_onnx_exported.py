@@ -42,8 +42,9 @@ RTOL = 1e-4
 
 _REDUCE = "ReduceMean rejects the attribute noop_with_empty_axes=0 (dynamo exporter) (issue 13 bug 1)"
 _THEN_REDUCE = "; then (operator branches merged): " + _REDUCE
-_THEN_QKV = ("; then (operator branches merged): lineage lost in SimplifyExpr: the layer-0 q/k/v MatMuls' "
-             "find() gives the rebuilt call, whose origins() lack them")
+_THEN_QKV = ("; then (operator branches merged): lineage: SimplifyExpr's 0 + x -> x on the zero q/k/v biases "
+             "(Hugging Face zeroes Linear biases) derives the surviving MatMul from the Add and the 0 only, "
+             "so origins(matmul) lacks the MatMul itself and onnx_sources misses its ONNX node")
 # What blocks each case on the main branch this file was written against: the operators without a
 # converter, or the bug named; then what failed next with the onnxnn, onnxindex, onnxmath and onnxdtype
 # branches merged in a scratch tree (none: the case passed there).  Strict: a case that starts
