@@ -8,11 +8,13 @@
   torch exporters use (Conv patch embedding, LayerNorm as ReduceMean/Sub/Pow/Sqrt/Div, MatMul,
   Softmax, GELU through Erf).
 
-Each round runs onnxruntime then pyir once per model (alternated, best of ``--repeats``) and
-reports CPU seconds (``time.process_time``: all threads) and wall seconds, and the ratio pyir /
-onnxruntime.  Both run on one thread by default (onnxruntime ``intra_op_num_threads=1``, BLAS
-pinned through the usual environment variables before numpy loads), so the ratio compares the
-kernels, not the thread pools; ``--threads N`` changes both.  The outputs are compared too.
+Each round runs onnxruntime then pyir once per model (alternated, best of ``--repeats``) and reports
+CPU seconds (``time.process_time``: all threads) and wall seconds, and the ratio pyir / onnxruntime;
+"piped" is pyir.evaluate of the module after the standard pipeline (batch norms folded into the
+convolutions' constants, FuseOps' primitive functions called as closures). Both run on one thread by
+default (onnxruntime ``intra_op_num_threads=1``, BLAS pinned through the usual environment variables
+before numpy loads), so the ratio compares the kernels, not the thread pools; ``--threads N``
+changes both. The outputs are compared too.
 
     nice python benchmarks/bench_interp.py [--models resnet50 vit_b16] [--repeats 3] [--threads 1]
 """
@@ -163,6 +165,23 @@ def vit_encoder(layers: int = 12, width: int = 768, heads: int = 12, mlp: int = 
 MODELS = {"resnet50": resnet50, "vit_b16": vit_encoder}
 
 
+def pipeline() -> Any:
+    """The standard pipeline (as in bench_onnx.py)."""
+    from pyir.transform import (
+        DeadCodeElimination,
+        FoldConstant,
+        FuseOps,
+        Sequential,
+        SimplifyExpr,
+        SimplifyInference,
+        ToANormalForm,
+        ToGraphNormalForm,
+    )
+
+    return Sequential([SimplifyInference(), FoldConstant(), SimplifyExpr(), FuseOps(), ToANormalForm(),
+                       ToGraphNormalForm(), DeadCodeElimination()])
+
+
 def measure(name: str, repeats: int, threads: int) -> dict[str, Any]:
     """Best-of-``repeats`` CPU and wall seconds of onnxruntime and pyir on one model."""
     import onnxruntime as ort
@@ -175,10 +194,12 @@ def measure(name: str, repeats: int, threads: int) -> dict[str, Any]:
     so.log_severity_level = 3
     sess = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
     mod = from_onnx(model)
+    fused = pipeline()(mod)
     args = [feed[p.name_hint] for p in mod["main"].params]
-    best = {"ort_cpu": np.inf, "ort_wall": np.inf, "pyir_cpu": np.inf, "pyir_wall": np.inf}
-    want = sess.run(None, feed)  # warm-up of both
+    best = dict.fromkeys(("ort_cpu", "ort_wall", "pyir_cpu", "pyir_wall", "piped_cpu"), np.inf)
+    want = sess.run(None, feed)  # warm-up of all three
     got = pyir.evaluate(mod, *args)
+    piped = pyir.evaluate(fused, *args)
     for _ in range(repeats):
         c0, w0 = time.process_time(), time.perf_counter()
         want = sess.run(None, feed)
@@ -189,9 +210,10 @@ def measure(name: str, repeats: int, threads: int) -> dict[str, Any]:
         best["ort_wall"] = min(best["ort_wall"], w1 - w0)
         best["pyir_cpu"] = min(best["pyir_cpu"], c2 - c1)
         best["pyir_wall"] = min(best["pyir_wall"], w2 - w1)
-    got = list(got) if isinstance(got, tuple) else [got]
+        piped = pyir.evaluate(fused, *args)
+        best["piped_cpu"] = min(best["piped_cpu"], time.process_time() - c2)
     best["rel_err"] = max(float(np.abs(g.astype(np.float64) - w).max() / np.abs(w).max())
-                          for g, w in zip(got, want))
+                          for y in (got, piped) for g, w in zip(y if isinstance(y, tuple) else [y], want))
     best["onnx_nodes"] = len(model.graph.node)
     return best
 
@@ -204,7 +226,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args(argv)
     head = (f"{'model':<10} {'nodes':>6} {'ort cpu s':>10} {'pyir cpu s':>11} {'cpu ratio':>10} "
-            f"{'ort wall s':>11} {'pyir wall s':>12} {'wall ratio':>11} {'rel err':>9}")
+            f"{'ort wall s':>11} {'pyir wall s':>12} {'wall ratio':>11} {'piped cpu s':>12} {'ratio':>7} "
+            f"{'rel err':>9}")
     print(f"threads {a.threads}, best of {a.repeats}, load {os.getloadavg()[0]:.1f}")
     print(head)
     print("-" * len(head))
@@ -212,7 +235,9 @@ def main(argv: list[str] | None = None) -> None:
         r = measure(name, a.repeats, a.threads)
         print(f"{name:<10} {r['onnx_nodes']:>6} {r['ort_cpu']:>10.3f} {r['pyir_cpu']:>11.3f} "
               f"{r['pyir_cpu'] / r['ort_cpu']:>9.2f}x {r['ort_wall']:>11.3f} {r['pyir_wall']:>12.3f} "
-              f"{r['pyir_wall'] / r['ort_wall']:>10.2f}x {r['rel_err']:>9.1e}", flush=True)
+              f"{r['pyir_wall'] / r['ort_wall']:>10.2f}x {r['piped_cpu']:>12.3f} "
+              f"{r['piped_cpu'] / r['ort_cpu']:>6.2f}x "
+              f"{r['rel_err']:>9.1e}", flush=True)
 
 
 if __name__ == "__main__":
