@@ -11,7 +11,8 @@ suite needs no torch and the files stay small.
 Each case imports, evaluates equal to onnxruntime (relative error <= 1e-4: the largest
 difference over the largest magnitude of the output), runs through the standard pipeline,
 evaluates equal again, and keeps lineage complete: every Call of the result traces back to
-ONNX nodes (``onnx_sources``), and every ONNX node that contributes to an output is found again.
+ONNX nodes (``onnx_sources``), and every ONNX node that contributes to an output is found again,
+backward (it is among the sources of the result) and forward (``find`` of what it was imported as).
 A case that cannot import yet is an ``xfail(strict=True)`` naming what blocks it, so it fails
 the moment the missing operator lands and the mark must be removed.
 """
@@ -214,6 +215,22 @@ def check_lineage(model: Any, mod: pyir.Module) -> None:
     assert not lost, f"{len(lost)} ONNX node(s) not found again: {lost[:5]}"
 
 
+def check_found_again(model: Any, mod: pyir.Module, out: pyir.Module) -> None:
+    """Forward: for every live ONNX node, some expression the import made of it is found by
+    ``out.find`` (the pipeline's result still holds what it became)."""
+    from pyir.frontend.onnx import _pairs, source_table
+
+    table = source_table(mod)
+    made: dict[tuple[str, str], list[Any]] = {}
+    for n in post_order(mod["main"]):
+        v = table.get(n.id)
+        if v is not None and not isinstance(n, (pyir.Op, pyir.Function)):
+            for label in _pairs(v):
+                made.setdefault(label, []).append(n)
+    lost = [x for x in live_nodes(model) if not any(out.find(n) for n in made.get(x, ()))]
+    assert not lost, f"{len(lost)} ONNX node(s) whose expressions find() no longer finds: {lost[:5]}"
+
+
 @pytest.mark.parametrize("key", [pytest.param(k, marks=pytest.mark.xfail(reason=BLOCKED[k], strict=True))
                                  if k in BLOCKED else k for k in CASES])
 def test_exported_model_matches_onnxruntime(key: str) -> None:
@@ -232,6 +249,7 @@ def test_exported_model_matches_onnxruntime(key: str) -> None:
     assert any(isinstance(n, pyir.Function) and n.attrs.get("Primitive") for n in post_order(out["main"]))
     assert_close(as_list(pyir.evaluate(out, *args)), want, f"{key} after the pipeline")
     check_lineage(model, out)
+    check_found_again(model, mod, out)
 
 
 def test_manifest_lists_every_file() -> None:
