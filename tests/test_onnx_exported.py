@@ -344,3 +344,31 @@ def test_initializer_encodings_import_alike() -> None:
     bad.graph.initializer[0].raw_data = bad.graph.initializer[0].raw_data[:-4]
     with pytest.raises(pyir.errors.FrontendError, match=r"initializer 'w0'.*44 bytes"):
         from_onnx(bad)
+
+
+def test_external_data_is_read_straight_into_the_constants(tmp_path: Any) -> None:
+    """A model saved with external data imports from its path to the very constants of the inline
+    model (the importer reads each tensor's bytes itself: the proto never holds the weights, and
+    tracemalloc sees one copy); a missing data file is a FrontendError naming the initializer."""
+    import tracemalloc
+
+    rng = np.random.default_rng(2)
+    weights = [rng.standard_normal((256, 256)).astype(np.float32) for _ in range(4)]
+    model = _matmul_model(weights)
+    inline = from_onnx(model)
+    path = str(tmp_path / "m.onnx")
+    onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True, location="m.data",
+              size_threshold=0)
+    assert os.path.getsize(path) < 4096
+    tracemalloc.start()
+    try:
+        mod = from_onnx(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.4 * sum(w.nbytes for w in weights)
+    assert mod["main"].body.args[1] is inline["main"].body.args[1]
+    assert mod.astext().split("#[metadata]")[1] == inline.astext().split("#[metadata]")[1]
+    os.remove(tmp_path / "m.data")
+    with pytest.raises(pyir.errors.FrontendError, match="initializer 'w0'"):
+        from_onnx(path)

@@ -170,16 +170,17 @@ _RAW_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: 
                10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
 
 
-def _initializer_array(t: Any, onnx: Any) -> np.ndarray:
-    """An initializer as a read-only array over its ``raw_data`` bytes (no copy of the weights: the
-    Constant made of it keeps those very bytes), or ``numpy_helper.to_array`` for the other encodings
-    (typed fields, external data, packed and non-native element types)."""
+def _initializer_array(t: Any, onnx: Any, base_dir: str = "") -> np.ndarray:
+    """An initializer as a read-only array over its ``raw_data`` bytes, or over the bytes read from
+    its external data file (no copy of the weights either way: the Constant made of it keeps those
+    very bytes), else ``numpy_helper.to_array`` for the other encodings (typed fields, packed and
+    non-native element types)."""
     dt = _RAW_DTYPES.get(t.data_type)
     if dt is None or sys.byteorder != "little" or not t.HasField("raw_data") \
             or t.data_location == onnx.TensorProto.EXTERNAL or t.HasField("segment"):
         try:
-            return np.asarray(onnx.numpy_helper.to_array(t))
-        except (TypeError, ValueError) as e:
+            return np.asarray(onnx.numpy_helper.to_array(t, base_dir))
+        except (TypeError, ValueError, OSError, onnx.checker.ValidationError) as e:
             raise FrontendError(f"initializer {t.name!r}: {e}") from None
     shape = tuple(int(d) for d in t.dims)
     raw = t.raw_data
@@ -191,7 +192,8 @@ def _initializer_array(t: Any, onnx: Any) -> np.ndarray:
 
 
 class _Importer:
-    def __init__(self, model: Any, onnx: Any, weights: str, shapes: Mapping[str, Sequence[int]]) -> None:
+    def __init__(self, model: Any, onnx: Any, weights: str, shapes: Mapping[str, Sequence[int]],
+                 base_dir: str = "") -> None:
         self.onnx = onnx
         self.model = model
         self.graph = model.graph
@@ -208,7 +210,7 @@ class _Importer:
         self.sources: dict[bytes, Any] = {}
         self.seen: set[bytes] = set()
         for t in self.graph.initializer:
-            self.inits[t.name] = _initializer_array(t, onnx)
+            self.inits[t.name] = _initializer_array(t, onnx, base_dir)
         for vi in self.graph.input:
             if vi.name in self.inits:
                 continue  # an input with a default: the initializer
@@ -385,9 +387,13 @@ def from_onnx(model_or_path: Any, *, weights: str = "constants",
     if weights not in ("constants", "params"):
         raise FrontendError(f"weights must be 'constants' or 'params', got {weights!r}")
     onnx = _load_onnx()
+    base_dir = ""
     if isinstance(model_or_path, (str, os.PathLike)):
         try:
-            model = onnx.load(os.fspath(model_or_path))
+            # external data is read per initializer by the importer, straight into the constants'
+            # bytes: the loaded proto never holds a second copy of the weights
+            model = onnx.load(os.fspath(model_or_path), load_external_data=False)
+            base_dir = os.path.dirname(os.path.abspath(os.fspath(model_or_path)))
         except (OSError, onnx.onnx_cpp2py_export.checker.ValidationError, ValueError) as e:
             raise FrontendError(f"cannot load ONNX model {model_or_path!r}: {e}") from e
     elif isinstance(model_or_path, bytes):
@@ -397,7 +403,7 @@ def from_onnx(model_or_path: Any, *, weights: str = "constants",
     else:
         raise FrontendError("expected an onnx.ModelProto, a path or bytes, "
                             f"got {type(model_or_path).__name__}")
-    imp = _Importer(model, onnx, weights, shapes or {})
+    imp = _Importer(model, onnx, weights, shapes or {}, base_dir)
     mod = imp.run()
     if weights == "params":
         return mod, dict(imp.param_values)
