@@ -41,44 +41,19 @@ with open(os.path.join(HERE, "MANIFEST.json")) as _f:
 CASES = sorted(MANIFEST["cases"])
 RTOL = 1e-4
 
-_REDUCE = "ReduceMean rejects the attribute noop_with_empty_axes=0 (dynamo exporter) (issue 13 bug 1)"
-_THEN_REDUCE = "; then (operator branches merged): " + _REDUCE
-_THEN_QKV = ("; then (operator branches merged): lineage: SimplifyExpr's 0 + x -> x on the zero q/k/v biases "
-             "(Hugging Face zeroes Linear biases) derives the surviving MatMul from the Add and the 0 only, "
-             "so origins(matmul) lacks the MatMul itself and onnx_sources misses its ONNX node")
-# What blocks each case on the main branch this file was written against: the operators without a
-# converter, or the bug named; then what failed next with the onnxnn, onnxindex, onnxmath and onnxdtype
-# branches merged in a scratch tree (none: the case passed there).  Strict: a case that starts
+_REDUCE = ("ReduceMean rejects the attribute noop_with_empty_axes=0 that the dynamo exporter writes "
+           "(issue 13 bug 1)")
+_QKV = ("lineage: SimplifyExpr's 0 + x -> x on the zero q/k/v biases (Hugging Face zeroes Linear biases) "
+        "derives the surviving MatMul from the Add and the 0 only, so origins(matmul) lacks the MatMul "
+        "itself and onnx_sources misses its ONNX node (find() still finds it)")
+# What blocks each case on main (5c6f079, the operator branches merged); strict: a case that starts
 # passing fails until its entry is removed.
 BLOCKED: dict[str, str] = {
-    "bert_eager.dynamo": "missing ONNX operator(s): GatherND, LayerNormalization" + _THEN_QKV,
-    "bert_eager.legacy": "missing ONNX operator(s): LayerNormalization" + _THEN_QKV,
-    "bert_sdpa.dynamo": "missing ONNX operator(s): GatherND, IsNaN, LayerNormalization" + _THEN_QKV,
-    "bert_sdpa.legacy": "missing ONNX operator(s): IsNaN, LayerNormalization" + _THEN_QKV,
-    "convnext_ish.dynamo": "missing ONNX operator(s): LayerNormalization" + _THEN_REDUCE,
-    "convnext_ish.legacy": "missing ONNX operator(s): LayerNormalization",
-    "distilbert_eager.dynamo": "missing ONNX operator(s): GatherND, LayerNormalization" + _THEN_QKV,
-    "distilbert_eager.legacy": "missing ONNX operator(s): LayerNormalization" + _THEN_QKV,
-    "distilbert_sdpa.dynamo": "missing ONNX operator(s): GatherND, IsNaN, LayerNormalization" + _THEN_QKV,
-    "distilbert_sdpa.legacy": "missing ONNX operator(s): IsNaN, LayerNormalization" + _THEN_QKV,
-    "gpt2_eager.dynamo": "missing ONNX operator(s): GatherND, LayerNormalization",
-    "gpt2_eager.legacy": "missing ONNX operator(s): LayerNormalization",
-    "gpt2_sdpa.dynamo": "missing ONNX operator(s): GatherND, IsNaN, LayerNormalization",
-    "gpt2_sdpa.legacy": "missing ONNX operator(s): IsNaN, LayerNormalization",
-    "mobilenet_v3_ish.dynamo": "missing ONNX operator(s): HardSwish" + _THEN_REDUCE,
-    "mobilenet_v3_ish.legacy": "missing ONNX operator(s): HardSwish",
-    "resnet_ish.dynamo": _REDUCE,
-    "segmentation_head.dynamo": "missing ONNX operator(s): Resize",
-    "segmentation_head.legacy": "missing ONNX operator(s): Resize",
-    "swin.dynamo": "missing ONNX operator(s): LayerNormalization" + _THEN_QKV,
-    "swin.legacy": "missing ONNX operator(s): LayerNormalization, Mod",
-    "t5_encoder.dynamo": "missing ONNX operator(s): GatherND" + _THEN_REDUCE,
-    "vit_eager.dynamo": "missing ONNX operator(s): LayerNormalization" + _THEN_QKV,
-    "vit_eager.legacy": "missing ONNX operator(s): LayerNormalization" + _THEN_QKV,
-    "vit_sdpa.dynamo": "missing ONNX operator(s): IsNaN, LayerNormalization" + _THEN_QKV,
-    "vit_sdpa.legacy": "missing ONNX operator(s): LayerNormalization" + _THEN_QKV,
-    "whisper_encoder.dynamo": "missing ONNX operator(s): LayerNormalization" + _THEN_QKV,
-    "whisper_encoder.legacy": "missing ONNX operator(s): LayerNormalization" + _THEN_QKV,
+    **dict.fromkeys(["convnext_ish.dynamo", "mobilenet_v3_ish.dynamo", "resnet_ish.dynamo",
+                     "t5_encoder.dynamo"], _REDUCE),
+    **dict.fromkeys([f"{m}_{a}.{e}" for m in ("bert", "distilbert", "vit") for a in ("sdpa", "eager")
+                     for e in ("dynamo", "legacy")] + ["swin.dynamo", "whisper_encoder.dynamo",
+                                                        "whisper_encoder.legacy"], _QKV),
 }
 
 
