@@ -187,3 +187,18 @@ def test_erf_is_vectorized_and_exact() -> None:
     np.testing.assert_array_equal(got32, np.array([math.erf(v) for v in x32.astype(np.float64)], np.float32))
     nan = run(op.erf(pyir.var("x", shape=(2,))), np.array([np.nan, 1.0], np.float32))
     assert np.isnan(nan[0]) and nan[1] == np.float32(math.erf(1.0))
+
+
+@pytest.mark.parametrize("groups", [1, 8])
+def test_conv2d_float16_accumulates_in_float32(groups: int) -> None:
+    """A float16 convolution (im2col or depthwise) is float16 out, accumulated in float32: within
+    float16 rounding of the float64 definition even over 8 x 7 x 7 = 392 products."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 8, 12, 12)).astype(np.float16)
+    w = rng.standard_normal((8, 8 // groups, 7, 7)).astype(np.float16)
+    xv, wv = pyir.var("x", shape=x.shape, dtype="float16"), pyir.var("w", shape=w.shape, dtype="float16")
+    e = op.nn.conv2d(xv, wv, padding=(3, 3), groups=groups)
+    got = run(e, x, w)
+    want = conv_reference(x, w, (1, 1), (3, 3, 3, 3), (1, 1), groups)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=2e-3, atol=2e-3 * float(np.abs(want).max()))

@@ -327,6 +327,8 @@ def _conv2d(attrs: Attrs, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         x = x.astype(out_dtype)
     if w.dtype != out_dtype:
         w = w.astype(out_dtype)
+    x, w = _wide(x), _wide(w)  # float16 / bfloat16 accumulate in float32
+    cdt = x.dtype
     n, c = x.shape[:2]
     o, cg, kh, kw = w.shape
     g = attrs["groups"]
@@ -338,20 +340,20 @@ def _conv2d(attrs: Attrs, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     og, k, p = o // g, cg * kh * kw, oh * ow
     if g == c == o and g > 1:
         # depthwise: one multiply-add of the whole (N, C, OH, OW) tap view per kernel position
-        acc = np.zeros((n, c, oh, ow), out_dtype)
+        acc = np.zeros((n, c, oh, ow), cdt)
         tmp = np.empty_like(acc)
         wd = w.reshape(1, c, kh, kw)
         for i in range(kh):
             for j in range(kw):
                 np.multiply(_window_slices(x, i, j, oh, ow, st, dil), wd[:, :, i:i + 1, j:j + 1], out=tmp)
                 acc += tmp
-        return acc
+        return acc.astype(out_dtype, copy=False)
     if kh == kw == 1:
         cols = _window_slices(x, 0, 0, oh, ow, st, dil).reshape(n, g, k, p)  # a view when stride 1
     else:
         # im2col as kh * kw block copies of tap views into (N, C, KH, KW, OH, OW): rows ordered
         # like the weight's (C/G, KH, KW), so the product needs no transpose afterwards
-        buf = np.empty((n, c, kh, kw, oh, ow), out_dtype)
+        buf = np.empty((n, c, kh, kw, oh, ow), cdt)
         for i in range(kh):
             for j in range(kw):
                 buf[:, :, i, j] = _window_slices(x, i, j, oh, ow, st, dil)
@@ -563,8 +565,9 @@ def _batch_norm(attrs: Attrs, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray
     shift = -mean.astype(np.float64) * scale
     if attrs["center"]:
         shift = shift + beta
-    out = x * _along(scale.astype(x.dtype), x.ndim, ax)
-    out += _along(shift.astype(x.dtype), x.ndim, ax)
+    xw = _wide(x)
+    out = xw * _along(scale.astype(xw.dtype), x.ndim, ax)
+    out += _along(shift.astype(xw.dtype), x.ndim, ax)
     return out.astype(x.dtype, copy=False), mean, var
 
 
