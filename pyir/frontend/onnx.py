@@ -22,6 +22,7 @@ of this or any later module of the pipeline, come from?".
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -222,9 +223,35 @@ def _dim_name(name: str) -> str:
     return out if out and not out[0].isdigit() else "d_" + out
 
 
+# element types whose raw_data is the little-endian numpy array itself (one element per item)
+_RAW_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+               10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
+
+
+def _initializer_array(t: Any, onnx: Any, base_dir: str = "") -> np.ndarray:
+    """An initializer as a read-only array over its ``raw_data`` bytes, or over the bytes read from
+    its external data file (no copy of the weights either way: the Constant made of it keeps those
+    very bytes), else ``numpy_helper.to_array`` for the other encodings (typed fields, packed and
+    non-native element types)."""
+    dt = _RAW_DTYPES.get(t.data_type)
+    if dt is None or sys.byteorder != "little" or not t.HasField("raw_data") \
+            or t.data_location == onnx.TensorProto.EXTERNAL or t.HasField("segment"):
+        try:
+            return np.asarray(onnx.numpy_helper.to_array(t, base_dir))
+        except (TypeError, ValueError, OSError, onnx.checker.ValidationError) as e:
+            raise FrontendError(f"initializer {t.name!r}: {e}") from None
+    shape = tuple(int(d) for d in t.dims)
+    raw = t.raw_data
+    size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dt).itemsize
+    if any(d < 0 for d in shape) or len(raw) != size:
+        raise FrontendError(f"initializer {t.name!r}: {len(raw)} bytes of raw data for shape {shape} "
+                            f"of {dt}")
+    return np.frombuffer(raw, dtype=dt).reshape(shape)
+
+
 class _Importer:
     def __init__(self, model: Any, onnx: Any, weights: str, shapes: Mapping[str, Sequence[Any]],
-                 dims: Mapping[str, Any]) -> None:
+                 dims: Mapping[str, Any], base_dir: str = "") -> None:
         self.onnx = onnx
         self.model = model
         self.graph = model.graph
@@ -244,7 +271,7 @@ class _Importer:
         # expression id: (is a 0-D scalar, the values as ints or dimensions); see Ctx.shape_value
         self.shape_values: dict[bytes, tuple[bool, tuple[Any, ...]]] = {}
         for t in self.graph.initializer:
-            self.inits[t.name] = onnx.numpy_helper.to_array(t)
+            self.inits[t.name] = _initializer_array(t, onnx, base_dir)
         for vi in self.graph.input:
             if vi.name in self.inits:
                 continue  # an input with a default: the initializer
@@ -451,9 +478,13 @@ def from_onnx(model_or_path: Any, *, weights: str = "constants",
     if weights not in ("constants", "params"):
         raise FrontendError(f"weights must be 'constants' or 'params', got {weights!r}")
     onnx = _load_onnx()
+    base_dir = ""
     if isinstance(model_or_path, (str, os.PathLike)):
         try:
-            model = onnx.load(os.fspath(model_or_path))
+            # external data is read per initializer by the importer, straight into the constants'
+            # bytes: the loaded proto never holds a second copy of the weights
+            model = onnx.load(os.fspath(model_or_path), load_external_data=False)
+            base_dir = os.path.dirname(os.path.abspath(os.fspath(model_or_path)))
         except (OSError, onnx.onnx_cpp2py_export.checker.ValidationError, ValueError) as e:
             raise FrontendError(f"cannot load ONNX model {model_or_path!r}: {e}") from e
     elif isinstance(model_or_path, bytes):
@@ -469,7 +500,8 @@ def from_onnx(model_or_path: Any, *, weights: str = "constants",
         if isinstance(v, bool) or not isinstance(v, (int, np.integer, Dim)):
             raise FrontendError(f"dims[{k!r}] must be an int or a dimension, got {v!r}")
     imp = _Importer(model, onnx, weights, shapes or {}, {k: int(v) if isinstance(v, (int, np.integer))
-                                                          else v for k, v in (dims or {}).items()})
+                                                          else v for k, v in (dims or {}).items()},
+                    base_dir)
     mod = imp.run()
     if weights == "params":
         return mod, dict(imp.param_values)

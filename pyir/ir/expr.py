@@ -312,6 +312,18 @@ def _default_array(value: Any, dtype: Any) -> np.ndarray:
     return arr
 
 
+def _shared_bytes(arr: np.ndarray) -> bytes:
+    """The bytes of a C-contiguous ``arr``: the very ``bytes`` object it views when it views one
+    whole (``np.frombuffer(raw)``, as the ONNX importer makes of an initializer's raw data: bytes
+    are immutable, so sharing them is safe and saves a copy of the weights), else a copy."""
+    root: Any = arr.base
+    while type(root) is np.ndarray:
+        root = root.base
+    if type(root) is bytes and len(root) == arr.nbytes:
+        return root  # a contiguous view of all of a buffer's bytes is exactly that buffer
+    return arr.tobytes()
+
+
 _DTYPE_NAMES: dict[Any, str] = {}
 _CANONICAL_DTYPES = {name: np.dtype(name) for name in TENSOR_DTYPES}
 
@@ -398,7 +410,7 @@ class Constant(Expr, final=True):
         elif dt == "bool":
             arr = arr != 0  # canonical 0/1 bytes (a bool view of other bytes means the same)
         shape = tuple(arr.shape)
-        buf = arr.tobytes()
+        buf = _shared_bytes(arr)
         # b"K<dtype>(", the rank (one byte), the dims as int64, the digest of the bytes (none if
         # empty): injective, as the rank gives the dims' length and the dims whether bytes follow
         key = digest(b"".join((_CONST_PREFIX[dt], _RANK_BYTES[len(shape)], _pack_dims(shape),

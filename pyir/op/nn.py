@@ -314,30 +314,56 @@ def _conv2d_rel_dims(d: TensorType, w: TensorType, attrs: Attrs, where: str) -> 
     return TensorType((n, o, oh, ow), attrs["out_dtype"] or d.dtype)
 
 
+def _window_slices(x: np.ndarray, i: int, j: int, oh: int, ow: int, strides: tuple[int, int],
+                   dilation: tuple[int, int]) -> np.ndarray:
+    """The (N, C, OH, OW) view of padded ``x`` seen by kernel tap (i, j)."""
+    (sh, sw), (dh, dw) = strides, dilation
+    return x[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
+
+
 def _conv2d(attrs: Attrs, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     out_dtype = np.dtype(attrs["out_dtype"] or x.dtype)
     if x.dtype != out_dtype:
         x = x.astype(out_dtype)
     if w.dtype != out_dtype:
         w = w.astype(out_dtype)
-    n = x.shape[0]
+    x, w = _wide(x), _wide(w)  # float16 / bfloat16 accumulate in float32
+    cdt = x.dtype
+    n, c = x.shape[:2]
     o, cg, kh, kw = w.shape
     g = attrs["groups"]
-    (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs["strides"], attrs["dilation"], attrs["padding"]
+    st, dil, (pt, pl, pb, pr) = attrs["strides"], attrs["dilation"], attrs["padding"]
     if pt or pl or pb or pr:
         x = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    # im2col: a (N, C, OH, OW, KH, KW) strided view of the padded input, no copy yet.
-    v = sliding_window_view(x, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
-    v = v[:, :, ::sh, ::sw, ::dh, ::dw]
-    oh, ow = v.shape[2:4]
-    og = o // g
-    k = cg * kh * kw
-    v = v.reshape(n, g, cg, oh, ow, kh, kw)
-    cols = v.transpose(1, 0, 3, 4, 2, 5, 6).reshape(g, n * oh * ow, k)  # copies: (G, N*OH*OW, K)
-    wm = w.reshape(g, og, k).transpose(0, 2, 1)  # (G, K, O/G)
-    out = np.matmul(cols, wm)  # (G, N*OH*OW, O/G)
-    out = out.reshape(g, n, oh, ow, og).transpose(1, 0, 4, 2, 3).reshape(n, o, oh, ow)
-    return np.ascontiguousarray(out, dtype=out_dtype)
+    oh = (x.shape[2] - dil[0] * (kh - 1) - 1) // st[0] + 1
+    ow = (x.shape[3] - dil[1] * (kw - 1) - 1) // st[1] + 1
+    og, k, p = o // g, cg * kh * kw, oh * ow
+    if g == c == o and g > 1:
+        # depthwise: one multiply-add of the whole (N, C, OH, OW) tap view per kernel position
+        acc = np.zeros((n, c, oh, ow), cdt)
+        tmp = np.empty_like(acc)
+        wd = w.reshape(1, c, kh, kw)
+        for i in range(kh):
+            for j in range(kw):
+                np.multiply(_window_slices(x, i, j, oh, ow, st, dil), wd[:, :, i:i + 1, j:j + 1], out=tmp)
+                acc += tmp
+        return acc.astype(out_dtype, copy=False)
+    if kh == kw == 1:
+        cols = _window_slices(x, 0, 0, oh, ow, st, dil).reshape(n, g, k, p)  # a view when stride 1
+    else:
+        # im2col as kh * kw block copies of tap views into (N, C, KH, KW, OH, OW): rows ordered
+        # like the weight's (C/G, KH, KW), so the product needs no transpose afterwards
+        buf = np.empty((n, c, kh, kw, oh, ow), cdt)
+        for i in range(kh):
+            for j in range(kw):
+                buf[:, :, i, j] = _window_slices(x, i, j, oh, ow, st, dil)
+        cols = buf.reshape(n, g, k, p)
+    wm = w.reshape(g, og, k)
+    if g == 1:
+        out = np.matmul(wm[0], cols[:, 0])  # (O, K) @ (N, K, P) -> (N, O, P): BLAS, no copy after
+    else:
+        out = np.matmul(wm, cols)  # (G, O/G, K) @ (N, G, K, P) -> (N, G, O/G, P)
+    return np.ascontiguousarray(out.reshape(n, o, oh, ow), dtype=out_dtype)
 
 
 conv2d: _sig.NnConv2d = register_op(
@@ -405,8 +431,9 @@ def _pool_rel(name: str) -> _Rel:
     return rel
 
 
-def _pool_windows(attrs: Attrs, x: np.ndarray, fill: Any) -> tuple[np.ndarray, tuple[int, int, int, int]]:
-    """Windows of ``x`` padded with ``fill``: a (N, C, OH, OW, KH, KW) view, and the full padding used."""
+def _pool_padded(attrs: Attrs, x: np.ndarray,
+                 fill: Any) -> tuple[np.ndarray, int, int, tuple[int, int, int, int]]:
+    """``x`` padded with ``fill``, the output height and width, and the full padding used."""
     h, w = x.shape[2:]
     (kh, kw), (sh, sw), (dh, dw) = attrs["pool_size"], attrs["strides"], attrs["dilation"]
     pt, pl, pb, pr = attrs["padding"]
@@ -415,9 +442,8 @@ def _pool_windows(attrs: Attrs, x: np.ndarray, fill: Any) -> tuple[np.ndarray, t
     # ceil_mode may need windows that reach past the declared bottom/right padding.
     xb = max(pb, (oh - 1) * sh + eh - h - pt)
     xr = max(pr, (ow - 1) * sw + ew - w - pl)
-    xp = np.pad(x, ((0, 0), (0, 0), (pt, xb), (pl, xr)), constant_values=fill)
-    v = sliding_window_view(xp, (eh, ew), axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
-    return v[:, :, :oh, :ow], (pt, pl, xb, xr)
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, xb), (pl, xr)), constant_values=fill) if pt or xb or pl or xr else x
+    return xp, oh, ow, (pt, pl, xb, xr)
 
 
 def _lowest(dtype: np.dtype) -> Any:
@@ -429,12 +455,18 @@ def _lowest(dtype: np.dtype) -> Any:
 
 
 def _max_pool2d(attrs: Attrs, x: np.ndarray) -> np.ndarray:
-    v, _ = _pool_windows(attrs, x, _lowest(x.dtype))
-    return np.ascontiguousarray(v.max(axis=(-2, -1)))
+    xp, oh, ow, _ = _pool_padded(attrs, x, _lowest(x.dtype))
+    (kh, kw), st, dil = attrs["pool_size"], attrs["strides"], attrs["dilation"]
+    out = np.array(_window_slices(xp, 0, 0, oh, ow, st, dil))
+    for i in range(kh):  # one vectorized maximum per window position (NaN propagates, as max does)
+        for j in range(kw):
+            if i or j:
+                np.maximum(out, _window_slices(xp, i, j, oh, ow, st, dil), out=out)
+    return out
 
 
 def _avg_pool2d(attrs: Attrs, x: np.ndarray) -> np.ndarray:
-    v, (pt, pl, pb, pr) = _pool_windows(attrs, x, 0)
+    xp, oh, ow, (pt, pl, pb, pr) = _pool_padded(attrs, x, 0)
     h, w = x.shape[2:]
     # The divisor of each window: a 0/1 mask of the counted positions, pooled like the data.
     mask = np.zeros((1, 1, pt + h + pb, pl + w + pr), dtype=np.int64)
@@ -443,11 +475,14 @@ def _avg_pool2d(attrs: Attrs, x: np.ndarray) -> np.ndarray:
         mask[..., :pt + h + dpb, :pl + w + dpr] = 1
     else:
         mask[..., pt:pt + h, pl:pl + w] = 1
-    (sh, sw), (dh, dw), (kh, kw) = attrs["strides"], attrs["dilation"], attrs["pool_size"]
-    mv = sliding_window_view(mask, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
-    count = mv[:, :, ::sh, ::sw, ::dh, ::dw][:, :, :v.shape[2], :v.shape[3]].sum(axis=(-2, -1))
+    (kh, kw), st, dil = attrs["pool_size"], attrs["strides"], attrs["dilation"]
     acc = np.float64 if x.dtype.kind != "f" else x.dtype
-    total = v.sum(axis=(-2, -1), dtype=acc)
+    total = np.zeros(x.shape[:2] + (oh, ow), acc)
+    count = np.zeros((1, 1, oh, ow), np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            total += _window_slices(xp, i, j, oh, ow, st, dil)
+            count += _window_slices(mask, i, j, oh, ow, st, dil)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(count > 0, total / np.maximum(count, 1).astype(acc), 0)
     return np.ascontiguousarray(out, dtype=x.dtype)
@@ -523,11 +558,16 @@ def _batch_norm_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
 def _batch_norm(attrs: Attrs, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, mean: np.ndarray,
                 var: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ax = attrs["axis"] % x.ndim
-    out = (x - _along(mean, x.ndim, ax)) / np.sqrt(_along(var, x.ndim, ax) + attrs["epsilon"])
+    # x * scale + shift, the per-channel vectors computed in float64: two passes over the data
+    scale = 1 / np.sqrt(var.astype(np.float64) + attrs["epsilon"])
     if attrs["scale"]:
-        out = out * _along(gamma, x.ndim, ax)
+        scale = scale * gamma
+    shift = -mean.astype(np.float64) * scale
     if attrs["center"]:
-        out = out + _along(beta, x.ndim, ax)
+        shift = shift + beta
+    xw = _wide(x)
+    out = xw * _along(scale.astype(xw.dtype), x.ndim, ax)
+    out += _along(shift.astype(xw.dtype), x.ndim, ax)
     return out.astype(x.dtype, copy=False), mean, var
 
 

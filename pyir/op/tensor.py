@@ -63,11 +63,50 @@ def _unary(name: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, *,
                        compute=lambda attrs, x: fn(x), pattern=OpPattern.ELEMWISE, doc=doc)
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    # Abramowitz-Stegun 7.1.26 is too coarse; use the exact series via math.erf.
-    import math
+_SQRT_PI = float(np.sqrt(np.pi))
+# erf(x) = 2/sqrt(pi) * sum_k (-1)^k x^(2k+1) / (k! (2k+1)) for |x| < 2: 34 terms reach double
+# precision there (24 float32's), the alternating terms never exceed 11
+_FACTORIALS = np.cumprod(np.arange(1.0, 34.0)).tolist()  # 1!, 2!, ... 33!
+_ERF_TAYLOR = {n: [(-1) ** k * 2 / (([1.0] + _FACTORIALS)[k] * (2 * k + 1) * _SQRT_PI) for k in range(n)]
+               for n in (24, 34)}
+_ERF_BLOCK = 1 << 14  # elements per block: the Horner loop's arrays stay in the cache
 
-    return np.vectorize(math.erf, otypes=[x.dtype])(x)
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """erf in float64 (within 1.2e-15 relative of math.erf), vectorized by cache-sized blocks: the
+    Taylor series for |x| < 2, else 1 - erfc(|x|) by erfc's continued fraction
+    exp(-x^2) / sqrt(pi) / (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...)))), signed."""
+    a = np.asarray(x)
+    f64 = a.dtype == np.float64
+    coef = _ERF_TAYLOR[34 if f64 else 24]
+    cf_terms = 60 if f64 else 30
+    flat = a.reshape(-1).astype(np.float64)
+    out = np.empty_like(flat)
+    for s in range(0, flat.size, _ERF_BLOCK):
+        v = flat[s:s + _ERF_BLOCK]
+        ax = np.abs(v)
+        small = ax < 2.0
+        every = bool(small.all())
+        idx = None if every else np.flatnonzero(small)
+        xs = v if idx is None else v[idx]
+        y = xs * xs
+        acc = np.full_like(y, coef[-1])
+        for c in coef[-2::-1]:
+            acc *= y
+            acc += c
+        acc *= xs
+        o = out[s:s + _ERF_BLOCK]
+        if idx is None:
+            o[:] = acc
+            continue
+        o[idx] = acc
+        big = np.flatnonzero(~small)  # NaN lands here and stays NaN
+        xb = ax[big]
+        f = xb.copy()
+        for k in range(cf_terms, 0, -1):
+            f = xb + (k / 2) / f
+        o[big] = np.copysign(1.0 - np.exp(-xb * xb) / (_SQRT_PI * f), v[big])
+    return out.reshape(a.shape).astype(a.dtype, copy=False)
 
 
 negative: _sig.Negative = _unary("negative", np.negative, "Elementwise ``-x``.", float_only=False)
