@@ -13,7 +13,7 @@ pytest.importorskip("onnx")
 from pyir.frontend import onnx_conformance
 
 # Raise this when more cases pass (python -m pyir.frontend.onnx_conformance prints the count).
-FLOOR = 1464
+FLOOR = 1751
 
 
 @pytest.fixture(scope="module")

@@ -41,20 +41,9 @@ with open(os.path.join(HERE, "MANIFEST.json")) as _f:
 CASES = sorted(MANIFEST["cases"])
 RTOL = 1e-4
 
-_REDUCE = ("ReduceMean rejects the attribute noop_with_empty_axes=0 that the dynamo exporter writes "
-           "(issue 13 bug 1)")
-_QKV = ("lineage: SimplifyExpr's 0 + x -> x on the zero q/k/v biases (Hugging Face zeroes Linear biases) "
-        "derives the surviving MatMul from the Add and the 0 only, so origins(matmul) lacks the MatMul "
-        "itself and onnx_sources misses its ONNX node (find() still finds it)")
-# What blocks each case on main (5c6f079, the operator branches merged); strict: a case that starts
-# passing fails until its entry is removed.
-BLOCKED: dict[str, str] = {
-    **dict.fromkeys(["convnext_ish.dynamo", "mobilenet_v3_ish.dynamo", "resnet_ish.dynamo",
-                     "t5_encoder.dynamo"], _REDUCE),
-    **dict.fromkeys([f"{m}_{a}.{e}" for m in ("bert", "distilbert", "vit") for a in ("sdpa", "eager")
-                     for e in ("dynamo", "legacy")] + ["swin.dynamo", "whisper_encoder.dynamo",
-                                                        "whisper_encoder.legacy"], _QKV),
-}
+# What blocks each case (an xfail, strict: a case that starts passing fails until its entry is
+# removed). None today: every exported case imports, matches onnxruntime and keeps its lineage.
+BLOCKED: dict[str, str] = {}
 
 
 def regenerate(entry: dict[str, Any]) -> np.ndarray:

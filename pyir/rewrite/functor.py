@@ -420,6 +420,8 @@ class ExprMutator:
         for i in range(len(olds)):
             new = news[i]
             ids = [new.id]
+            if new in memo:  # a node of the input (x + 0 -> x): it goes on standing for itself
+                rec.edges.add(new.id, new.id)
             produced.add(new)
             stack = list(new.children())
             while stack:
