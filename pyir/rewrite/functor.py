@@ -210,18 +210,40 @@ class RoundLineage:
 
 
 def _compose(back: dict[bytes, tuple[bytes, ...]], edges: Iterable[tuple[bytes, tuple[bytes, ...]]]) -> None:
-    """Fold one round's edges into ``back`` so that every new id points to original ids."""
+    """Fold one round's edges into ``back`` so that every new id points to original ids.
+
+    An id not in ``back`` is original (it stands for itself).  An old id that the round itself
+    made (some edge of the round has it as new id) stands for what it stood for before the round
+    and for what it was made from in the round, whatever the order the round recorded its edges
+    in; a chain that comes back to an id on it (a self edge: a node of the input that goes on
+    standing for itself) ends there, at the id as it was before the round."""
+    rb: dict[bytes, list[bytes]] = {}
     for new, olds in edges:
-        acc: list[bytes] = []
-        for o in olds:
-            src = back.get(o)
-            for s in (src if src is not None else (o,)):
-                if s not in acc:
-                    acc.append(s)
-        prev = back.get(new)
-        if prev is not None:
-            acc.extend(s for s in prev if s not in acc)
-        back[new] = tuple(acc)
+        rb.setdefault(new, []).extend(olds)
+    before = {k: back[k] for k in rb if k in back}  # origins from the earlier rounds
+
+    def as_before(o: bytes) -> tuple[bytes, ...]:
+        return before.get(o) or back.get(o) or (o,)
+
+    out: dict[bytes, tuple[bytes, ...]] = {}
+    for new, made_from in rb.items():
+        acc: dict[bytes, None] = dict.fromkeys(before.get(new, ()))
+        seen = {new}
+        stack = list(reversed(made_from))
+        while stack:
+            o = stack.pop()
+            if o in seen:  # a cycle back to an id of this chain: that id as it was before
+                acc.update(dict.fromkeys(as_before(o)))
+                continue
+            if o in rb:  # made in this round too
+                seen.add(o)
+                if o in before:
+                    acc.update(dict.fromkeys(before[o]))
+                stack.extend(reversed(rb[o]))
+                continue
+            acc.update(dict.fromkeys(as_before(o)))
+        out[new] = tuple(acc)
+    back.update(out)
 
 
 # -- the mutator --------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ from ..ir.node import Node
 from ..ir.traverse import post_order
 from ..ir.types import TensorType
 from ..op.dyn import TO_STATIC
-from ..rewrite.functor import Derivations, Rewriter
+from ..rewrite.functor import Derivations, Rewriter, RoundLineage
 from .base import FunctionPass
 from .fold_constant import FoldConstant
 
@@ -113,16 +113,20 @@ class DynamicToStatic(FunctionPass):
             return func
         fold = FoldConstant()
         measured: list[Node] = []
+        # every round's edges point at the ids before the first round (a node a round makes may
+        # come back, hash-consed, as the result of a later round)
+        lineage = RoundLineage()
         for _ in range(self.max_rounds):
-            folded = fold.transform_function(func, mod, name)
+            folded = lineage.run(lambda f: fold.transform_function(f, mod, name), func)
             st = _Static()
-            new = st.visit(folded)
+            new = lineage.run(st.visit, folded)
             measured += st.measured
             if new is folded:
                 break
             func = new
         else:
             folded = func
+        lineage.finish()
         if measured:  # an expression only measured by shape_of is gone: say so
             alive = set(post_order(folded))
             gone = [n for n in dict.fromkeys(measured) if n not in alive]
