@@ -144,6 +144,12 @@ class Derivations:
         ids of two live nodes (unchecked), or None when nothing is recorded."""
         return self._buf.add if self._buf is not None else None
 
+    def joined_adder(self) -> Callable[[bytes, bytes], None] | None:
+        """For hot loops: a function ``add(new_id, old_ids)`` recording one edge from the
+        concatenation of one or more old ids (of live nodes, unchecked), or None when nothing
+        is recorded."""
+        return self._buf.add_joined if self._buf is not None else None
+
     def derive_ids(self, new: Node, olds: bytes | tuple[bytes, ...]) -> None:
         """``new`` derives from the node(s) of id ``olds`` (one id, or a tuple of ids)."""
         if self._buf is not None:

@@ -344,24 +344,24 @@ class _Bind(Rewriter):
 
     def _recorder(self) -> Any:
         """``record(new, n)``: ``new`` stands for graph node ``n``, so it derives from the input
-        node(s) ``n`` stands for; it returns those ids (one as bytes, several as a tuple; None
+        node(s) ``n`` stands for; it returns those ids (concatenated, as bytes; None
         when nothing is recorded), which ``record_ids`` takes for a later node standing for
         ``n`` (the let binding it), so the bindings need not keep ``n`` alive."""
         add = self.d.id_adder()
         if add is None:
             return _no_record
         pre_get = self.pre.get
-        derive_ids = self.d.derive_ids
+        joined = self.d.joined_adder()
 
         def record(new: Node, n: Node) -> Any:
             olds = pre_get(n)
             if olds is None:
                 olds = n.id
                 add(new.id, olds)
-            elif type(olds) is bytes:
+            elif len(olds) == 16:
                 add(new.id, olds)
             else:
-                derive_ids(new, olds)
+                joined(new.id, olds)  # type: ignore[misc]
             return olds
 
         return record
@@ -371,13 +371,13 @@ class _Bind(Rewriter):
         add = self.d.id_adder()
         if add is None:
             return _no_record
-        derive_ids = self.d.derive_ids
+        joined = self.d.joined_adder()
 
         def record_ids(new: Node, olds: Any) -> None:
-            if type(olds) is bytes:
+            if len(olds) == 16:
                 add(new.id, olds)
             else:
-                derive_ids(new, olds)
+                joined(new.id, olds)  # type: ignore[misc]
 
         return record_ids
 
@@ -479,18 +479,18 @@ def _normalize(func: Function, mod: Module, bind_all: bool) -> Function:
 def _graph_lineage(g: dict[Node, Expr], d: Derivations) -> dict[Node, Any]:
     """Record that the nodes of a :func:`graph_form` map rebuilt by inlining the input's lets
     derive from their originals; return the map from each graph node that stands for other
-    than itself to the id(s) of the input node(s) it stands for (one id as bytes, several as
-    a tuple).  (A function of its own, so that no loop variable of the caller's frame keeps a
-    graph node alive.)"""
+    than itself to the id(s) of the input node(s) it stands for (concatenated, as bytes).
+    (A function of its own, so that no loop variable of the caller's frame keeps a graph node
+    alive.)"""
     pre: dict[Node, Any] = {}
     if d and g:
         for n, img in g.items():
             if img is not n:
                 d.derive(img, n)
-            if type(n) in _COMPOUND or (type(n) is Var and img is not n):  # a variable: its value
+            if type(n) in _COMPOUND:
                 cur = pre.get(img)
-                pre[img] = n.id if cur is None else (*((cur,) if type(cur) is bytes else cur), n.id)
-        for same in [i for i, c in pre.items() if type(c) is bytes and c == i.id]:  # itself only
+                pre[img] = n.id if cur is None else cur + n.id  # the ids concatenated (no tuples)
+        for same in [i for i, c in pre.items() if c == i.id]:  # itself only
             del pre[same]
     return pre
 
