@@ -79,6 +79,7 @@ from .node import (
     _get,
     check_text,
     digest,
+    gc_paused,
     index_key,
     intern,
     safe_repr,
@@ -462,7 +463,7 @@ def _bounds(d: _Z) -> tuple[int | None, int | None]:
     return 0, None  # a symbol (or Any)
 
 
-def _poly_bounds(c: int, terms: _Terms) -> tuple[int | None, int | None]:
+def _poly_bounds(c: int, terms: Iterable[tuple[_Mono, int]]) -> tuple[int | None, int | None]:
     lo: int | None = c
     hi: int | None = c
     for m, a in terms:
@@ -693,36 +694,67 @@ def _floordiv(x: _Z, k: int) -> _Z:
     """``x // k`` for an int ``k >= 1`` (floor division, exact over the integers)."""
     if x is _ANY:
         return _ANY
+    if isinstance(x, int):
+        return x // k
+    if k == 1:
+        return x
+    c, terms = _lin(x)
+    return _floordiv_lin(c, terms, k, x)
+
+
+def _floordiv_lin(c: int, terms: dict[_Mono, int], k: int, node: Dim | None = None) -> _Z:
+    """``(c + terms) // k`` for an int ``k >= 2`` and non-constant ``terms`` (``node``: that
+    value's node, when there is one).
+
+    The dividend stays a constant and a dict while nested divisions merge: only the final
+    reduced dividend and its atom are interned (no node for the intermediate values).
+    """
     acc_c = 0
     acc: dict[_Mono, int] = {}
     while True:
-        if isinstance(x, int):
-            return _build(acc_c + x // k, acc)
-        if k == 1:
-            acc_c = _accumulate(acc, acc_c, x)
-            return _build(acc_c, acc)
-        qc, q, rc, r = _reduce(x, k)
+        q: dict[_Mono, int] = {}
+        r: dict[_Mono, int] = {}
+        for m, a in terms.items():
+            qa, ra = divmod(a, k)
+            if qa:
+                q[m] = qa
+            if ra:
+                r[m] = ra
+        qc, rc = divmod(c, k)
         acc_c += qc
-        for m, a in q.items():
-            acc[m] = acc.get(m, 0) + a
+        if q:
+            get = acc.get
+            for m, a in q.items():
+                acc[m] = get(m, 0) + a
         if not r:  # x = k * Q + rc with 0 <= rc < k
             return _build(acc_c, acc)
-        _, k, rc, r = _cancel(k, rc, r)  # floor(g*R / (g*k)) = floor(R / k)
-        rd = _build(rc, r)
-        lo, hi = _reduced_bounds(rd)
+        g, k, rc, r = _cancel(k, rc, r)  # floor(g*R / (g*k)) = floor(R / k)
+        if len(r) == 1:
+            (m0, a0), = r.items()
+            one = a0 == 1 and len(m0) == 1
+        else:
+            one = False
+        if one and rc == 0:  # R is one atom
+            lo, hi = _reduced_bounds(m0[0])
+        else:
+            lo0, hi = _poly_bounds(rc, r.items())  # the bounds of _build(rc, r), without the node
+            lo = lo0 or 0
         if hi is not None and lo // k == hi // k:  # a constant quotient
             return _build(acc_c + lo // k, acc)
         # (y // a + c) // k = (y + a * c) // (a * k)
-        inner, c0 = (rd, 0) if isinstance(rd, DimFloorDiv) else (None, 0)
-        if isinstance(rd, DimPoly) and len(rd.terms) == 1:
-            (m0, a0), = rd.terms
-            if a0 == 1 and len(m0) == 1 and isinstance(m0[0], DimFloorDiv):
-                inner, c0 = m0[0], rd.const
-        if inner is not None and inner.divisor * k <= MAX_INDEX:
-            x = _shift(inner.arg, inner.divisor * c0)
-            k = inner.divisor * k
-            continue
-        acc_c = _accumulate(acc, acc_c, _atom_mk(DimFloorDiv, _as_dim_node(rd), k))
+        if one:
+            inner = m0[0]
+            if isinstance(inner, DimFloorDiv) and inner.divisor * k <= MAX_INDEX:
+                c, terms = _lin(inner.arg)
+                c += inner.divisor * rc
+                k = inner.divisor * k
+                node = None
+                continue
+        if node is not None and g == 1 and not q and qc == 0:  # nothing moved out: R is x
+            rd: Dim = node
+        else:
+            rd = _as_dim_node(_build(rc, r))
+        acc_c = _accumulate(acc, acc_c, _atom_mk(DimFloorDiv, rd, k))
         return _build(acc_c, acc)
 
 
@@ -962,6 +994,14 @@ def substitute(d: DimLike, bindings: Mapping[str, DimLike]) -> DimLike:
         binds[k] = as_dim(v, f"substitute: the value of {k[:40]!r}")
     if isinstance(x, int) or x is _ANY or not binds:
         return x
+    with gc_paused():  # every value is a new acyclic node: the collector would only rescan them
+        out = _substitute(x, binds)
+    if out is x:
+        return x
+    return _result(out, f"substitute({_short(x)}, ...)")
+
+
+def _substitute(x: Dim, binds: dict[str, DimLike]) -> _Z:
     memo: dict[int, _Z] = {}
     stack: list[Dim] = [x]
     while stack:
@@ -990,10 +1030,7 @@ def substitute(d: DimLike, bindings: Mapping[str, DimLike]) -> DimLike:
             else:
                 memo[id(y)] = (_floordiv if isinstance(y, DimFloorDiv) else _mod)(v, y.divisor)
         stack.pop()
-    out = memo[id(x)]
-    if out is x:
-        return x
-    return _result(out, f"substitute({_short(x)}, ...)")
+    return memo[id(x)]
 
 
 def _eval_poly(p: DimPoly, memo: dict[int, _Z]) -> _Z:
