@@ -448,8 +448,8 @@ class ExprMutator:
         for i in range(len(olds)):
             new = news[i]
             ids = [new.id]
-            if new in memo:  # a node of the input (x + 0 -> x): it goes on standing for itself
-                rec.edges.add(new.id, new.id)
+            if new in memo and type(new) is not Var:  # a node of the input (x + 0 -> x) goes on
+                rec.edges.add(new.id, new.id)  # standing for itself (a variable is only a name)
             produced.add(new)
             stack = list(new.children())
             while stack:
