@@ -167,19 +167,9 @@ MODELS = {"resnet50": resnet50, "vit_b16": vit_encoder}
 
 def pipeline() -> Any:
     """The standard pipeline (as in bench_onnx.py)."""
-    from pyir.transform import (
-        DeadCodeElimination,
-        FoldConstant,
-        FuseOps,
-        Sequential,
-        SimplifyExpr,
-        SimplifyInference,
-        ToANormalForm,
-        ToGraphNormalForm,
-    )
+    from pyir.transform import standard_pipeline
 
-    return Sequential([SimplifyInference(), FoldConstant(), SimplifyExpr(), FuseOps(), ToANormalForm(),
-                       ToGraphNormalForm(), DeadCodeElimination()])
+    return standard_pipeline()
 
 
 def measure(name: str, repeats: int, threads: int) -> dict[str, Any]:

@@ -23,22 +23,15 @@ import onnx
 
 import pyir
 from pyir.frontend.onnx import from_onnx
+from pyir.transform import standard_pipeline
 from pyir.transform.base import Sequential
-from pyir.transform.dead_code_elimination import DeadCodeElimination
-from pyir.transform.fold_constant import FoldConstant
-from pyir.transform.fuse_ops import FuseOps
-from pyir.transform.simplify_expr import SimplifyExpr
-from pyir.transform.simplify_inference import SimplifyInference
-from pyir.transform.to_a_normal_form import ToANormalForm
-from pyir.transform.to_graph_normal_form import ToGraphNormalForm
 
 LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
 
 
 def pipeline() -> Sequential:
     """The standard pipeline."""
-    return Sequential([SimplifyInference(), FoldConstant(), SimplifyExpr(), FuseOps(), ToANormalForm(),
-                       ToGraphNormalForm(), DeadCodeElimination()])
+    return standard_pipeline()
 
 
 def measure(path: str) -> dict[str, float]:

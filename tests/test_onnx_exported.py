@@ -119,19 +119,7 @@ def assert_close(got: list[np.ndarray], want: tuple[np.ndarray, ...], what: str)
 
 def standard_pipeline() -> Any:
     """The standard passes of the README's ONNX section, in order."""
-    from pyir.transform import (
-        DeadCodeElimination,
-        FoldConstant,
-        FuseOps,
-        Sequential,
-        SimplifyExpr,
-        SimplifyInference,
-        ToANormalForm,
-        ToGraphNormalForm,
-    )
-
-    return Sequential([SimplifyInference(), FoldConstant(), SimplifyExpr(), FuseOps(), ToANormalForm(),
-                       ToGraphNormalForm(), DeadCodeElimination()])
+    return pyir.transform.standard_pipeline()
 
 
 def live_nodes(model: Any) -> list[tuple[str, str]]:

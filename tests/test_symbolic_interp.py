@@ -202,7 +202,8 @@ def test_standard_passes_keep_meaning_and_lineage_on_symbolic_programs(mod):
               T.EliminateCommonSubexpr(), T.DeadCodeElimination(), T.FuseOps(), T.ToANormalForm(),
               T.ToBasicBlockNormalForm(), T.ToGraphNormalForm(), T.Inline(), T.DynamicToStatic()]
     framework = {"Pass", "ModulePass", "FunctionPass", "Sequential", "PassContext", "PassInstrument",
-                 "TimingInstrument", "PrintIRInstrument", "module_pass", "function_pass"}
+                 "TimingInstrument", "PrintIRInstrument", "module_pass", "function_pass",
+                 "standard_pipeline"}
     named = {type(p).__name__ for p in passes} | {"DefuseOps", "BindShapes", "PatternRewrite"}
     assert named == set(T.__all__) - framework
     for p in passes:

@@ -23,7 +23,7 @@ from .. import op
 from ..ir.expr import Constant, Expr, TupleGetItem
 from ..ir.types import TensorType
 from ..op import nn
-from ._onnx_ops import _axis, _pads, _pool_nd, _reg, _reshape, dtype_of, scalar, shape_of
+from ._onnx_ops import _axis, _pool_nd, _reg, _reshape, dtype_of, pool_window, scalar, shape_of
 from .onnx import Ctx, FrontendError, _Attrs
 
 __all__: list[str] = []
@@ -317,18 +317,10 @@ def _rotary(cx: Ctx, a: _Attrs) -> Expr:
 @_reg("LpPool")
 def _lp_pool(cx: Ctx, a: _Attrs) -> Expr:
     x = cx.x(0)
-    xs = shape_of(x)
-    nd = len(xs) - 2
-    k = a.ints("kernel_shape")
-    if k is None or len(k) != nd:
-        raise FrontendError(f"kernel_shape {k} does not match data of shape {xs}")
-    s = a.ints("strides", (1,) * nd)
-    d = a.ints("dilations", (1,) * nd)
-    ceil = bool(a.get("ceil_mode", 0))
+    k, s, d, ceil, b, e = pool_window(a, shape_of(x))
     p = float(a.get("p", 2))
     if not p > 0:
         raise FrontendError(f"p={p} is not supported (p must be > 0)")
-    b, e = _pads(a, xs[2:], k, s, d)
     ax = op.abs(x)
     xp = op.multiply(ax, ax) if p == 2 else op.power(ax, scalar(p, x))
     avg = _pool_nd("avg", xp, k, s, b, e, d, ceil, True)

@@ -990,11 +990,9 @@ def _pool_nd(kind: str, x: Expr, k: Sequence[int], s: Sequence[int], b: Sequence
     raise FrontendError(f"pooling of rank-{len(xs)} data is not supported")
 
 
-@_reg("MaxPool", "AveragePool")
-def _pool(cx: Ctx, a: _Attrs) -> Expr | list[Expr]:
-    kind = "max" if cx.node.op_type == "MaxPool" else "avg"
-    x = cx.x(0)
-    xs = dims_of(x)
+def pool_window(a: _Attrs, xs: Sequence[Any]) -> tuple[Any, Any, Any, bool, Any, Any]:
+    """A pooling node's window over data of shape ``xs``: (kernel, strides, dilations, ceil_mode,
+    pads before, pads after), the attributes read with their ONNX defaults."""
     nd = len(xs) - 2
     k = a.ints("kernel_shape")
     if k is None or len(k) != nd:
@@ -1002,9 +1000,19 @@ def _pool(cx: Ctx, a: _Attrs) -> Expr | list[Expr]:
     s = a.ints("strides", (1,) * nd)
     d = a.ints("dilations", (1,) * nd)
     ceil = bool(a.get("ceil_mode", 0))
+    b, e = _pads(a, xs[2:], k, s, d)
+    return k, s, d, ceil, b, e
+
+
+@_reg("MaxPool", "AveragePool")
+def _pool(cx: Ctx, a: _Attrs) -> Expr | list[Expr]:
+    kind = "max" if cx.node.op_type == "MaxPool" else "avg"
+    x = cx.x(0)
+    xs = dims_of(x)
+    nd = len(xs) - 2
+    k, s, d, ceil, b, e = pool_window(a, xs)
     cip = bool(a.get("count_include_pad", 0))
     order = int(a.get("storage_order", 0))  # only the Indices output depends on it
-    b, e = _pads(a, xs[2:], k, s, d)
     y = _pool_nd(kind, x, k, s, b, e, d, ceil, cip)
     if len(cx.node.output) > 1 and cx.node.output[1]:
         if nd != 2 or not all(type(v) is int for v in xs):

@@ -782,7 +782,33 @@ class _EdgeTable:
         return tuple([olds[j * _ID_LEN:j * _ID_LEN + _ID_LEN] for j in range(a, b)])
 
 
-class _BackIndex(Mapping[bytes, Any]):
+_MISSING = object()
+
+
+class _IdMapping(Mapping[bytes, Any]):
+    """The read-only mapping of the compact indexes: ``get`` (and ``__contains__``, ``__iter__``)
+    by subclass, the rest from them (the size counted once)."""
+
+    __slots__ = ("_len",)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        raise NotImplementedError
+
+    def __getitem__(self, key: bytes) -> Any:
+        v = self.get(key, _MISSING)
+        if v is _MISSING:
+            raise KeyError(key)
+        return v
+
+    def __len__(self) -> int:
+        n = getattr(self, "_len", None)
+        if n is None:
+            n = sum(1 for _ in self)
+            self._len = n
+        return n
+
+
+class _BackIndex(_IdMapping):
     """new id -> old ids, over a record's compact edges (see :class:`_IdIndex`).
 
     ``union`` (the :attr:`PassRecord.back` view): an id maps to the deduplicated old ids of
@@ -790,13 +816,12 @@ class _BackIndex(Mapping[bytes, Any]):
     typed edges): an id maps to its one edge's olds tuple (a typed one starts with its mark),
     or to a list of such tuples when it has several edges."""
 
-    __slots__ = ("_t", "_ix", "_union", "_len")
+    __slots__ = ("_t", "_ix", "_union")
 
     def __init__(self, edges: Edges, union: bool) -> None:
         self._t = _EdgeTable(edges)
         self._ix = _IdIndex(self._t.news)
         self._union = union
-        self._len: int | None = None
 
     def get(self, key: Any, default: Any = None) -> Any:
         es = self._ix.positions(key)
@@ -818,28 +843,17 @@ class _BackIndex(Mapping[bytes, Any]):
             return t.olds_of(es[0])
         return [t.olds_of(e) for e in es]
 
-    def __getitem__(self, key: bytes) -> Any:
-        v = self.get(key, _MISSING)
-        if v is _MISSING:
-            raise KeyError(key)
-        return v
-
     def __contains__(self, key: object) -> bool:
         return self._ix.first(key)
 
     def __iter__(self) -> Iterator[bytes]:
         return self._ix.unique()
 
-    def __len__(self) -> int:
-        if self._len is None:
-            self._len = sum(1 for _ in self._ix.unique())
-        return self._len
-
     def __repr__(self) -> str:
         return f"<back index of {self._t.n} edges>"
 
 
-class _FwdIndex(Mapping[bytes, tuple[bytes, ...]]):
+class _FwdIndex(_IdMapping):
     """old id -> new ids over a record's compact edges (the old ids' positions indexed).
 
     ``kind`` selects the edges: ``"union"`` every edge (the :attr:`PassRecord.fwd` view, marks
@@ -847,7 +861,7 @@ class _FwdIndex(Mapping[bytes, tuple[bytes, ...]]):
     ``"site"`` give instance edges by body (``[site, new, site, new, ...]``) or by site
     (``[body, new, ...]``)."""
 
-    __slots__ = ("_t", "_ix", "_edge_of", "_kind", "_len")
+    __slots__ = ("_t", "_ix", "_edge_of", "_kind")
     _t: _EdgeTable
     _ix: _IdIndex
     _edge_of: Any  # memoryview of uint32: the edge of each old-id position (None: position = edge)
@@ -865,7 +879,6 @@ class _FwdIndex(Mapping[bytes, tuple[bytes, ...]]):
                 eo = np.repeat(np.arange(t.n, dtype=np.uint32), c)
                 self._edge_of = memoryview(eo.tobytes()).cast("I")
         self._kind = kind
-        self._len: int | None = None
 
     def get(self, key: Any, default: Any = None) -> Any:
         if key in _MARKS:
@@ -901,12 +914,6 @@ class _FwdIndex(Mapping[bytes, tuple[bytes, ...]]):
             return out
         return tuple(dict.fromkeys(out)) if len(out) > 1 else tuple(out)
 
-    def __getitem__(self, key: bytes) -> Any:
-        v = self.get(key, _MISSING)
-        if v is _MISSING:
-            raise KeyError(key)
-        return v
-
     def __contains__(self, key: object) -> bool:
         if self._t.offs is None:  # no counts: every edge has one old id, none is typed
             return self._kind in ("union", "plain") and key not in _MARKS and self._ix.first(key)
@@ -917,16 +924,8 @@ class _FwdIndex(Mapping[bytes, tuple[bytes, ...]]):
     def __iter__(self) -> Iterator[bytes]:
         return (i for i in self._ix.unique() if i not in _MARKS and i in self)
 
-    def __len__(self) -> int:
-        if self._len is None:
-            self._len = sum(1 for _ in self)
-        return self._len
-
     def __repr__(self) -> str:
         return f"<forward index ({self._kind}) of {self._t.n} edges>"
-
-
-_MISSING = object()
 
 
 class PassRecord:

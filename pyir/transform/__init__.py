@@ -42,4 +42,12 @@ __all__ = [
     "InferType", "SimplifyInference", "FoldConstant", "SimplifyExpr", "EliminateCommonSubexpr",
     "DeadCodeElimination", "FuseOps", "DefuseOps", "ToANormalForm", "ToBasicBlockNormalForm",
     "ToGraphNormalForm", "Inline", "PatternRewrite", "BindShapes", "DynamicToStatic",
+    "standard_pipeline",
 ]
+
+
+def standard_pipeline() -> Sequential:
+    """The standard pipeline the ONNX tests and benchmarks run: SimplifyInference, FoldConstant,
+    SimplifyExpr, FuseOps, ToANormalForm, ToGraphNormalForm, DeadCodeElimination."""
+    return Sequential([SimplifyInference(), FoldConstant(), SimplifyExpr(), FuseOps(), ToANormalForm(),
+                       ToGraphNormalForm(), DeadCodeElimination()])
