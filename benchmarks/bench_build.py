@@ -254,6 +254,18 @@ _OP_CASES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "dyn.image.resize2d": (("x4", "s2"), {}),
     "dyn.one_hot": (("i", "f0", "f0", "k"), {}),
     "dyn.arange": (("f0", "f0", "f0"), {}),
+    "bitcast": (("x2",), {"dtype": "int32"}),
+    "center_crop_pad": (("x2",), {"shape": (4, 16)}),
+    "col2im": (("x2",), {"image_shape": (4, 4), "block_shape": (2, 2)}),
+    "depth_to_space": (("x4",), {"block_size": 2}),
+    "space_to_depth": (("x4",), {"block_size": 2}),
+    "max_unpool": (("x4", "x4"), {"kernel_shape": (2, 2)}),
+    "dyn.max_unpool": (("x4", "x4", "s4"), {"kernel_shape": (2, 2)}),
+    "einsum": (("x2", "w2"), {"equation": "ij,jk->ik"}),
+    "image.affine_grid": (("x2",), {"size": (1, 1, 4, 4)}),
+    "image.resize": (("x4",), {"size": (1, 16, 16, 16), "scales": (1.0, 1.0, 2.0, 2.0), "roi": (0.0,) * 8}),
+    "nn.group_norm": (("x4", "c", "c"), {"num_groups": 4}),
+    "nn.linear_attention": (("x2", "x2", "x2"), {"q_num_heads": 4, "kv_num_heads": 4}),
 }
 for _r in ("sum", "mean", "max", "min", "prod"):
     _OP_CASES[_r] = (("x2",), {"axis": (1,), "keepdims": True})
@@ -261,10 +273,10 @@ for _r in ("sum", "mean", "max", "min", "prod"):
 
 def _builder(name: str) -> Callable[..., Any]:
     """The builder of operator ``name`` (``dyn.nn.pad`` is ``op.dyn.pad``)."""
-    for mod in (op.tensor, op.nn, op.shape, op.image, op.dyn):
+    for mod in op.BUILDER_MODULES:
         for n in mod.__all__:
-            b = getattr(mod, n)
-            if b.op.name == name:
+            b = getattr(mod, n, None)
+            if getattr(getattr(b, "op", None), "name", None) == name:
                 return b  # type: ignore[no-any-return]
     raise KeyError(name)
 

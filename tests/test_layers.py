@@ -3,7 +3,7 @@ goes to the same layer or a lower one, and the import graph has no cycle (issue 
 
 Layers, lowest first (README, "Design notes: layers"):
 
-    errors -> ir -> op -> text -> analysis -> rewrite -> serialize -> transform
+    errors, progress -> ir -> op -> text -> analysis -> rewrite -> serialize -> transform
            -> frontend, display, viz, report, testing -> pyir (the package's front door)
 
 The few conveniences of core objects that need a higher layer (``str(expr)``,
@@ -19,7 +19,7 @@ import pathlib
 import pyir
 
 ROOT = pathlib.Path(pyir.__file__).parent
-LAYERS = ["errors", "ir", "op", "text", "analysis", "rewrite", "serialize", "transform",
+LAYERS = ["errors|progress", "ir", "op", "text", "analysis", "rewrite", "serialize", "transform",
           "frontend|display|viz|report|testing"]
 LAYER_OF = {name: i for i, group in enumerate(LAYERS) for name in group.split("|")}
 TOP = len(LAYERS)  # pyir/__init__.py

@@ -45,6 +45,7 @@ from ..ir.expr import Expr, Function, Var
 from ..ir.module import Module
 from ..ir.node import Node
 from ..ir.types import TensorType
+from ..progress import Progress
 from ..text.printer import astext
 from .equality import gc_paused
 
@@ -320,15 +321,22 @@ def diff(before: Module | Expr, after: Module | Expr) -> Diff:
         removed = sorted(n for n in fb if n not in fa)
         changed = sorted(n for n in fa if n in fb and fa[n] is not fb[n])
         funcs: dict[str, FunctionDiff] = {}
-        for n in added:
-            new, _, _ = changed_nodes([], [fa[n]])
-            funcs[n] = FunctionDiff(n, None, fa[n], new)
-        for n in removed:
-            _, rem, _ = changed_nodes([fb[n]], [])
-            funcs[n] = FunctionDiff(n, fb[n], None, [], rem)
-        for n in changed:
-            new, rem, fr = changed_nodes([fb[n]], [fa[n]])
-            funcs[n] = FunctionDiff(n, fb[n], fa[n], new, rem, fr)
+        with Progress("diff", total=len(added) + len(removed) + len(changed), unit="functions") as shown:
+            for n in added:
+                shown.note("@" + n)
+                new, _, _ = changed_nodes([], [fa[n]])
+                funcs[n] = FunctionDiff(n, None, fa[n], new)
+                shown.update()
+            for n in removed:
+                shown.note("@" + n)
+                _, rem, _ = changed_nodes([fb[n]], [])
+                funcs[n] = FunctionDiff(n, fb[n], None, [], rem)
+                shown.update()
+            for n in changed:
+                shown.note("@" + n)
+                new, rem, fr = changed_nodes([fb[n]], [fa[n]])
+                funcs[n] = FunctionDiff(n, fb[n], fa[n], new, rem, fr)
+                shown.update()
         return Diff(before, after, added, removed, changed, funcs)
     if isinstance(before, Expr) and isinstance(after, Expr):
         if before is after:

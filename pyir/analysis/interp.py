@@ -39,6 +39,7 @@ from ..ir.expr import (
 from ..ir.module import Module
 from ..ir.node import Node, cached_type
 from ..ir.types import EXTENDED_DTYPES, FuncType, TensorType, TupleType, Type
+from ..progress import Progress
 from .typecheck import bind_dims, subst_type
 
 __all__ = ["evaluate", "Closure"]
@@ -391,7 +392,8 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
             env.vars[p] = _check_input(i, p, v)
         symbolic = not all(p.type_annotation is None or _static(p.type_annotation) for p in params)
         binds = _bind_inputs(params, [env.vars[p] for p in params]) if symbolic else {}
-        out = _run(program.body, _Frame(env), mod)
+        with Progress("evaluate"):
+            out = _run(program.body, _Frame(env), mod)
         rt = _result_type(program, mod, symbolic)
         if rt is not None:
             _check_result(rt, out, binds)
@@ -399,7 +401,8 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
     if isinstance(program, Expr):
         if inputs:
             raise EvaluationError("a bare expression takes no inputs; wrap it in a Function")
-        return _run(program, _Frame(_Env()), mod)
+        with Progress("evaluate"):
+            return _run(program, _Frame(_Env()), mod)
     raise EvaluationError(f"cannot evaluate {type(program).__name__}")
 
 

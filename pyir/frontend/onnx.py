@@ -36,6 +36,7 @@ from ..ir.lineage import PassRecord
 from ..ir.module import Module
 from ..ir.traverse import expr_children
 from ..ir.types import TensorType, dtype_kind
+from ..progress import Progress
 
 __all__ = ["FrontendError", "from_onnx", "onnx_sources", "source_table"]
 
@@ -407,8 +408,10 @@ class _Importer:
         return cx.set_shape_value(out, scalar, values)
 
     def run(self) -> Module:
-        for node in self.graph.node:
-            self.convert_node(node)
+        with Progress("ONNX import", total=len(self.graph.node), unit="nodes") as shown:
+            for node in self.graph.node:
+                self.convert_node(node)
+                shown.update()
         outs = []
         for vi in self.graph.output:
             if vi.name not in self.env and vi.name not in self.inits:

@@ -111,6 +111,7 @@ from ..ir.module import Module
 from ..ir.node import MAX_ATTR_DEPTH, Attrs, Node, gc_paused
 from ..ir.traverse import post_order
 from ..ir.types import TENSOR_DTYPES, FuncType, TensorType, TupleType
+from ..progress import Progress
 
 __all__ = ["save", "load", "dumps", "loads", "FORMAT_VERSION", "SYMBOLIC_FORMAT_VERSION", "MAGIC"]
 
@@ -643,9 +644,11 @@ def dumps(obj: Module | Node) -> bytes:
     >>> loads(dumps(y)) is y
     True
     """
-    with gc_paused():  # the encoder allocates many small, long-lived objects
+    with Progress("save") as shown, gc_paused():  # the encoder allocates many small, long-lived objects
+        shown.note("encoding nodes")
         cols = _encode(obj)
-    return _assemble(cols)
+        shown.note("writing")
+        return _assemble(cols)
 
 
 def save(obj: Module | Node, path_or_file: str | os.PathLike[str] | IO[bytes]) -> None:
@@ -692,7 +695,11 @@ def loads(data: bytes | bytearray | memoryview) -> Any:
 
     Raises :class:`SerializationError` for any malformed input.
     """
-    return _build(_sections(data))
+    with Progress("load") as shown:
+        shown.note("checking")
+        cols = _sections(data)
+        shown.note("building nodes")
+        return _build(cols)
 
 
 def _sections(data: Any) -> _Columns:

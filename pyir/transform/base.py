@@ -20,6 +20,7 @@ from ..ir.expr import Function
 from ..ir.lineage import PassRecord, Recorder, current_recorder, recording
 from ..ir.module import Module
 from ..ir.node import gc_paused
+from ..progress import Progress
 
 __all__ = ["Pass", "ModulePass", "FunctionPass", "Sequential", "PassContext", "PassInstrument",
            "TimingInstrument", "PrintIRInstrument", "module_pass", "function_pass"]
@@ -221,8 +222,11 @@ class Sequential(Pass):
                 raise PassError(f"Sequential takes passes, got {p!r}")
 
     def run(self, mod: Module) -> Module:
-        for p in self.passes:
-            mod = p(mod)
+        with Progress("pipeline", total=len(self.passes), unit="passes") as shown:
+            for p in self.passes:
+                shown.note(p.name)
+                mod = p(mod)
+                shown.update()
         return mod
 
     def options(self) -> str:
