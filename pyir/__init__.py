@@ -7,7 +7,7 @@ with lineage that follows expressions through every pass.
 True
 """
 
-from . import display, op, report, testing, transform, viz
+from . import display, op, progress, report, testing, transform, viz
 from .analysis.diff import Diff, diff
 from .analysis.equality import alpha_equal, alpha_hash, structural_equal, structural_hash
 from .analysis.interp import evaluate
@@ -68,6 +68,7 @@ from .rewrite.pattern import (
 )
 from .rewrite.pattern_rewrite import Rule, rewrite_rules
 from .serialize import dumps, from_json, load, loads, save, to_json
+from .summaries import Summary, summary
 from .text.parser import parse, parse_expr, parse_type
 from .text.printer import astext
 from .transform.pattern_rewrite import PatternRewrite
@@ -100,5 +101,5 @@ __all__ = [
     "dumps", "loads", "save", "load", "to_json", "from_json",
     # equality, diff, display
     "structural_equal", "structural_hash", "alpha_equal", "alpha_hash", "diff", "Diff",
-    "display", "report", "viz", "testing", "transform",
+    "display", "report", "viz", "testing", "transform", "summary", "Summary", "progress",
 ]
