@@ -33,15 +33,16 @@ from __future__ import annotations
 
 import difflib
 import heapq
+import re
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import WellFormedError
+from ..errors import PyIRError, WellFormedError
 from ..ir import hooks
 from ..ir.dims import dim_str
-from ..ir.expr import Expr, Function, Var
+from ..ir.expr import Call, Expr, Function, GlobalVar, Op, Var
 from ..ir.module import Module
 from ..ir.node import Node
 from ..ir.types import TensorType
@@ -158,6 +159,7 @@ class FunctionDiff:
     new: list[Node] = field(default_factory=list)
     removed: list[Node] = field(default_factory=list)
     frontier: list[Node] = field(default_factory=list)
+    _pairs: list[tuple[Node, Node, str]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def shared(self) -> int:
@@ -242,6 +244,57 @@ class Diff:
             out.extend(f"    {c}" for c in fd.type_changes)
         return "\n".join(out)
 
+    def pairs(self, name: str) -> list[tuple[Node, Node, str]]:
+        """``(old, new, how)`` for the removed and new nodes of function ``name`` that are one
+        another's versions: ``how`` is ``"lineage"`` when the after-module's lineage says the
+        new node derives from the old one (its representative hit, see ``Module.find``), else
+        ``"structure"`` (same kind and operator, in printing order) where lineage is silent."""
+        fd = self.functions[name]
+        cached = fd._pairs
+        if cached is not None:
+            return cached
+        after = self.after if isinstance(self.after, Module) else None
+        fd._pairs = out = _pair_nodes(fd, after)
+        return out
+
+    def aligned(self, name: str) -> list[tuple[str, int | None, str | None, int | None, str | None]]:
+        """Rows ``(status, before line no, before text, after line no, after text)`` of function
+        ``name``'s printed text, aligned by node rather than by text: a line printing a node
+        both versions share is ``"same"`` (even when its ``%N`` numbers moved), a line of a
+        paired old/new node (:meth:`pairs`) is ``"changed"``, the others ``"removed"`` or
+        ``"added"``.  Line numbers count from 1."""
+        fd = self.functions[name]
+        a_text, a_nodes = _lines_with_nodes(fd.before, name)
+        b_text, b_nodes = _lines_with_nodes(fd.after, name)
+        pairs = self.pairs(name)
+        old_pair = {o: k for k, (o, _, _) in enumerate(pairs)}
+        new_pair = {n: k for k, (_, n, _) in enumerate(pairs)}
+        removed, new = set(fd.removed), set(fd.new)
+
+        def key(n: Node | None, text: str, gone: set[Node], paired: dict[Node, int], side: str) -> Any:
+            if n is None:
+                return ("t", _RENUMBER.sub("%_", text).strip())
+            if n in gone:
+                k = paired.get(n)
+                return ("p", k) if k is not None else (side, id(n))
+            return ("n", id(n))
+
+        ak = [key(n, t, removed, old_pair, "r") for n, t in zip(a_nodes, a_text)]
+        bk = [key(n, t, new, new_pair, "a") for n, t in zip(b_nodes, b_text)]
+        rows: list[tuple[str, int | None, str | None, int | None, str | None]] = []
+        sm = difflib.SequenceMatcher(None, ak, bk, autojunk=False)
+        for tag, i1, i2, j1, j2 in sm.get_opcodes():
+            if tag == "equal":
+                for i, j in zip(range(i1, i2), range(j1, j2)):
+                    st = "changed" if ak[i][0] == "p" else "same"
+                    rows.append((st, i + 1, a_text[i], j + 1, b_text[j]))
+                continue
+            for i in range(i1, i2):
+                rows.append(("removed", i + 1, a_text[i], None, None))
+            for j in range(j1, j2):
+                rows.append(("added", None, None, j + 1, b_text[j]))
+        return rows
+
     def text_pair(self, name: str) -> tuple[list[str], list[str]]:
         """The printed lines of function ``name`` before and after."""
         fd = self.functions[name]
@@ -299,6 +352,64 @@ def _type_text(t: Any) -> str:
         return "(none)"
     s = str(t)
     return s if len(s) <= _LIMIT else s[:_LIMIT] + "..."
+
+
+_RENUMBER = re.compile(r"%\d+")
+
+
+def _signature(n: Node) -> tuple[Any, ...]:
+    op = getattr(n, "op", None) if type(n) is Call else None
+    return (type(n), op.name if type(op) is Op else None)
+
+
+def _pair_nodes(fd: FunctionDiff, after: Module | None) -> list[tuple[Node, Node, str]]:
+    """See :meth:`Diff.pairs`."""
+    new_set = set(fd.new)
+    used: set[Node] = set()
+    out: list[tuple[Node, Node, str]] = []
+    if after is not None and len(after.pass_records):
+        for r in fd.removed:
+            if not isinstance(r, Expr) or type(r) in (Op, GlobalVar):
+                continue
+            try:
+                hits = after.find(r)
+            except PyIRError:
+                continue
+            cands = [h for h in hits if h in new_set and h not in used]
+            if not cands:
+                continue
+            rep = getattr(hits, "representative", None)
+            pick = rep if rep in cands else cands[0]
+            used.add(pick)
+            out.append((r, pick, "lineage"))
+    paired = {o for o, _, _ in out}
+    buckets: dict[tuple[Any, ...], list[Node]] = {}
+    for n in fd.new:
+        if n not in used and isinstance(n, Expr) and type(n) not in (Op, GlobalVar):
+            buckets.setdefault(_signature(n), []).append(n)
+    for r in fd.removed:
+        if r in paired or not isinstance(r, Expr) or type(r) in (Op, GlobalVar):
+            continue
+        b = buckets.get(_signature(r))
+        if b:
+            out.append((r, b.pop(0), "structure"))
+    return out
+
+
+def _lines_with_nodes(e: Expr | None, name: str) -> tuple[list[str], list[Node | None]]:
+    """The printed lines of ``e`` and, per line, the node it binds (None for a line that binds
+    none: a header, a brace)."""
+    if e is None:
+        return [], []
+    entries: list[Any] = []
+    obj: Any = Module({name: e}) if isinstance(e, Function) and name != "<expr>" else e
+    text = astext(obj, show_meta_data=False, names_out=entries)
+    lines = text.splitlines()
+    nodes: list[Node | None] = [None] * len(lines)
+    for n, _func, _label, line in entries:
+        if 0 <= line < len(lines) and type(n) is not Var and nodes[line] is None:
+            nodes[line] = n
+    return lines, nodes
 
 
 def _lines(e: Expr | None, name: str) -> list[str]:
