@@ -218,7 +218,7 @@ _OP_CASES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "nn.log_softmax": (("x2",), {"axis": -1}),
     "nn.dropout": (("x2",), {"rate": 0.1}),
     "nn.leaky_relu": (("x2",), {"alpha": 0.1}),
-    "nn.pad": (("x4",), {"pad_width": (0, 0, 0, 0, 1, 1, 1, 1)}),
+    "nn.pad": (("x4", "f0"), {"pad_width": ((0, 0), (0, 0), (1, 1), (1, 1))}),
     "nn.batch_flatten": (("x4",), {}),
     "argmax": (("x2",), {"axis": 1}),
     "cast": (("x2",), {"dtype": "float16"}),
@@ -272,11 +272,17 @@ for _r in ("sum", "mean", "max", "min", "prod"):
 
 
 def _builder(name: str) -> Callable[..., Any]:
-    """The builder of operator ``name`` (``dyn.nn.pad`` is ``op.dyn.pad``)."""
+    """The builder of operator ``name`` (``dyn.nn.pad`` is ``op.dyn.pad``), taking the call's
+    inputs positionally (the builders with Relay's signatures are called through their operator's
+    registered builder: ``concatenate``'s one tuple input is built from its tensors)."""
+    if name == "concatenate":
+        return lambda *xs, **kw: op.concatenate(list(xs), **kw)
     for mod in op.BUILDER_MODULES:
         for n in mod.__all__:
             b = getattr(mod, n, None)
             if getattr(getattr(b, "op", None), "name", None) == name:
+                if getattr(b, "relay_signature", False) and name == "nn.pad":
+                    return lambda x, v, **kw: op.nn.pad(x, kw.pop("pad_width"), v, **kw)
                 return b  # type: ignore[no-any-return]
     raise KeyError(name)
 

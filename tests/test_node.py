@@ -658,7 +658,7 @@ def test_builder_twins_never_escape():
 
     x = pyir.var("x", shape=(2, 2))
     nodes = [x, pyir.TensorType((7, 7)), op.nn.relu(x), op.add(x, x), op.nn.softmax(x, axis=0),
-             op.concatenate(pyir.Tuple([x, x]), axis=0), pyir.Tuple([x]),
+             op.concatenate(pyir.Tuple([x, x]), axis=0), op.concatenate([x, x], axis=0), pyir.Tuple([x]),
              pyir.TupleGetItem(pyir.Tuple([x]), 0),
              pyir.Function([x], x), pyir.Let(pyir.var("v"), x, x), pyir.If(pyir.const(True), x, x),
              pyir.const(3.5), pyir.const(np.arange(3))]

@@ -75,6 +75,8 @@ _PATTERNS = {
     "layer_norm": OpPattern.OPAQUE, "lrn": OpPattern.OPAQUE, "dense": OpPattern.OUT_ELEMWISE_FUSABLE,
     "bias_add": OpPattern.BROADCAST, "softmax": OpPattern.OPAQUE, "log_softmax": OpPattern.OPAQUE,
     "dropout": OpPattern.OPAQUE, "batch_flatten": OpPattern.INJECTIVE, "pad": OpPattern.INJECTIVE,
+    "batch_matmul": OpPattern.OUT_ELEMWISE_FUSABLE, "upsampling": OpPattern.INJECTIVE,
+    "upsampling3d": OpPattern.INJECTIVE,
 }
 # the ONNX neural-network operators of issue 13 (tests/test_onnx_nn.py tests them)
 _PATTERNS.update(dict.fromkeys((
@@ -117,7 +119,7 @@ _INTERN_CASES = [
     (nn.log_softmax, [(2, 5)], {}, {"axis": -1}),
     (nn.dropout, [(2, 5)], {}, {"rate": 0.5}),
     (nn.batch_flatten, [(2, 3, 4)], {}, {}),
-    (nn.pad, [(2, 3)], {"pad_width": (1, 1, 0, 2)}, {"pad_value": 0.0, "pad_mode": "constant"}),
+    (nn._pad_op, [(2, 3), ()], {"pad_width": ((1, 1), (0, 2))}, {"pad_mode": "constant"}),
 ]
 
 
@@ -163,7 +165,7 @@ def test_attribute_kinds_are_checked() -> None:
     with pytest.raises(pyir.AttrError, match="out_dtype"):
         nn.conv2d(x, w, out_dtype="notadtype")
     with pytest.raises(pyir.AttrError, match="pad_mode"):
-        nn.pad(x, pad_width=(0,) * 8, pad_mode="wrap")
+        nn.pad(x, ((0, 0),) * 4, pad_mode="wrap")
     with pytest.raises(pyir.AttrError, match="rate"):
         nn.dropout(x, rate=1.5)
     with pytest.raises(pyir.AttrError, match="size"):
@@ -634,25 +636,34 @@ def test_batch_flatten() -> None:
 
 
 def test_pad_type_and_compute() -> None:
-    """pad takes flat (before_0, after_0, ...) widths; constant/edge/reflect match a direct loop."""
+    """pad takes a (before, after) pair per axis (Relay's form; flat widths are accepted) and the
+    pad value as a scalar input; constant/edge/reflect match a direct loop."""
     x = rand(2, 3)
-    got = run(nn.pad, x, pad_width=(1, 0, 2, 1), pad_value=7.0)
+    v7 = np.array(7.0, "float32")
+    got = run(nn._pad_op, x, v7, pad_width=((1, 0), (2, 1)))
     assert got.shape == (3, 6)
     for i, j in itertools.product(range(3), range(6)):
         src = (i - 1, j - 2)
         inside = 0 <= src[0] < 2 and 0 <= src[1] < 3
         assert got[i, j] == (x[src] if inside else np.float32(7.0))
-    edge = run(nn.pad, x, pad_width=(0, 1, 1, 0), pad_mode="edge")
+    edge = run(nn._pad_op, x, v7, pad_width=(0, 1, 1, 0), pad_mode="edge")
     for i, j in itertools.product(range(3), range(4)):
         assert edge[i, j] == x[min(i, 1), max(j - 1, 0)]
-    refl = run(nn.pad, x, pad_width=(1, 1, 2, 2), pad_mode="reflect")
+    refl = run(nn._pad_op, x, v7, pad_width=((1, 1), (2, 2)), pad_mode="reflect")
     np.testing.assert_array_equal(refl, np.pad(x, ((1, 1), (2, 2)), mode="reflect"))
-    with pytest.raises(pyir.TypeCheckError, match=r"2 x rank.*\(2, 3\)"):
-        type_of(call_of(nn.pad, x, pad_width=(1, 1)))
+    with pytest.raises(pyir.TypeCheckError, match=r"a \(before, after\) pair per axis.*\(2, 3\)"):
+        type_of(call_of(nn._pad_op, x, v7, pad_width=((1, 1),)))
     with pytest.raises(pyir.TypeCheckError, match="reflect"):
-        type_of(call_of(nn.pad, x, pad_width=(2, 0, 0, 0), pad_mode="reflect"))
+        type_of(call_of(nn._pad_op, x, v7, pad_width=((2, 0), (0, 0)), pad_mode="reflect"))
+    with pytest.raises(pyir.TypeCheckError, match="scalar"):
+        type_of(call_of(nn._pad_op, x, x, pad_width=((0, 0), (0, 0))))
     with pytest.raises(pyir.AttrError, match="pad_width"):
-        nn.pad(pyir.var("y", shape=(2,)), pad_width=((1, 1),))
+        nn.pad(pyir.var("y", shape=(2,)), (1, 1, 1))
+    with pytest.raises(pyir.AttrError, match="non-negative"):
+        nn.pad(pyir.var("y", shape=(2,)), ((1, -1),))
+    y = pyir.var("y", shape=(2, 3))
+    assert nn.pad(y, (1, 0, 2, 1)) is nn.pad(y, ((1, 0), (2, 1)))  # flat widths, canonical pairs
+    assert nn.pad(y, ((1, 0), (2, 1))).args[1] is pyir.const(0)  # relay.const(0): an int32, cast
 
 
 @pytest.mark.parametrize(("builder", "arrays", "attrs"), [
@@ -664,7 +675,7 @@ def test_pad_type_and_compute() -> None:
     (nn.layer_norm, [(2, 3), (3,), (3,)], {}), (nn.lrn, [(1, 6, 2, 2)], {}),
     (nn.dense, [(2, 3), (4, 3)], {}), (nn.bias_add, [(2, 3), (3,)], {}),
     (nn.softmax, [(2, 3)], {}), (nn.log_softmax, [(2, 3)], {}), (nn.dropout, [(2, 3)], {}),
-    (nn.batch_flatten, [(2, 3, 2)], {}), (nn.pad, [(2, 3)], {"pad_width": (1, 1, 1, 1), "pad_value": 0.5}),
+    (nn.batch_flatten, [(2, 3, 2)], {}), (nn._pad_op, [(2, 3), ()], {"pad_width": (1, 1, 1, 1)}),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_float32_stays_float32(builder: Any, arrays: list[tuple[int, ...]], attrs: dict[str, Any]) -> None:
     """Every nn compute keeps float32 inputs float32, as its type relation says."""

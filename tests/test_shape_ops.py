@@ -227,8 +227,8 @@ def _symbolic_module():
     x = pyir.var("x", shape=("batch", 3, 4))
     w = pyir.var("w", shape=(4, 4))
     h = op.matmul(x, w)
-    flat = op.dyn.reshape(h, op.concatenate(op.strided_slice(op.shape_of(h), begin=(0,), end=(1,)),
-                                            C(np.array([12], "int64")), axis=0))
+    flat = op.dyn.reshape(h, op.concatenate([op.strided_slice(op.shape_of(h), begin=(0,), end=(1,)),
+                                             C(np.array([12], "int64"))], axis=0))
     ones = op.dyn.ones(op.shape_of(flat), dtype="float32")
     out = op.add(op.nn.relu(flat), ones)
     return pyir.Module({"main": pyir.Function([x, w], out)})
@@ -281,7 +281,7 @@ def test_random_bindings_symbolic_equals_specialized(batch, k, kind):
     x = pyir.var("x", shape=("b", 2))
     s = op.shape_of(x)
     if kind == "reshape":
-        newshape = op.concatenate(C(np.array([-1], "int64")), C(np.array([2])), axis=0)
+        newshape = op.concatenate([C(np.array([-1], "int64")), C(np.array([2]))], axis=0)
         body = op.dyn.reshape(op.tile(x, reps=(1, k)), newshape)
     elif kind == "tile":
         body = op.dyn.tile(x, op.multiply(C(np.array([1, k], "int64")), op.divide(s, s)))

@@ -24,7 +24,7 @@ def ones(*shape, dtype="float32"):
 
 def _concat_mod():
     x, y = pyir.var("x", shape=(b, 3)), pyir.var("y", shape=(b, 8))
-    return pyir.Module.from_expr(pyir.Function([x, y], op.concatenate(x, y, axis=1)))
+    return pyir.Module.from_expr(pyir.Function([x, y], op.concatenate([x, y], axis=1)))
 
 
 def test_runs_with_the_shapes_of_its_inputs():
@@ -54,7 +54,7 @@ def test_int_dimension_rank_and_dtype_mismatches():
 
 def test_unknown_dimensions_accept_anything():
     x, y = pyir.var("x", shape=(Any, 3)), pyir.var("y", shape=(Any, 3))
-    f = pyir.Function([x, y], op.concatenate(x, y, axis=0))
+    f = pyir.Function([x, y], op.concatenate([x, y], axis=0))
     assert pyir.evaluate(f, ones(2, 3), ones(5, 3)).shape == (7, 3)
     with pytest.raises(EvaluationError, match="dimension 1 is 2, expected 3"):
         pyir.evaluate(f, ones(2, 2), ones(5, 3))
@@ -63,7 +63,7 @@ def test_unknown_dimensions_accept_anything():
 def test_expression_dimensions_are_solved_and_checked():
     x = pyir.var("x", shape=(b * 2 + 1, 3))
     y = pyir.var("y", shape=(b, 3))
-    f = pyir.Function([x, y], op.concatenate(x, y, axis=0))
+    f = pyir.Function([x, y], op.concatenate([x, y], axis=0))
     assert pyir.evaluate(f, ones(5, 3), ones(2, 3)).shape == (7, 3)
     with pytest.raises(EvaluationError,
                        match=r"input 0 \(%x\), dimension 0 is 5, expected batch \* 2 \+ 1 = 7"):
@@ -122,7 +122,7 @@ def test_calls_of_symbolic_functions_evaluate():
 
 def test_calls_of_symbolic_functions_bind_per_call_at_run_time():
     x, y = pyir.var("x", shape=(b, 3)), pyir.var("y", shape=(b, 8))
-    f = pyir.Function([x, y], op.concatenate(x, y, axis=1))
+    f = pyir.Function([x, y], op.concatenate([x, y], axis=1))
     p, q = pyir.var("p", shape=(Any, 3)), pyir.var("q", shape=(Any, 8))
     main = pyir.Function([p, q], pyir.Call(pyir.GlobalVar("f"), [p, q]))
     mod = pyir.Module({"f": f, "main": main})

@@ -140,14 +140,14 @@ def test_transpose_expand_dims_take():
 
 def test_concatenate():
     a, b = v((n, 3)), v((m, 3), name="y")
-    assert shape_of(op.concatenate(a, b, axis=0)) == (m + n, 3)
-    assert shape_of(op.concatenate(a, v((n, 5), name="y"), axis=1)) == (n, 8)
-    assert shape_of(op.concatenate(a, v((Any, 5), name="y"), axis=1)) == (n, 8)
-    assert shape_of(op.concatenate(v((Any, 2)), v((4, 5), name="y"), axis=1)) == (4, 7)  # ? refined
-    assert shape_of(op.concatenate(a, a, a, axis=0)) == (3 * n, 3)
-    assert shape_of(op.concatenate(v((Any, 3)), a, axis=0)) == (Any, 3)
-    fails(op.concatenate(a, v((n + 1, 5), name="y"), axis=1), "concatenate", "dimension 0", "n != n + 1")
-    fails(op.concatenate(a, v((n, 3, 1), name="y"), axis=0), "cannot concatenate")
+    assert shape_of(op.concatenate([a, b], axis=0)) == (m + n, 3)
+    assert shape_of(op.concatenate([a, v((n, 5), name="y")], axis=1)) == (n, 8)
+    assert shape_of(op.concatenate([a, v((Any, 5), name="y")], axis=1)) == (n, 8)
+    assert shape_of(op.concatenate([v((Any, 2)), v((4, 5), name="y")], axis=1)) == (4, 7)  # ? refined
+    assert shape_of(op.concatenate([a, a, a], axis=0)) == (3 * n, 3)
+    assert shape_of(op.concatenate([v((Any, 3)), a], axis=0)) == (Any, 3)
+    fails(op.concatenate([a, v((n + 1, 5), name="y")], axis=1), "concatenate", "dimension 0", "n != n + 1")
+    fails(op.concatenate([a, v((n, 3, 1), name="y")], axis=0), "cannot concatenate")
 
 
 def test_squeeze():
@@ -330,7 +330,7 @@ def test_softmax_lrn_dropout_batch_flatten_pad():
 
 def _call_mod(param_shapes, arg_shapes, body=None):
     ps = [pyir.var(f"x{i}", shape=s) for i, s in enumerate(param_shapes)]
-    f = pyir.Function(ps, body(*ps) if body else op.concatenate(*ps, axis=1))
+    f = pyir.Function(ps, body(*ps) if body else op.concatenate(ps, axis=1))
     args = [pyir.var(f"a{i}", shape=s) for i, s in enumerate(arg_shapes)]
     return pyir.Module({"f": f, "main": pyir.Function(args, pyir.Call(pyir.GlobalVar("f"), args))})
 
@@ -361,7 +361,7 @@ def test_call_binds_symbols_per_call():
 def test_call_binding_is_simultaneous_and_checks_identical_arguments():
     bt = sym("batch")
     # the caller's own symbol named like the callee's: substitution is simultaneous
-    mod = _call_mod([("batch", 3)], [(bt + 1, 3)], body=lambda x: op.concatenate(x, x, axis=0))
+    mod = _call_mod([("batch", 3)], [(bt + 1, 3)], body=lambda x: op.concatenate([x, x], axis=0))
     assert mod.global_type("main").ret_type.shape == (bt * 2 + 2, 3)
     # an argument identical to its parameter binds batch to the caller's batch, which 2 may equal
     mod = _call_mod([("batch", 3), ("batch", 8)], [(bt, 3), (2, 8)])

@@ -338,7 +338,7 @@ def _i64(v: int) -> Constant:
 
 def _stack(parts: Sequence[Expr]) -> Expr:
     rows = [op.expand_dims(p, axis=0) for p in parts]
-    return rows[0] if len(rows) == 1 else op.concatenate(*rows, axis=0)
+    return rows[0] if len(rows) == 1 else op.concatenate(rows, axis=0)
 
 
 @_reg("If")
@@ -427,7 +427,7 @@ def _recursive(body: Body, trip: Expr, cond0: Expr, states: list[Expr], n_scan: 
     ptypes: list[Any] = [p.type_annotation for p in params]
     ret_t = TupleType(ptypes[2:])
     loop_v = Var("loop", FuncType(ptypes, ret_t))
-    grown = [op.concatenate(acc, op.expand_dims(e, axis=0), axis=0) for acc, e in zip(acc_vs, elems)]
+    grown = [op.concatenate([acc, op.expand_dims(e, axis=0)], axis=0) for acc, e in zip(acc_vs, elems)]
     again = Call(loop_v, [op.add(i_v, _i64(1)), _bool_scalar(cond_out), *new_states, *grown])
     go = op.logical_and(op.less(i_v, trip), c_v)
     fn = Function(params, If(go, again, Tuple([*s_vs, *acc_vs])), ret_type=ret_t)

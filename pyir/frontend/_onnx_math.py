@@ -75,7 +75,8 @@ def _mod(cx: Ctx, a: _Attrs) -> Expr:
     if fmod not in (0, 1):
         raise FrontendError(f"fmod must be 0 or 1, got {fmod}")
     # fmod=0 on floats: the floor remainder (defined since opset 28; earlier opsets left it open)
-    return op.mod(cx.x(0), cx.x(1), fmod=bool(fmod))
+    # (pyir's mod is Relay's: truncated, C's fmod; floor_mod is Python's %)
+    return (op.mod if fmod else op.floor_mod)(cx.x(0), cx.x(1))
 
 
 @_reg("CumSum", "CumProd")

@@ -461,8 +461,8 @@ def _rnn(cx: Ctx, a: _Attrs) -> list[Expr]:
                 xw = op.add(xw, op.add(wb, rb))
                 rb = None
             else:  # GRU with linear_before_reset: the h gate's recurrent bias goes inside r * (...)
-                xw = op.add(xw, op.add(wb, op.concatenate(_slice(rb, 0, 0, 2 * hidden),
-                                                          Constant(np.zeros((hidden,), dt)), axis=0)))
+                xw = op.add(xw, op.add(wb, op.concatenate([_slice(rb, 0, 0, 2 * hidden),
+                                                           Constant(np.zeros((hidden,), dt))], axis=0)))
                 rb = _slice(rb, 0, 2 * hidden, 3 * hidden)
         h: Expr = _dir(cx.x(5), d) if cx.has(5) else Constant(np.zeros((batch, hidden), dt))
         if layout == 1 and cx.has(5):
@@ -527,15 +527,15 @@ def _rnn(cx: Ctx, a: _Attrs) -> list[Expr]:
             outs.append(y_t)
         if reverse:  # back to the input's time order
             outs = outs[::-1] if lens is None else _unreverse(outs, lens, batch, hidden)
-        ys.append(op.concatenate(*[_reshape(o, (1, 1, batch, hidden)) for o in outs], axis=0))
+        ys.append(op.concatenate([_reshape(o, (1, 1, batch, hidden)) for o in outs], axis=0))
         hs_out.append(_reshape(h, (1, batch, hidden)))
         if c is not None:
             cs_out.append(_reshape(c, (1, batch, hidden)))
-    y = op.concatenate(*ys, axis=1) if n_dir == 2 else ys[0]
-    yh = op.concatenate(*hs_out, axis=0) if n_dir == 2 else hs_out[0]
+    y = op.concatenate(ys, axis=1) if n_dir == 2 else ys[0]
+    yh = op.concatenate(hs_out, axis=0) if n_dir == 2 else hs_out[0]
     res: list[Expr] = [y, yh]
     if kind == "LSTM":
-        res.append(op.concatenate(*cs_out, axis=0) if n_dir == 2 else cs_out[0])
+        res.append(op.concatenate(cs_out, axis=0) if n_dir == 2 else cs_out[0])
     if layout == 1:
         res = [op.transpose(res[0], axes=(2, 0, 1, 3)), *(op.transpose(v, axes=(1, 0, 2)) for v in res[1:])]
     return res
@@ -561,7 +561,7 @@ def _unreverse(outs: list[Expr], lens: Any, batch: int, hidden: int) -> list[Exp
     """Outputs of a reversed pass (step t read x[len - 1 - t]) put back at time len - 1 - t,
     per batch row (steps past a row's length hold zeros and stay there)."""
     seq = len(outs)
-    stacked = op.concatenate(*[_reshape(o, (1, batch, hidden)) for o in outs], axis=0)
+    stacked = op.concatenate([_reshape(o, (1, batch, hidden)) for o in outs], axis=0)
     rows = _reverse_index(lens, seq, batch)
     back = _reshape(op.take(_reshape(stacked, (seq * batch, hidden)), rows, axis=0), (seq, batch, hidden))
     return [_reshape(_slice(back, 0, t, t + 1), (batch, hidden)) for t in range(seq)]
@@ -582,7 +582,7 @@ def _causal_conv(cx: Ctx, a: _Attrs) -> list[Expr]:
     n, c, length = xs
     k = ws[2]
     past = cx.x(3) if cx.has(3) else Constant(np.zeros((n, c, k - 1), dtype_of(x)))
-    padded = op.concatenate(past, x, axis=2) if k > 1 else x
+    padded = op.concatenate([past, x], axis=2) if k > 1 else x
     total = length + k - 1
     y: Expr = nn.conv2d(_reshape(padded, (n, c, 1, total)), _reshape(w, (c, 1, 1, k)), groups=c)
     y = _reshape(y, (n, c, length))

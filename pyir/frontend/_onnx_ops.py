@@ -394,7 +394,7 @@ def _transpose(cx: Ctx, a: _Attrs) -> Expr:
 @_reg("Concat")
 def _concat(cx: Ctx, a: _Attrs) -> Expr:
     xs = _inputs(cx)
-    return op.concatenate(*xs, axis=a.get("axis", 1))
+    return op.concatenate(xs, axis=a.get("axis", 1))
 
 
 def _axes_arg(cx: Ctx, a: _Attrs, input_from: int) -> tuple[int, ...] | None:
@@ -463,7 +463,8 @@ def _gather(cx: Ctx, a: _Attrs) -> Expr:
         idx = Constant(np.where(arr < 0, arr + dim, arr) if type(dim) is int else arr)
     else:
         if type(dim) is not int:  # the axis length at run time
-            dim = op.cast(op.take(op.shape_of(data), Constant(np.asarray(ax, np.int64))), dtype=dtype_of(idx))
+            dim = op.cast(op.take(op.shape_of(data), Constant(np.asarray(ax, np.int64)), axis=0),
+                          dtype=dtype_of(idx))
             return op.take(data, op.where(op.less(idx, scalar(0, idx)), op.add(idx, dim), idx), axis=ax)
         idx = op.where(op.less(idx, scalar(0, idx)), op.add(idx, scalar(dim, idx)), idx)
     return op.take(data, idx, axis=ax)
@@ -569,7 +570,7 @@ def _dyn_slice(cx: Ctx, x: Expr, rank: int, axes: tuple[int, ...] | None) -> Exp
     def place(v: Expr, fill: int) -> Expr:
         if where == list(range(n)):
             return v
-        full = op.concatenate(v, Constant(np.asarray([fill], np.int64)), axis=0)
+        full = op.concatenate([v, Constant(np.asarray([fill], np.int64))], axis=0)
         return op.take(full, Constant(np.asarray(where, np.int64)), axis=0)
 
     return dyn.strided_slice(x, place(starts, 0), place(ends, _INT64_MAX), place(steps, 1))
@@ -677,7 +678,7 @@ def _pad(cx: Ctx, a: _Attrs) -> Expr:
                 y = op.take(y, Constant(np.arange(-b, d + e, dtype=np.int64) % d), axis=ax)
         return y
     flat = tuple(v for i in range(r) for v in (full[i], full[i + r]))
-    return nn.pad(x, pad_width=flat, pad_value=float(value), pad_mode=mode)
+    return nn.pad(x, flat, scalar(value, x), pad_mode=mode)
 
 
 def _dyn_pad(cx: Ctx, x: Expr, r: int, axes: list[int] | None, mode: str) -> Expr:
@@ -691,10 +692,10 @@ def _dyn_pad(cx: Ctx, x: Expr, r: int, axes: list[int] | None, mode: str) -> Exp
         ax_e = _int64(cx.x(3))
         halves = [op.strided_slice(pads, begin=(i * n,), end=((i + 1) * n,), axes=(0,)) for i in (0, 1)]
         cols = [_scatter_axes(ax_e, h, r, 0) for h in halves]
-        pw = op.concatenate(*(op.reshape(c, newshape=(r, 1)) for c in cols), axis=1)
+        pw = op.concatenate([op.reshape(c, newshape=(r, 1)) for c in cols], axis=1)
     elif axes != list(range(r)):
         where = [axes.index(j) if j in axes else n for j in range(r)]
-        pw = op.concatenate(pw, Constant(np.zeros((1, 2), np.int64)), axis=0)
+        pw = op.concatenate([pw, Constant(np.zeros((1, 2), np.int64))], axis=0)
         pw = op.take(pw, Constant(np.asarray(where, np.int64)), axis=0)
     value = _as_scalar(cx.x(2), x) if cx.has(2) else scalar(0, x)
     return dyn.pad(x, pw, value, pad_mode=mode)
@@ -913,7 +914,7 @@ def _conv3d(x: Expr, w: Expr, s: Sequence[int], b: Sequence[int], e: Sequence[in
     n, c, depth, h, wd = shape_of(x)
     o, ci, kd, kh, kw = shape_of(w)
     if b[0] or e[0]:
-        x = nn.pad(x, pad_width=(0, 0, 0, 0, b[0], e[0], 0, 0, 0, 0))
+        x = nn.pad(x, ((0, 0), (0, 0), (b[0], e[0]), (0, 0), (0, 0)), scalar(0, x))
         depth += b[0] + e[0]
     od = (depth - (d[0] * (kd - 1) + 1)) // s[0] + 1
     if od < 1:
@@ -1031,7 +1032,7 @@ def _maxpool_indices(x: Expr, y: Expr, k: Sequence[int], s: Sequence[int], b: Se
     need = [(o - 1) * ss + (kk - 1) * dd + 1 for o, ss, kk, dd in zip((oh, ow), s, k, d)]
     ends = [max(0, nn_ - bb - size) for nn_, bb, size in zip(need, b, (h, w))]
     low = dtype_range(dtype_of(x))[0]
-    xp = nn.pad(x, pad_width=(0, 0, 0, 0, b[0], ends[0], b[1], ends[1]), pad_value=float(low))
+    xp = nn.pad(x, ((0, 0), (0, 0), (b[0], ends[0]), (b[1], ends[1])), scalar(low, x))
     views = []
     for i in range(k[0]):
         for j in range(k[1]):
@@ -1039,7 +1040,7 @@ def _maxpool_indices(x: Expr, y: Expr, k: Sequence[int], s: Sequence[int], b: Se
                                  end=(i * d[0] + (oh - 1) * s[0] + 1, j * d[1] + (ow - 1) * s[1] + 1),
                                  axes=(2, 3), strides=tuple(s))
             views.append(op.expand_dims(v, axis=2))
-    kidx = op.argmax(op.concatenate(*views, axis=2), axis=2)  # (n, c, oh, ow)
+    kidx = op.argmax(op.concatenate(views, axis=2), axis=2)  # (n, c, oh, ow)
     ki = op.take(Constant(np.repeat(np.arange(k[0]) * d[0], k[1]).astype(np.int64)), kidx, axis=0)
     kj = op.take(Constant(np.tile(np.arange(k[1]) * d[1], k[0]).astype(np.int64)), kidx, axis=0)
     rows = op.add(ki, Constant((np.arange(oh) * s[0] - b[0]).astype(np.int64).reshape(oh, 1)))
@@ -1120,7 +1121,7 @@ def _dilate_zeros(x: Expr, s: Sequence[int]) -> Expr:
         return x
     inter = (n, c, *(v for d in sp for v in (d, 1)))
     pw = (0, 0, 0, 0, *(v for ss in s for v in (0, 0, 0, ss - 1)))
-    y: Expr = nn.pad(_reshape(x, inter), pad_width=pw)
+    y: Expr = nn.pad(_reshape(x, inter), pw, scalar(0, x))
     y = _reshape(y, (n, c, *(d * ss for d, ss in zip(sp, s))))
     return op.strided_slice(y, begin=(0,) * len(sp), end=tuple((d - 1) * ss + 1 for d, ss in zip(sp, s)),
                             axes=tuple(range(2, 2 + len(sp))))
@@ -1177,7 +1178,7 @@ def _conv_transpose(cx: Ctx, a: _Attrs) -> Expr:
     y = _dilate_zeros(x, s)
     lo = [f - 1 - bb for f, bb in zip(full, b)]
     hi = [f - 1 - ee + op_ for f, ee, op_ in zip(full, e, opad)]
-    y = nn.pad(y, pad_width=(0, 0, 0, 0, *(v for l_, h_ in zip(lo, hi) for v in (max(l_, 0), max(h_, 0)))))
+    y = nn.pad(y, ((0, 0), (0, 0), *((max(l_, 0), max(h_, 0)) for l_, h_ in zip(lo, hi))), scalar(0, y))
     if min(*lo, *hi) < 0:
         dims = shape_of(y)[2:]
         y = op.strided_slice(y, begin=tuple(max(-l_, 0) for l_ in lo),

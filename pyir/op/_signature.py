@@ -101,8 +101,10 @@ def signature_of(odef: OpDef) -> inspect.Signature:
 
 
 def attach(module: ModuleType) -> None:
-    """Give each builder in ``module.__all__`` its ``__signature__`` and ``__module__``."""
+    """Give each builder in ``module.__all__`` its ``__signature__`` and ``__module__`` (a
+    builder written by hand with Relay's signature, marked ``relay_signature``, keeps its own)."""
     for name in module.__all__:
         b = getattr(module, name)
-        b.__signature__ = signature_of(get_op_def(b.op.name))
+        if not getattr(b, "relay_signature", False):
+            b.__signature__ = signature_of(get_op_def(b.op.name))
         b.__module__ = module.__name__

@@ -191,6 +191,14 @@ class BroadcastTo(Protocol):
         ...
 
 
+class CallLowered(Protocol):
+    """The builder of ``call_lowered``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Call the lowered function ``func`` on the tuple ``inputs`` (a lowering internal)."""
+        ...
+
+
 class Cast(Protocol):
     """The builder of ``cast``."""
 
@@ -246,6 +254,22 @@ class Col2im(Protocol):
         ...
 
 
+class CollapseSumLike(Protocol):
+    """The builder of ``collapse_sum_like``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Sum ``data`` down to the shape of ``collapse_type`` (which broadcasts to ``data``)."""
+        ...
+
+
+class CollapseSumTo(Protocol):
+    """The builder of ``collapse_sum_to``."""
+
+    def __call__(self, data: ExprLike, /, *, shape: Ints) -> Call:
+        """Sum ``data`` down to ``shape`` (which broadcasts to ``data``'s shape)."""
+        ...
+
+
 class Compress(Protocol):
     """The builder of ``compress``."""
 
@@ -259,8 +283,8 @@ class Compress(Protocol):
 class Concatenate(Protocol):
     """The builder of ``concatenate``."""
 
-    def __call__(self, *data: ExprLike, axis: Int = 0) -> Call:
-        """Join tensors along ``axis`` (the inputs are the call's arguments)."""
+    def __call__(self, data: ExprLike, /, *, axis: Int = 0) -> Call:
+        """Join the tensors of the tuple ``data`` along ``axis`` (Relay's form: one tuple argument)."""
         ...
 
 
@@ -343,6 +367,25 @@ class Det(Protocol):
 
     def __call__(self, data: ExprLike, /) -> Call:
         """The determinant of each square matrix of the last two axes."""
+        ...
+
+
+class DeviceCopy(Protocol):
+    """The builder of ``device_copy``."""
+
+    def __call__(
+        self,
+        data: ExprLike,
+        /,
+        *,
+        src_virtual_device: str = '',
+        dst_virtual_device: str = '',
+    ) -> Call:
+        """Copy ``data`` from one device to another (an identity on values, kept by the passes).
+
+        ``src_virtual_device``: the source device
+        ``dst_virtual_device``: the destination device
+        """
         ...
 
 
@@ -741,6 +784,22 @@ class Floor(Protocol):
         ...
 
 
+class FloorDivide(Protocol):
+    """The builder of ``floor_divide``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Broadcasting quotient rounded down (Python's ``//``)."""
+        ...
+
+
+class FloorMod(Protocol):
+    """The builder of ``floor_mod``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Broadcasting floor remainder, signed like the divisor (Python's ``%``)."""
+        ...
+
+
 class Full(Protocol):
     """The builder of ``full``."""
 
@@ -749,6 +808,14 @@ class Full(Protocol):
 
         ``dtype``: a dtype; '' for fill_value's
         """
+        ...
+
+
+class FullLike(Protocol):
+    """The builder of ``full_like``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """A tensor shaped and typed like ``data``, filled with the scalar ``fill_value``."""
         ...
 
 
@@ -918,6 +985,16 @@ class Isnan(Protocol):
         ...
 
 
+class LayoutTransform(Protocol):
+    """The builder of ``layout_transform``."""
+
+    def __call__(self, data: ExprLike, /, *, src_layout: str, dst_layout: str) -> Call:
+        """Transform ``data`` from layout ``src_layout`` to ``dst_layout`` (``NCHW`` -> ``NHWC``,
+        ``NCHW`` -> ``NCHW4c``: a lower-case axis with a factor is split off its primal axis).
+        """
+        ...
+
+
 class LeftShift(Protocol):
     """The builder of ``left_shift``."""
 
@@ -1068,6 +1145,53 @@ class MelWeightMatrix(Protocol):
         ...
 
 
+class MemoryAllocStorage(Protocol):
+    """The builder of ``memory.alloc_storage``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        /,
+        *,
+        dtype: DType = 'float32',
+        virtual_device: str = '',
+    ) -> Call:
+        """Allocate ``size`` bytes of storage (a lowering internal; typed ``Tensor[(?,), uint8]``).
+
+        ``dtype``: the dtype the storage is meant for
+        ``virtual_device``: the device ('' unconstrained)
+        """
+        ...
+
+
+class MemoryAllocTensor(Protocol):
+    """The builder of ``memory.alloc_tensor``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        /,
+        *,
+        dtype: DType = 'float32',
+        const_shape: Ints | None = None,
+        assert_shape: Ints | None = None,
+    ) -> Call:
+        """Allocate a tensor in ``storage`` at ``offset`` (a lowering internal; a fresh array here)."""
+        ...
+
+
+class MemoryKill(Protocol):
+    """The builder of ``memory.kill``."""
+
+    def __call__(self, data: ExprLike, /) -> Call:
+        """Mark the end of a value's lifetime (a lowering internal; gives the empty tuple)."""
+        ...
+
+
 class Min(Protocol):
     """The builder of ``min``."""
 
@@ -1095,10 +1219,9 @@ class Minimum(Protocol):
 class Mod(Protocol):
     """The builder of ``mod``."""
 
-    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, fmod: Bool = False) -> Call:
-        """Broadcasting remainder, signed like the divisor (like the dividend with ``fmod``).
-
-        ``fmod``: truncated (C fmod) instead of floor remainder
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Broadcasting truncated remainder, signed like the dividend (Relay's ``mod``, C's ``fmod``;
+        ``floor_mod`` is Python's ``%``).
         """
         ...
 
@@ -1179,6 +1302,26 @@ class NnBatchFlatten(Protocol):
 
     def __call__(self, data: ExprLike, /) -> Call:
         """Flatten all but the first axis: (N, ...) -> (N, prod(...))."""
+        ...
+
+
+class NnBatchMatmul(Protocol):
+    """The builder of ``nn.batch_matmul``."""
+
+    def __call__(
+        self,
+        lhs: ExprLike,
+        rhs: ExprLike,
+        /,
+        *,
+        out_dtype: object = None,
+        transpose_a: Bool = False,
+        transpose_b: Bool = False,
+    ) -> Call:
+        """Batched (B, M, K) x (B, K, N) -> (B, M, N) product, either side transposed; batch 1 broadcasts.
+
+        ``out_dtype``: the output dtype (None: tensor_a's)
+        """
         ...
 
 
@@ -1503,16 +1646,16 @@ class NnPad(Protocol):
 
     def __call__(
         self,
-        data: ExprLike,
+        lhs: ExprLike,
+        rhs: ExprLike,
         /,
         *,
-        pad_width: Ints,
-        pad_value: Float = 0.0,
+        pad_width: object,
         pad_mode: str = 'constant',
     ) -> Call:
-        """Pad every axis; ``pad_width`` is flat: (before_0, after_0, before_1, after_1, ...).
+        """Pad each axis by its (before, after) width with pad_value (cast), the edge or a reflection.
 
-        ``pad_width``: flat (before_0, after_0, before_1, after_1, ...)
+        ``pad_width``: ((before_0, after_0), (before_1, after_1), ...)
         ``pad_mode``: constant, edge or reflect
         """
         ...
@@ -1621,11 +1764,78 @@ class NnThresholdedRelu(Protocol):
         ...
 
 
+class NnUpsampling(Protocol):
+    """The builder of ``nn.upsampling``."""
+
+    def __call__(
+        self,
+        data: ExprLike,
+        /,
+        *,
+        scale_h: Float = 1.0,
+        scale_w: Float = 1.0,
+        layout: str = 'NCHW',
+        method: str = 'nearest_neighbor',
+        align_corners: Bool = False,
+    ) -> Call:
+        """Upsample a 4-D image by scale_h and scale_w (sizes rounded): nearest, bilinear or bicubic.
+
+        ``layout``: NCHW or NHWC
+        ``method``: nearest_neighbor, bilinear or bicubic
+        """
+        ...
+
+
+class NnUpsampling3d(Protocol):
+    """The builder of ``nn.upsampling3d``."""
+
+    def __call__(
+        self,
+        data: ExprLike,
+        /,
+        *,
+        scale_d: Float = 1.0,
+        scale_h: Float = 1.0,
+        scale_w: Float = 1.0,
+        layout: str = 'NCDHW',
+        method: str = 'nearest_neighbor',
+        coordinate_transformation_mode: str = 'half_pixel',
+    ) -> Call:
+        """Upsample a 5-D volume by scale_d, scale_h and scale_w (sizes rounded): nearest or trilinear.
+
+        ``layout``: NCDHW or NDHWC
+        ``method``: nearest_neighbor or trilinear
+        ``coordinate_transformation_mode``: half_pixel, align_corners or asymmetric
+        """
+        ...
+
+
 class NotEqual(Protocol):
     """The builder of ``not_equal``."""
 
     def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
         """Broadcasting ``a != b`` (bool)."""
+        ...
+
+
+class OnDevice(Protocol):
+    """The builder of ``on_device``."""
+
+    def __call__(
+        self,
+        data: ExprLike,
+        /,
+        *,
+        virtual_device: str = '',
+        constrain_result: Bool = False,
+        constrain_body: Bool = True,
+    ) -> Call:
+        """Annotate ``data`` with the device it is computed on (an identity the passes keep).
+
+        ``virtual_device``: the device ('' unconstrained; TVM text keeps its meta[VirtualDevice][i] reference)
+        ``constrain_result``: the result is on the device
+        ``constrain_body``: the body is computed on the device
+        """
         ...
 
 
@@ -2077,8 +2287,22 @@ class Sum(Protocol):
 class Take(Protocol):
     """The builder of ``take``."""
 
-    def __call__(self, data: ExprLike, indices: ExprLike, /, *, axis: Int = 0) -> Call:
-        """Gather slices of ``data`` at ``indices`` along ``axis``."""
+    def __call__(
+        self,
+        data: ExprLike,
+        indices: ExprLike,
+        /,
+        *,
+        batch_dims: Int = 0,
+        axis: Int | None = None,
+        mode: str = 'clip',
+    ) -> Call:
+        """Gather the slices of ``data`` at ``indices`` along ``axis`` (the flattened data when None);
+        the first ``batch_dims`` axes of both are batch axes; out-of-range indices are clipped
+        (``clip``), wrapped (``wrap``) or an error (``fast``).
+
+        ``mode``: clip, wrap or fast
+        """
         ...
 
 
@@ -2161,6 +2385,22 @@ class Trilu(Protocol):
         ...
 
 
+class TruncDivide(Protocol):
+    """The builder of ``trunc_divide``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Broadcasting quotient rounded toward zero."""
+        ...
+
+
+class TruncMod(Protocol):
+    """The builder of ``trunc_mod``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Broadcasting truncated remainder, signed like the dividend (as ``mod``)."""
+        ...
+
+
 class Unique(Protocol):
     """The builder of ``unique``."""
 
@@ -2220,6 +2460,49 @@ class VisionRoiAlign(Protocol):
         ``mode``: avg or max
         ``coordinate_transformation_mode``: half_pixel or output_half_pixel
         """
+        ...
+
+
+class VmInvokeTvmOp(Protocol):
+    """The builder of ``vm.invoke_tvm_op``."""
+
+    def __call__(self, input0: ExprLike, input1: ExprLike, input2: ExprLike, /) -> Call:
+        """Call the primitive function ``func`` on ``inputs`` into ``outputs`` (a lowering internal)."""
+        ...
+
+
+class VmReshapeTensor(Protocol):
+    """The builder of ``vm.reshape_tensor``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /, *, newshape: Ints) -> Call:
+        """Reshape ``data`` to the run-time ``shape`` (the VM's instruction; ``newshape`` is its type)."""
+        ...
+
+
+class VmShapeFunc(Protocol):
+    """The builder of ``vm.shape_func``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        /,
+        *,
+        is_input: Ints | None = None,
+    ) -> Call:
+        """Run the shape function ``func`` on ``inputs`` into ``outputs`` (a lowering internal).
+
+        ``is_input``: per input: 1 when its data (not its shape) is used
+        """
+        ...
+
+
+class VmShapeOf(Protocol):
+    """The builder of ``vm.shape_of``."""
+
+    def __call__(self, data: ExprLike, /, *, dtype: DType = 'int64') -> Call:
+        """The shape of ``data`` as a 1-D tensor (the VM's instruction)."""
         ...
 
 

@@ -194,14 +194,14 @@ def _pad_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
 
 def _pad(attrs: Attrs, x: np.ndarray, pw: np.ndarray, v: np.ndarray) -> np.ndarray:
     flat = _ints(pw)
-    return nn._pad(Attrs(pad_width=flat, pad_value=float(v), pad_mode=attrs["pad_mode"]), x)
+    return nn.pad_compute(x, nn.pad_pairs("dyn.nn.pad", flat), v, attrs["pad_mode"])
 
 
 pad: _sig.DynNnPad = register_op(
     "dyn.nn.pad", num_inputs=3, type_rel=_pad_rel, compute=_pad, pattern=OpPattern.INJECTIVE,
     doc="``nn.pad`` with a run-time ``pad_width`` (integer tensor of shape (rank, 2)) and ``pad_value``.",
     attrs=(AttrSpec("pad_mode", "str", "constant", "constant, edge or reflect"),),
-    canonicalize=lambda a: nn._pad_canon({**a, "pad_width": (), "pad_value": 0.0}) and a)
+    canonicalize=lambda a: nn._pad_canon({**a, "pad_width": ()}) and a)
 
 
 def _tile_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
@@ -476,8 +476,8 @@ TO_STATIC: dict[Op, Callable[[Call], Expr | None]] = {
     Op("dyn.full"): _static((1,), lambda a, at, v: shape.full(a[0], shape=_ints(v[0]), dtype=at["dtype"])),
     Op("dyn.strided_slice"): _static((1, 2, 3), lambda a, at, v: tensor.strided_slice(
         a[0], begin=_ints(v[0]), end=_ints(v[1]), strides=_ints(v[2]))),
-    Op("dyn.nn.pad"): _static((1, 2), lambda a, at, v: nn.pad(
-        a[0], pad_width=_ints(v[0]), pad_value=float(v[1]), pad_mode=at["pad_mode"])),
+    Op("dyn.nn.pad"): _static((1,), lambda a, at, v: nn.pad(
+        a[0], _ints(v[0]), a[2], pad_mode=at["pad_mode"])),
     Op("dyn.tile"): _static((1,), lambda a, at, v: shape.tile(a[0], reps=_ints(v[0]))),
     Op("dyn.topk"): _static((1,), lambda a, at, v: shape.topk(
         a[0], k=_int(v[0]), axis=at["axis"], ret_type=at["ret_type"], is_ascend=at["is_ascend"],

@@ -14,9 +14,12 @@ Parameters that ONNX gives as (possibly run-time) tensor inputs:
   scalar tensors, as ONNX does: their output dimensions are ``?`` (a call on constants is
   folded by ``FoldConstant`` and by the ONNX importer).
 
-Semantics, briefly: ``mod`` is the floor remainder (signed like the divisor, Python's ``%``),
-with ``fmod`` the truncated one (signed like the dividend, C's ``fmod``); an integer division by
-zero gives 0. ``cumsum`` / ``cumprod`` with ``exclusive`` leave ``x[i]`` out of element ``i``,
+Semantics, briefly: the remainders and divisions have Relay's names and meanings: ``mod`` and
+``trunc_mod`` are the truncated remainder (signed like the dividend, C's ``fmod``: Relay's
+``mod``), ``floor_mod`` the floor remainder (signed like the divisor, Python's ``%``);
+``floor_divide`` rounds the quotient down, ``trunc_divide`` toward zero (``divide`` of integers
+truncates too, as Relay's does); an integer division by zero gives 0. ``cumsum`` / ``cumprod``
+with ``exclusive`` leave ``x[i]`` out of element ``i``,
 with ``reverse`` scan from the end. ``einsum`` follows numpy (explicit or implicit output,
 ``...`` broadcasting, a repeated label takes a diagonal, a label of size 1 broadcasts).
 ``trilu`` keeps the elements on and above (``upper``) or below the ``k``-th diagonal of the
@@ -52,7 +55,8 @@ if TYPE_CHECKING:  # the builders' typed signatures (generated, see _signature.p
 
 __all__ = [
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-    "sign", "round", "isnan", "isinf", "mod", "cumsum", "cumprod", "einsum", "trilu", "eye_like",
+    "sign", "round", "isnan", "isinf", "mod", "floor_mod", "trunc_mod", "floor_divide", "trunc_divide",
+    "cumsum", "cumprod", "einsum", "trilu", "eye_like",
     "det", "dft", "stft", "hann_window", "hamming_window", "blackman_window", "mel_weight_matrix",
     "bernoulli",
 ]
@@ -178,17 +182,40 @@ def _mod_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     return TensorType(broadcast_shapes(a.shape, b.shape), dt)
 
 
-def _mod(attrs: Attrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    x, y = _np_float(a), _np_float(b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.fmod(x, y) if attrs["fmod"] else np.mod(x, y)
-    return np.asarray(out).astype(a.dtype, copy=False)
+def _remainder(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    def compute(attrs: Attrs, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        x, y = _np_float(a), _np_float(b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = fn(x, y)
+        if a.dtype.kind in "iu":  # an integer division by zero gives 0
+            out = np.where(np.broadcast_to(y, np.shape(out)) == 0, 0, out)
+        return np.asarray(out).astype(a.dtype, copy=False)
+    return compute
 
 
-mod: _sig.Mod = register_op(
-    "mod", num_inputs=2, type_rel=_mod_rel, compute=_mod, pattern=OpPattern.BROADCAST,
-    doc="Broadcasting remainder, signed like the divisor (like the dividend with ``fmod``).",
-    attrs=(AttrSpec("fmod", "bool", False, "truncated (C fmod) instead of floor remainder"),))
+def _trunc_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if x.dtype.kind in "iu":
+        q = np.floor_divide(x, y)  # rounded down: one up where the exact quotient is negative and inexact
+        return q + ((q < 0) & (q * y != x)).astype(q.dtype)
+    return np.trunc(np.true_divide(x, y))
+
+
+def _binary_numeric(name: str, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], doc: str) -> Any:
+    return register_op(name, num_inputs=2, type_rel=_mod_rel, compute=_remainder(fn),
+                       pattern=OpPattern.BROADCAST, doc=doc)
+
+
+mod: _sig.Mod = _binary_numeric(
+    "mod", np.fmod, "Broadcasting truncated remainder, signed like the dividend (Relay's ``mod``, C's "
+    "``fmod``;\n``floor_mod`` is Python's ``%``).")
+trunc_mod: _sig.TruncMod = _binary_numeric(
+    "trunc_mod", np.fmod, "Broadcasting truncated remainder, signed like the dividend (as ``mod``).")
+floor_mod: _sig.FloorMod = _binary_numeric(
+    "floor_mod", np.mod, "Broadcasting floor remainder, signed like the divisor (Python's ``%``).")
+floor_divide: _sig.FloorDivide = _binary_numeric(
+    "floor_divide", np.floor_divide, "Broadcasting quotient rounded down (Python's ``//``).")
+trunc_divide: _sig.TruncDivide = _binary_numeric(
+    "trunc_divide", _trunc_div, "Broadcasting quotient rounded toward zero.")
 
 
 # -- cumsum / cumprod ----------------------------------------------------------------------------

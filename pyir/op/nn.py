@@ -7,9 +7,6 @@ type relation, fusion pattern kind and a numpy reference ``compute``.  Only the
 Deviations from Relay, kept deliberately simple:
 
 * ``nn.dropout`` returns its input tensor (inference semantics), not a tuple.
-* ``nn.pad`` takes ``pad_width`` as one flat tuple of ints
-  ``(before_0, after_0, before_1, after_1, ...)`` of length ``2 * ndim``, and
-  ``pad_value`` as a float attribute.
 * ``nn.batch_norm`` computes in inference mode and returns
   ``(out, moving_mean, moving_var)``.
 * Pooling with ``ceil_mode`` follows ONNX/PyTorch: the output size is rounded up,
@@ -44,7 +41,11 @@ from ._rel import fail, normalize_axis, provably_less, same_dtype, shape_str, te
 from .registry import REQUIRED, AttrSpec, OpPattern, register_op
 
 if TYPE_CHECKING:  # the builders' typed signatures (generated, see _signature.py)
+    from collections.abc import Sequence
+
+    from ..ir.expr import Call, Expr
     from . import _signatures as _sig
+    from ._signatures import DType, ExprLike
 
 __all__ = [
     "avg_pool2d", "batch_flatten", "batch_norm", "bias_add", "conv2d", "dense", "dropout",
@@ -257,8 +258,9 @@ def _conv2d_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         raise fail(f"conv2d: data must be 4-D NCHW {where}")
     if w.ndim != 4:
         raise fail(f"conv2d: weight must be 4-D OIHW {where}")
-    if d.dtype != w.dtype:
-        raise fail(f"conv2d: data dtype {d.dtype} != weight dtype {w.dtype} {where}")
+    if d.dtype != w.dtype and attrs["out_dtype"] is None:  # mixed (int8 x uint8 -> int32) with out_dtype
+        raise fail(f"conv2d: data dtype {d.dtype} != weight dtype {w.dtype} (give out_dtype to mix dtypes) "
+                   f"{where}")
     n, c, h, wd = d.shape
     o, i, kh, kw = w.shape
     if not (type(c) is int and type(h) is int and type(wd) is int and type(o) is int and type(i) is int
@@ -662,7 +664,8 @@ def _dense_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
         if u is None:
             raise fail(f"dense: units={attrs['units']} != weight out-features {dim_str(units, 40)} {where}")
         units = u
-    same_dtype([d, w])
+    if attrs["out_dtype"] is None:  # mixed input dtypes need out_dtype (as conv2d)
+        same_dtype([d, w])
     return TensorType(d.shape[:-1] + (units,), attrs["out_dtype"] or d.dtype)
 
 
@@ -763,24 +766,43 @@ batch_flatten: _sig.NnBatchFlatten = register_op(
 _PAD_MODES = ("constant", "edge", "reflect")
 
 
+def pad_pairs(op: str, value: Any) -> tuple[tuple[int, int], ...]:
+    """``pad_width`` in its canonical form, one ``(before, after)`` pair per axis (Relay's
+    ``((before_0, after_0), ...)``; a flat ``(before_0, after_0, before_1, ...)`` is accepted)."""
+    try:
+        items = tuple(value)
+        if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in items):
+            if len(items) % 2:
+                raise TypeError
+            pairs = tuple((int(items[i]), int(items[i + 1])) for i in range(0, len(items), 2))
+        else:
+            def is_int(v: Any) -> bool:
+                return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+            pairs = tuple((int(b), int(e)) for b, e in (tuple(p) for p in items) if is_int(b) and is_int(e))
+            if len(pairs) != len(items):
+                raise TypeError
+    except (TypeError, ValueError):
+        raise _attr_error(op, "pad_width", f"expected (before, after) int pairs, one per axis, got "
+                          f"{value!r:.80}") from None
+    if any(b < 0 or e < 0 for b, e in pairs):
+        raise _attr_error(op, "pad_width", f"must be non-negative, got {pairs}")
+    return pairs
+
+
 def _pad_canon(a: dict[str, Any]) -> dict[str, Any]:
     if a["pad_mode"] not in _PAD_MODES:
         raise _attr_error("nn.pad", "pad_mode", f"must be one of {_PAD_MODES}, got {a['pad_mode']!r}")
-    if any(p < 0 for p in a["pad_width"]):
-        raise _attr_error("nn.pad", "pad_width", f"must be non-negative, got {a['pad_width']}")
-    return a
-
-
-def _pad_pairs(pad_width: tuple[int, ...]) -> list[tuple[int, int]]:
-    return [(pad_width[i], pad_width[i + 1]) for i in range(0, len(pad_width), 2)]
+    return {**a, "pad_width": pad_pairs("nn.pad", a["pad_width"])}
 
 
 def _pad_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     d = tensor(types[0], "data")
-    pw = attrs["pad_width"]
-    if len(pw) != 2 * d.ndim:
-        raise fail(f"pad: pad_width {pw} must hold 2 x rank = {2 * d.ndim} ints for data {d.shape}")
-    pairs = _pad_pairs(pw)
+    v = tensor(types[1], "pad_value")
+    if v.ndim != 0:
+        raise fail(f"pad: pad_value must be a scalar, got shape {shape_str(v.shape)}")
+    pairs = attrs["pad_width"]
+    if len(pairs) != d.ndim:
+        raise fail(f"pad: pad_width {pairs} must hold a (before, after) pair per axis of data {d.shape}")
     mode = attrs["pad_mode"]
     for i, ((b, e), s) in enumerate(zip(pairs, d.shape)):
         if mode == "reflect" and (b or e) and _provably_at_most(s, max(b, e)):
@@ -797,21 +819,45 @@ def _provably_at_most(d: DimLike, k: int) -> bool:
     return hi is not None and hi <= k
 
 
-def _pad(attrs: Attrs, x: np.ndarray) -> np.ndarray:
-    pairs = _pad_pairs(attrs["pad_width"])
-    mode = attrs["pad_mode"]
+def pad_compute(x: np.ndarray, pairs: Any, value: Any, mode: str) -> np.ndarray:
+    """``nn.pad`` on an array (``value``, a scalar, is cast to ``x``'s dtype)."""
     if mode == "constant":
-        return np.pad(x, pairs, mode="constant", constant_values=attrs["pad_value"])
-    return np.pad(x, pairs, mode=mode)
+        return np.pad(x, pairs, mode="constant", constant_values=np.asarray(value).astype(x.dtype))
+    return np.pad(x, pairs, mode=mode)  # type: ignore[call-overload]
 
 
-pad: _sig.NnPad = register_op(
-    "nn.pad", num_inputs=1, type_rel=_pad_rel, compute=_pad, pattern=OpPattern.INJECTIVE,
-    doc="Pad every axis; ``pad_width`` is flat: (before_0, after_0, before_1, after_1, ...).",
-    attrs=(AttrSpec("pad_width", "ints", REQUIRED, "flat (before_0, after_0, before_1, after_1, ...)"),
-           AttrSpec("pad_value", "float", 0.0),
+_pad_op: _sig.NnPad = register_op(
+    "nn.pad", num_inputs=2,
+    type_rel=_pad_rel, compute=lambda attrs, x, v: pad_compute(x, attrs["pad_width"], v, attrs["pad_mode"]),
+    pattern=OpPattern.INJECTIVE,
+    doc="Pad each axis by its (before, after) width with pad_value (cast), the edge or a reflection.",
+    attrs=(AttrSpec("pad_width", "any", REQUIRED, "((before_0, after_0), (before_1, after_1), ...)"),
            AttrSpec("pad_mode", "str", "constant", "constant, edge or reflect")),
     canonicalize=_pad_canon)
+
+
+def pad(data: ExprLike, pad_width: Expr | Sequence[Sequence[int]] | Sequence[int],
+        pad_value: ExprLike = 0, pad_mode: str = "constant") -> Call:
+    """``nn.pad`` with Relay's signature: ``pad_width`` a (before, after) pair per axis (an
+    expression, an integer tensor of shape (rank, 2), gives ``dyn.nn.pad``), ``pad_value`` a
+    scalar expression or a Python number (a constant: ``0`` is an int32, ``0.0`` a float32, as
+    ``relay.const`` makes them; the value is cast to data's dtype).
+
+    >>> import pyir
+    >>> x = pyir.var("x", shape=(2, 3))
+    >>> pad(x, ((0, 0), (1, 1))).checked_type
+    TensorType((2, 5), 'float32')
+    """
+    from ..ir.expr import Call, Expr, Op, as_expr, const
+
+    value: Expr = pad_value if isinstance(pad_value, Expr) else const(pad_value)
+    if isinstance(pad_width, Expr):  # dyn.nn.pad (pyir.op.dyn imports this module: no import back)
+        return Call(Op("dyn.nn.pad"), [as_expr(data), pad_width, value], {"pad_mode": pad_mode})
+    return _pad_op(data, value, pad_width=pad_width, pad_mode=pad_mode)
+
+
+pad.op = _pad_op.op  # type: ignore[attr-defined]
+pad.relay_signature = True  # type: ignore[attr-defined]
 
 
 # == ONNX neural-network operators (issue 13): activations, normalizations, losses, attention ======
@@ -1684,3 +1730,189 @@ linear_attention: _sig.NnLinearAttention = register_op(
            AttrSpec("has_past", "bool", False)),
     canonicalize=_lin_attn_canon)
 __all__ += ["linear_attention"]
+
+
+# -- batch_matmul -----------------------------------------------------------------------------------
+
+
+def _batch_matmul_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    x, y = tensor(types[0], "tensor_a"), tensor(types[1], "tensor_b")
+    where = f"(tensor_a {shape_str(x.shape)}, tensor_b {shape_str(y.shape)})"
+    if x.ndim != 3 or y.ndim != 3:
+        raise fail(f"batch_matmul: both inputs must be 3-D {where}")
+    ta, tb = attrs["transpose_a"], attrs["transpose_b"]
+    xb, xi, xk = x.shape[0], x.shape[2 if ta else 1], x.shape[1 if ta else 2]
+    yb, yk, yj = y.shape[0], y.shape[2 if tb else 1], y.shape[1 if tb else 2]
+    if xk is not yk and unify_dims(xk, yk) is None:
+        raise fail(f"batch_matmul: reduction dimensions differ, {dim_str(xk, 40)} != {dim_str(yk, 40)} "
+                   f"{where}")
+    if xb == 1:
+        b = yb
+    elif yb == 1:
+        b = xb
+    else:
+        u = unify_dims(xb, yb)
+        if u is None:
+            raise fail(f"batch_matmul: batch dimensions {dim_str(xb, 40)} and {dim_str(yb, 40)} differ "
+                       f"{where}")
+        b = u
+    if attrs["out_dtype"] is None and x.dtype != y.dtype:
+        raise fail(f"batch_matmul: dtypes differ ({x.dtype}, {y.dtype}): give out_dtype to mix them {where}")
+    return TensorType((b, xi, yj), attrs["out_dtype"] or x.dtype)
+
+
+def _batch_matmul(attrs: Attrs, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    dt = np.dtype(attrs["out_dtype"] or x.dtype)
+    a = x.astype(dt, copy=False)
+    b = y.astype(dt, copy=False)
+    if attrs["transpose_a"]:
+        a = np.swapaxes(a, 1, 2)
+    if attrs["transpose_b"]:
+        b = np.swapaxes(b, 1, 2)
+    return np.ascontiguousarray(np.matmul(a, b), dtype=dt)
+
+
+def _batch_matmul_canon(a: dict[str, Any]) -> dict[str, Any]:
+    a["out_dtype"] = _out_dtype("nn.batch_matmul", a["out_dtype"])
+    return a
+
+
+_batch_matmul_op: _sig.NnBatchMatmul = register_op(
+    "nn.batch_matmul", num_inputs=2, type_rel=_batch_matmul_rel, compute=_batch_matmul,
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    doc="Batched (B, M, K) x (B, K, N) -> (B, M, N) product, either side transposed; batch 1 broadcasts.",
+    attrs=(AttrSpec("out_dtype", "any", None, "the output dtype (None: tensor_a's)"),
+           AttrSpec("transpose_a", "bool", False), AttrSpec("transpose_b", "bool", False)),
+    canonicalize=_batch_matmul_canon)
+
+
+def batch_matmul(tensor_a: ExprLike, tensor_b: ExprLike, out_dtype: DType | None = "",
+                 transpose_a: bool = False, transpose_b: bool = True) -> Call:
+    """``nn.batch_matmul`` with Relay's Python signature and defaults: ``tensor_b`` is
+    transposed unless ``transpose_b=False`` (the NT format), ``out_dtype`` ``""`` keeps
+    ``tensor_a``'s dtype.  (The operator's attribute defaults are Relay's C++ ones, which its
+    text uses: no transposes, so ``nn.batch_matmul(%a, %b)`` in text means transpose_b=False.)
+
+    >>> import pyir
+    >>> a, b = pyir.var("a", shape=(2, 3, 4)), pyir.var("b", shape=(2, 5, 4))
+    >>> batch_matmul(a, b).checked_type
+    TensorType((2, 3, 5), 'float32')
+    """
+    return _batch_matmul_op(tensor_a, tensor_b, out_dtype=out_dtype or None, transpose_a=transpose_a,
+                            transpose_b=transpose_b)
+
+
+batch_matmul.op = _batch_matmul_op.op  # type: ignore[attr-defined]
+batch_matmul.relay_signature = True  # type: ignore[attr-defined]
+
+
+# -- upsampling, upsampling3d ---------------------------------------------------------------------
+
+_UPSAMPLING_METHODS = {"nearest_neighbor": "nearest", "bilinear": "linear", "bicubic": "cubic"}
+_UPSAMPLING3D_METHODS = {"nearest_neighbor": "nearest", "trilinear": "linear"}
+
+
+def _scaled(d: DimLike, scale: float) -> DimLike:
+    """``round(d * scale)`` (Relay's output size), exact for an int, or for an integral scale."""
+    if type(d) is int:
+        return int(np.floor(d * scale + 0.5))
+    if d is not ANY_DIM and float(scale).is_integer():
+        return dim_mul(d, int(scale))
+    return ANY_DIM
+
+
+def _upsampling_canon(op: str, layouts: tuple[str, ...], methods: dict[str, str],
+                      scales: tuple[str, ...]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def canon(a: dict[str, Any]) -> dict[str, Any]:
+        if a["layout"] not in layouts:
+            raise _attr_error(op, "layout", f"must be one of {layouts}, got {a['layout']!r}")
+        if a["method"] not in methods:
+            raise _attr_error(op, "method", f"must be one of {tuple(methods)}, got {a['method']!r}")
+        for k in scales:
+            if not a[k] > 0 or not np.isfinite(a[k]):
+                raise _attr_error(op, k, f"must be a positive finite float, got {a[k]}")
+        return a
+    return canon
+
+
+def _upsampling_shape(d: TensorType, scales: tuple[float, ...], channels_first: bool) -> TensorType:
+    r = len(scales) + 2
+    if d.ndim != r:
+        raise fail(f"data must be {r}-D, got {shape_str(d.shape)}")
+    first = 2 if channels_first else 1
+    shape = list(d.shape)
+    for i, s in enumerate(scales):
+        shape[first + i] = _scaled(shape[first + i], s)
+    return TensorType(shape, d.dtype)
+
+
+def _upsample(x: np.ndarray, scales: tuple[float, ...], channels_first: bool, mode: str, coord: str,
+              nearest: str) -> np.ndarray:
+    from .image import resize_compute
+
+    first = 2 if channels_first else 1
+    size = list(x.shape)
+    for i, s in enumerate(scales):
+        size[first + i] = int(np.floor(x.shape[first + i] * s + 0.5))
+    ratios = [o / n if n else 1.0 for o, n in zip(size, x.shape)]
+    attrs = {"mode": mode, "coordinate_transformation_mode": coord, "nearest_mode": nearest,
+             "cubic_coeff_a": -0.5, "exclude_outside": False, "extrapolation_value": 0.0, "antialias": False}
+    return resize_compute(attrs, x, size, ratios, ())  # type: ignore[arg-type]
+
+
+def _nearest_rounding(coord: str) -> str:
+    return "round_prefer_ceil" if coord == "align_corners" else "floor"  # Relay's default rounding
+
+
+def _upsampling(attrs: Attrs, x: np.ndarray) -> np.ndarray:
+    coord = "align_corners" if attrs["align_corners"] else "asymmetric"
+    return _upsample(x, (attrs["scale_h"], attrs["scale_w"]), attrs["layout"] == "NCHW",
+                     _UPSAMPLING_METHODS[attrs["method"]], coord, _nearest_rounding(coord))
+
+
+upsampling: _sig.NnUpsampling = register_op(
+    "nn.upsampling", num_inputs=1,
+    type_rel=lambda types, attrs: _upsampling_shape(
+        tensor(types[0], "data"), (attrs["scale_h"], attrs["scale_w"]), attrs["layout"] == "NCHW"),
+    compute=_upsampling, pattern=OpPattern.INJECTIVE,
+    doc="Upsample a 4-D image by scale_h and scale_w (sizes rounded): nearest, bilinear or bicubic.",
+    attrs=(AttrSpec("scale_h", "float", 1.0), AttrSpec("scale_w", "float", 1.0),
+           AttrSpec("layout", "str", "NCHW", "NCHW or NHWC"),
+           AttrSpec("method", "str", "nearest_neighbor", "nearest_neighbor, bilinear or bicubic"),
+           AttrSpec("align_corners", "bool", False)),
+    canonicalize=_upsampling_canon("nn.upsampling", ("NCHW", "NHWC"), _UPSAMPLING_METHODS,
+                                   ("scale_h", "scale_w")))
+
+_COORDS3D = ("half_pixel", "align_corners", "asymmetric")
+
+
+def _upsampling3d_canon(a: dict[str, Any]) -> dict[str, Any]:
+    a = _upsampling_canon("nn.upsampling3d", ("NCDHW", "NDHWC"), _UPSAMPLING3D_METHODS,
+                          ("scale_d", "scale_h", "scale_w"))(a)
+    if a["coordinate_transformation_mode"] not in _COORDS3D:
+        raise _attr_error("nn.upsampling3d", "coordinate_transformation_mode",
+                          f"must be one of {_COORDS3D}, got {a['coordinate_transformation_mode']!r}")
+    return a
+
+
+def _upsampling3d(attrs: Attrs, x: np.ndarray) -> np.ndarray:
+    coord = attrs["coordinate_transformation_mode"]
+    return _upsample(x, (attrs["scale_d"], attrs["scale_h"], attrs["scale_w"]), attrs["layout"] == "NCDHW",
+                     _UPSAMPLING3D_METHODS[attrs["method"]], coord, _nearest_rounding(coord))
+
+
+upsampling3d: _sig.NnUpsampling3d = register_op(
+    "nn.upsampling3d", num_inputs=1,
+    type_rel=lambda types, attrs: _upsampling_shape(
+        tensor(types[0], "data"), (attrs["scale_d"], attrs["scale_h"], attrs["scale_w"]),
+        attrs["layout"] == "NCDHW"),
+    compute=_upsampling3d, pattern=OpPattern.INJECTIVE,
+    doc="Upsample a 5-D volume by scale_d, scale_h and scale_w (sizes rounded): nearest or trilinear.",
+    attrs=(AttrSpec("scale_d", "float", 1.0), AttrSpec("scale_h", "float", 1.0),
+           AttrSpec("scale_w", "float", 1.0),
+           AttrSpec("layout", "str", "NCDHW", "NCDHW or NDHWC"),
+           AttrSpec("method", "str", "nearest_neighbor", "nearest_neighbor or trilinear"),
+           AttrSpec("coordinate_transformation_mode", "str", "half_pixel",
+                    "half_pixel, align_corners or asymmetric")),
+    canonicalize=_upsampling3d_canon)
+__all__ += ["batch_matmul", "upsampling", "upsampling3d"]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import PyIRError
+from ..errors import AttrError, PyIRError
 from ..ir.dims import Any as ANY_DIM
 from ..ir.dims import (
     DimLike,
@@ -24,11 +24,15 @@ from ..ir.dims import (
 )
 from ..ir.node import MAX_INDEX, Attrs
 from ..ir.types import TensorType, Type, dtype_kind, dtype_range
-from ._rel import broadcast_shapes, fail, normalize_axis, same_dtype, shape_str, tensor, unify_dims
+from ._rel import broadcast_shapes, fail, normalize_axis, same_dtype, shape_str, tensor, tuple_of, unify_dims
 from .registry import AttrSpec, OpPattern, register_op
 
 if TYPE_CHECKING:  # the builders' typed signatures (generated, see _signature.py)
+    from collections.abc import Sequence
+
+    from ..ir.expr import Call, Expr
     from . import _signatures as _sig
+    from ._signatures import ExprLike
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
@@ -325,7 +329,10 @@ transpose: _sig.Transpose = register_op(
 
 
 def _concat_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
-    ts = [tensor(t, f"input {i}") for i, t in enumerate(types)]
+    fields = tuple_of(types[0]).fields
+    if not fields:
+        raise fail("concatenate needs at least one tensor, got an empty tuple")
+    ts = [tensor(t, f"field {i}") for i, t in enumerate(fields)]
     dt = same_dtype(ts)
     nd = ts[0].ndim
     ax = normalize_axis(attrs["axis"], nd)
@@ -345,11 +352,42 @@ def _concat_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     return TensorType(shape, dt)
 
 
-concatenate: _sig.Concatenate = register_op(
-    "concatenate", num_inputs=None, type_rel=_concat_rel,
-    compute=lambda attrs, *xs: np.concatenate(xs, axis=attrs["axis"]), pattern=OpPattern.INJECTIVE,
-    doc="Join tensors along ``axis`` (the inputs are the call's arguments).",
+_concatenate_op: _sig.Concatenate = register_op(
+    "concatenate", num_inputs=1, type_rel=_concat_rel,
+    compute=lambda attrs, xs: np.concatenate(xs, axis=attrs["axis"]), pattern=OpPattern.INJECTIVE,
+    doc="Join the tensors of the tuple ``data`` along ``axis`` (Relay's form: one tuple argument).",
     attrs=(AttrSpec("axis", "int", 0),))
+
+
+def concatenate(data: Expr | Sequence[ExprLike], axis: int = 0) -> Call:
+    """``concatenate`` with Relay's signature: ``data`` a list or tuple of tensors (made a
+    ``Tuple``) or an expression of tuple type; the call has that one tuple argument.
+
+    >>> import pyir
+    >>> a, b = pyir.var("a", shape=(2, 3)), pyir.var("b", shape=(2, 5))
+    >>> concatenate([a, b], axis=1).checked_type
+    TensorType((2, 8), 'float32')
+    """
+    from ..errors import WellFormedError
+    from ..ir.expr import Expr, as_expr
+    from ..ir.expr import Tuple as TupleExpr
+
+    if isinstance(axis, Expr):
+        raise WellFormedError("concatenate takes the tensors as one list or tuple: "
+                              "concatenate([a, b], axis=...), not concatenate(a, b)")
+    if not isinstance(data, Expr):
+        try:
+            items = list(data)
+        except TypeError:
+            raise WellFormedError(f"concatenate takes a list or tuple of tensors, got {data!r:.80}") from None
+        if not items:
+            raise WellFormedError("concatenate needs at least one tensor, got an empty list")
+        data = TupleExpr([as_expr(x) for x in items])
+    return _concatenate_op(data, axis=axis)
+
+
+concatenate.op = _concatenate_op.op  # type: ignore[attr-defined]
+concatenate.relay_signature = True  # type: ignore[attr-defined]
 
 
 def _expand_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
@@ -557,19 +595,84 @@ strided_slice: _sig.StridedSlice = register_op(
            AttrSpec("strides", "ints?", None)))
 
 
+_TAKE_MODES = ("clip", "wrap", "fast")
+
+
+def _take_canon(a: dict[str, Any]) -> dict[str, Any]:
+    if a["mode"] not in _TAKE_MODES:
+        raise AttrError(f"operator 'take', attribute 'mode': must be one of {_TAKE_MODES}, got {a['mode']!r}")
+    return a
+
+
+def _take_axes(attrs: Attrs, d_ndim: int, i_ndim: int) -> tuple[int | None, int]:
+    """``take``'s axis (None: the flattened data) and batch_dims, normalized."""
+    b = attrs["batch_dims"]
+    if b < 0:
+        b += i_ndim
+    if not 0 <= b <= i_ndim:
+        raise fail(f"batch_dims {attrs['batch_dims']} out of range for indices of rank {i_ndim}")
+    if attrs["axis"] is None:
+        if b:
+            raise fail("batch_dims needs an axis")
+        return None, 0
+    ax = normalize_axis(attrs["axis"], d_ndim)
+    if ax < b:
+        raise fail(f"axis {attrs['axis']} must not be a batch axis (batch_dims {b})")
+    return ax, b
+
+
 def _take_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     d, i = tensor(types[0], "data"), tensor(types[1], "indices")
     if np.dtype(i.dtype).kind not in "iu":
         raise fail(f"indices must be integers, got {i.dtype}")
-    ax = normalize_axis(attrs["axis"], d.ndim)
-    return TensorType(d.shape[:ax] + i.shape + d.shape[ax + 1:], d.dtype)
+    ax, b = _take_axes(attrs, d.ndim, i.ndim)
+    if ax is None:
+        return TensorType(i.shape, d.dtype)
+    for k in range(b):
+        if unify_dims(d.shape[k], i.shape[k]) is None:
+            raise fail(f"batch dimension {k} differs: data {shape_str(d.shape)}, "
+                       f"indices {shape_str(i.shape)}")
+    return TensorType(d.shape[:ax] + i.shape[b:] + d.shape[ax + 1:], d.dtype)
 
 
-take: _sig.Take = register_op(
-    "take", num_inputs=2, type_rel=_take_rel,
-    compute=lambda attrs, d, i: np.take(d, i, axis=attrs["axis"], mode="clip"),
-    pattern=OpPattern.INJECTIVE, doc="Gather slices of ``data`` at ``indices`` along ``axis``.",
-    attrs=(AttrSpec("axis", "int", 0),))
+def _take(attrs: Attrs, d: np.ndarray, i: np.ndarray) -> np.ndarray:
+    ax, b = _take_axes(attrs, d.ndim, i.ndim)
+    mode = {"clip": "clip", "wrap": "wrap", "fast": "raise"}[attrs["mode"]]
+    if ax is None:
+        return np.take(d.reshape(-1), i, mode=mode)  # type: ignore[call-overload]
+    if not b:
+        return np.take(d, i, axis=ax, mode=mode)  # type: ignore[call-overload]
+    batch = d.shape[:b]
+    out = [np.take(d[k], i[k], axis=ax - b, mode=mode) for k in np.ndindex(*batch)]  # type: ignore[call-overload]
+    return np.stack(out).reshape(batch + out[0].shape) if out else \
+        np.zeros(d.shape[:ax] + i.shape[b:] + d.shape[ax + 1:], d.dtype)
+
+
+_take_op: _sig.Take = register_op(
+    "take", num_inputs=2, type_rel=_take_rel, compute=_take,
+    pattern=OpPattern.INJECTIVE,
+    doc="Gather the slices of ``data`` at ``indices`` along ``axis`` (the flattened data when None);\n"
+        "the first ``batch_dims`` axes of both are batch axes; out-of-range indices are clipped\n"
+        "(``clip``), wrapped (``wrap``) or an error (``fast``).",
+    attrs=(AttrSpec("batch_dims", "int", 0), AttrSpec("axis", "int?", None),
+           AttrSpec("mode", "str", "clip", "clip, wrap or fast")),
+    canonicalize=_take_canon)
+
+
+def take(data: ExprLike, indices: ExprLike, axis: int | None = None, batch_dims: int = 0,
+         mode: str = "clip") -> Call:
+    """``take`` with Relay's signature and defaults (``axis=None`` takes from the flattened data).
+
+    >>> import pyir, numpy as np
+    >>> x = pyir.var("x", shape=(4, 3))
+    >>> take(x, pyir.const(np.array([0, 2])), axis=0).checked_type
+    TensorType((2, 3), 'float32')
+    """
+    return _take_op(data, indices, batch_dims=batch_dims, axis=axis, mode=mode)
+
+
+take.op = _take_op.op  # type: ignore[attr-defined]
+take.relay_signature = True  # type: ignore[attr-defined]
 
 
 # -- reductions ---------------------------------------------------------------------------------

@@ -11,14 +11,16 @@ Example (``tests/golden/BindShapes/docstring.txt``, run by ``tests/test_golden.p
 
     # before
     def @main(%x: Tensor[(batch, 3), float32], %y: Tensor[(batch * 2, 3), float32]) {
-      %0 = concatenate(%x, %x);
-      add(%0, %y)
+      %0 = (%x, %x);
+      %1 = concatenate(%0);
+      add(%1, %y)
     }
 
     # after BindShapes(bindings={"batch": 4})
     def @main(%x: Tensor[(4, 3), float32], %y: Tensor[(8, 3), float32]) {
-      %0 = concatenate(%x, %x);
-      add(%0, %y)
+      %0 = (%x, %x);
+      %1 = concatenate(%0);
+      add(%1, %y)
     }
 """
 

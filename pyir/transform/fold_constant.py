@@ -24,13 +24,18 @@ from ..ir.module import Module
 from ..ir.node import F_CONST, F_FUNC, F_GLOBAL, F_IF, F_LET, F_TUPLE, F_VAR, Node
 from ..ir.traverse import post_order
 from ..ir.types import TensorType, TupleType, Type
+from ..op.annotation import ANNOTATION_OPS
+from ..op.registry import get_op_def
 from ..rewrite.functor import Rewriter
 from .base import FunctionPass
 
 __all__ = ["FoldConstant"]
 
-#: A node whose mask has none of these bits can be evaluated on its own.
+#: A node whose mask has none of these bits can be evaluated on its own (the annotation
+#: operators ``on_device`` / ``device_copy`` count as open: they are kept, as TVM keeps them).
 _OPEN = F_VAR | F_GLOBAL | F_FUNC | F_LET | F_IF
+for _name in ANNOTATION_OPS:
+    _OPEN |= get_op_def(_name).mask
 #: A closed node whose mask has only these bits is already a constant (tuple).
 _LITERAL = F_CONST | F_TUPLE
 
