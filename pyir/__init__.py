@@ -54,6 +54,7 @@ from .ir.module import Module
 from .ir.node import Attrs, Node, live_node_count
 from .ir.traverse import count_nodes, free_vars, post_order, pre_order
 from .ir.types import FuncType, TensorType, TupleType, Type
+from .rewrite.expr_functor import ExprFunctor
 from .rewrite.functor import ExprMutator, ExprVisitor, rebuild, rewrite, substitute
 from .rewrite.pattern import (
     Match,
@@ -67,6 +68,7 @@ from .rewrite.pattern import (
     wildcard,
 )
 from .rewrite.pattern_rewrite import Rule, rewrite_rules
+from .rewrite.scope_builder import ScopeBuilder
 from .serialize import dumps, from_json, load, loads, save, to_json
 from .summaries import Summary, summary
 from .text.parser import parse, parse_expr, parse_type
@@ -91,7 +93,7 @@ __all__ = [
     # analysis and traversal
     "infer_type", "post_order", "pre_order", "count_nodes", "free_vars",
     # rewriting
-    "ExprVisitor", "ExprMutator", "rewrite", "substitute", "rebuild",
+    "ExprVisitor", "ExprMutator", "ExprFunctor", "ScopeBuilder", "rewrite", "substitute", "rebuild",
     "Pattern", "Match", "wildcard", "is_op", "is_expr", "is_constant", "is_var", "is_tuple",
     "is_tuple_get_item", "Rule", "rewrite_rules", "PatternRewrite",
     # lineage

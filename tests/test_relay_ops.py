@@ -51,8 +51,11 @@ def test_on_device_device_copy_are_identities_kept_by_the_passes() -> None:
     # FuseOps never fuses across them (OPAQUE); DefuseOps gives the program back
     mod = pyir.Module.from_expr(out)
     fused = FuseOps()(mod)
-    for fn in (n for n in pyir.post_order(fused["main"]) if isinstance(n, pyir.Function) and n is not fused["main"]):
-        ops = {c.op.name for c in pyir.post_order(fn.body) if isinstance(c, pyir.Call) and isinstance(c.op, pyir.Op)}
+    main = fused["main"]
+    fns = [n for n in pyir.post_order(main) if isinstance(n, pyir.Function) and n is not main]
+    for fn in fns:
+        ops = {c.op.name for c in pyir.post_order(fn.body) if isinstance(c, pyir.Call)
+               and isinstance(c.op, pyir.Op)}
         assert not (ops & annotation.ANNOTATION_OPS) or len(ops) == 1, ops
     assert DefuseOps()(fused)["main"] is mod["main"]
     # DCE keeps them where their value is used, drops them (like any pure call) where it is not
@@ -171,7 +174,8 @@ def test_collapse_sum_like_and_to() -> None:
     like = pyir.var("l", shape=(3, 1))
     c = op.collapse_sum_like(x, like)
     assert ty(c) is pyir.TensorType((3, 1), "float32")
-    np.testing.assert_allclose(run(c, v, np.zeros((3, 1), "float32")), v.sum(axis=(0, 2)).reshape(3, 1), rtol=1e-5)
+    np.testing.assert_allclose(run(c, v, np.zeros((3, 1), "float32")), v.sum(axis=(0, 2)).reshape(3, 1),
+                               rtol=1e-5)
     t = op.collapse_sum_to(x, shape=(4,))
     np.testing.assert_allclose(run(t, v), v.sum(axis=(0, 1)), rtol=1e-5)
     with pytest.raises(pyir.TypeCheckError, match="cannot collapse"):

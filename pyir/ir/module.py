@@ -76,6 +76,27 @@ class Module:
     def __delattr__(self, name: str) -> None:
         raise ImmutableError(f"modules are immutable (cannot delete {name!r})")
 
+    def __setitem__(self, key: str | GlobalVar, value: Any) -> None:  # Relay's mod[name] = f
+        name = _name(key)
+        raise ImmutableError(f"modules are immutable (cannot set mod[{name!r}]): use "
+                             f"mod = mod.with_function({name!r}, f), which returns a new module")
+
+    def __delitem__(self, key: str | GlobalVar) -> None:
+        name = _name(key)
+        raise ImmutableError(f"modules are immutable (cannot delete mod[{name!r}]): use "
+                             f"mod = mod.without_function({name!r})")
+
+    def update_func(self, key: str | GlobalVar, func: Any) -> None:
+        """Relay's in-place update: an ImmutableError pointing to :meth:`with_function`."""
+        name = _name(key)
+        raise ImmutableError(f"modules are immutable (no update_func): use "
+                             f"mod = mod.with_function({name!r}, f), which returns a new module")
+
+    def update(self, other: Any = None) -> None:
+        """Relay's in-place update: an ImmutableError pointing to :meth:`with_functions`."""
+        raise ImmutableError("modules are immutable (no update): use "
+                             "mod = mod.with_functions({name: f, ...}), which returns a new module")
+
     def __copy__(self) -> Module:
         return self
 

@@ -12,7 +12,7 @@ import contextvars
 import dataclasses
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ..errors import PassError, PyIRError
@@ -23,6 +23,7 @@ from ..ir.node import gc_paused
 from ..progress import Progress
 
 __all__ = ["Pass", "ModulePass", "FunctionPass", "Sequential", "PassContext", "PassInstrument",
+           "PASS_CONFIG_OPTIONS", "OPT_LEVELS", "register_pass_config",
            "TimingInstrument", "PrintIRInstrument", "module_pass", "function_pass"]
 
 
@@ -68,11 +69,50 @@ class PrintIRInstrument(PassInstrument):
 _ctx: contextvars.ContextVar[PassContext | None] = contextvars.ContextVar("pyir_pass_ctx", default=None)
 
 
-class PassContext:
-    """Configuration of pass runs: ``with PassContext(instruments=[...]):``."""
+PASS_CONFIG_OPTIONS: dict[str, type] = {
+    "relay.FuseOps.max_depth": int,
+    "relay.FuseOps.link_params": bool,
+}
+"""The configuration keys a :class:`PassContext` accepts, with their value types (TVM's
+``TVM_REGISTER_PASS_CONFIG_OPTION``); :func:`register_pass_config` adds one."""
 
-    def __init__(self, instruments: Iterable[PassInstrument] = (), *, record_lineage: bool = True) -> None:
+
+def register_pass_config(key: str, value_type: type) -> None:
+    """Declare the configuration key ``key`` of type ``value_type`` (for a pass of your own)."""
+    if not isinstance(key, str) or not isinstance(value_type, type):
+        raise PassError(f"register_pass_config takes a str key and a type, got {key!r}, {value_type!r}")
+    PASS_CONFIG_OPTIONS[key] = value_type
+
+
+OPT_LEVELS: dict[str, int] = {
+    "InferType": 0, "SimplifyInference": 0, "SimplifyExpr": 0, "FuseOps": 0, "BindShapes": 0,
+    "DeadCodeElimination": 1, "ToANormalForm": 1, "ToBasicBlockNormalForm": 1, "ToGraphNormalForm": 1,
+    "Inline": 1, "FoldConstant": 2, "DynamicToStatic": 2, "EliminateCommonSubexpr": 3, "DefuseOps": 3,
+}
+"""The optimization level of each standard pass, TVM's (a pass class may set ``opt_level``)."""
+
+
+class PassContext:
+    """Configuration of pass runs: ``with PassContext(opt_level=3, config={...}, instruments=[...]):``.
+
+    As TVM's: a :class:`Sequential` run inside the context skips a pass whose ``opt_level`` is
+    above the context's ``opt_level`` or whose name is in ``disabled_pass`` (a pass in
+    ``required_pass`` always runs); ``config`` holds options that passes read with
+    :meth:`get_config` (``"relay.FuseOps.max_depth"``, ...; keys are checked against
+    :data:`PASS_CONFIG_OPTIONS`).  pyir's one difference: ``opt_level=None`` (the default, and
+    outside any context) gates nothing -- every pass of a Sequential runs, as pyir always did.
+    A pass called directly always runs (as in TVM)."""
+
+    def __init__(self, opt_level: int | None = None, required_pass: Iterable[str] = (),
+                 disabled_pass: Iterable[str] = (), instruments: Iterable[PassInstrument] = (),
+                 config: Mapping[str, Any] | None = None, *, record_lineage: bool = True) -> None:
+        if opt_level is not None and (type(opt_level) is not int or opt_level < 0):
+            raise PassError(f"PassContext: opt_level must be an int >= 0 or None, got {opt_level!r}")
+        self.opt_level = opt_level
+        self.required_pass = frozenset(_pass_names(required_pass, "required_pass"))
+        self.disabled_pass = frozenset(_pass_names(disabled_pass, "disabled_pass"))
         self.instruments = list(instruments)
+        self.config = _check_config(config or {})
         self.record_lineage = record_lineage
         self._token: Any = None
 
@@ -82,12 +122,49 @@ class PassContext:
         c = _ctx.get()
         return c if c is not None else _DEFAULT
 
+    def get_config(self, key: str, default: Any = None) -> Any:
+        """The value of configuration ``key`` in this context, else ``default``."""
+        if key not in PASS_CONFIG_OPTIONS:
+            raise PassError(f"unknown pass configuration key {key!r}; known: {sorted(PASS_CONFIG_OPTIONS)}")
+        return self.config.get(key, default)
+
+    def pass_enabled(self, pass_: Pass) -> bool:
+        """Whether a Sequential runs ``pass_`` in this context (TVM's ``PassEnabled``)."""
+        name = pass_.name
+        if name in self.disabled_pass:
+            return False
+        if name in self.required_pass or self.opt_level is None:
+            return True
+        return pass_.opt_level <= self.opt_level
+
     def __enter__(self) -> PassContext:
         self._token = _ctx.set(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         _ctx.reset(self._token)
+
+
+def _pass_names(names: Iterable[str], what: str) -> list[str]:
+    if isinstance(names, str):
+        names = [names]
+    out = list(names)
+    if not all(isinstance(n, str) for n in out):
+        raise PassError(f"PassContext: {what} takes pass names, got {out!r}")
+    return out
+
+
+def _check_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in dict(config).items():
+        t = PASS_CONFIG_OPTIONS.get(k)
+        if t is None:
+            raise PassError(f"PassContext: unknown config key {k!r}; known: {sorted(PASS_CONFIG_OPTIONS)} "
+                            "(register_pass_config declares one)")
+        if not isinstance(v, t) or (t is int and isinstance(v, bool)):
+            raise PassError(f"PassContext: config {k!r} takes a {t.__name__}, got {v!r}")
+        out[k] = v
+    return out
 
 
 _DEFAULT = PassContext()
@@ -98,11 +175,16 @@ class Pass:
     """Base of all passes.  Subclasses are frozen dataclasses; fields are options."""
 
     name: ClassVar[str] = "Pass"
+    opt_level: ClassVar[int] = 0
+    """The pass's optimization level: a :class:`Sequential` in a ``PassContext(opt_level=n)``
+    runs it only if it is at most ``n`` (the standard passes take TVM's, :data:`OPT_LEVELS`)."""
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         if "name" not in cls.__dict__:
             cls.name = cls.__name__
+        if "opt_level" not in cls.__dict__:
+            cls.opt_level = OPT_LEVELS.get(cls.name, 0)
 
     def run(self, mod: Module) -> Module:
         """Transform ``mod`` (subclasses implement this)."""
@@ -222,10 +304,12 @@ class Sequential(Pass):
                 raise PassError(f"Sequential takes passes, got {p!r}")
 
     def run(self, mod: Module) -> Module:
+        ctx = PassContext.current()
         with Progress("pipeline", total=len(self.passes), unit="passes") as shown:
             for p in self.passes:
-                shown.note(p.name)
-                mod = p(mod)
+                if ctx.pass_enabled(p):
+                    shown.note(p.name)
+                    mod = p(mod)
                 shown.update()
         return mod
 
