@@ -266,6 +266,12 @@ _OP_CASES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "image.resize": (("x4",), {"size": (1, 16, 16, 16), "scales": (1.0, 1.0, 2.0, 2.0), "roi": (0.0,) * 8}),
     "nn.group_norm": (("x4", "c", "c"), {"num_groups": 4}),
     "nn.linear_attention": (("x2", "x2", "x2"), {"q_num_heads": 4, "kv_num_heads": 4}),
+    "collapse_sum_to": (("x2",), {"shape": (1, D)}),
+    "layout_transform": (("x4",), {"src_layout": "NCHW", "dst_layout": "NHWC"}),
+    "vm.reshape_tensor": (("x2", "s2"), {"newshape": (D, S)}),
+    "on_device": (("x2",), {"virtual_device": "cuda:0", "constrain_result": True}),
+    "nn.batch_matmul": (("x2", "x2"), {"transpose_b": True}),
+    "nn.upsampling": (("x4",), {"scale_h": 2.0, "scale_w": 2.0}),
 }
 for _r in ("sum", "mean", "max", "min", "prod"):
     _OP_CASES[_r] = (("x2",), {"axis": (1,), "keepdims": True})
