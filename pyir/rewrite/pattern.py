@@ -32,17 +32,63 @@ True
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ..errors import ImmutableError, PatternError, PyIRError
-from ..ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
-from ..ir.node import F_CONST, F_GETITEM, F_TUPLE, F_VAR, OP_BIT0, Node, normalize_attr_value
+from ..ir.expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
+from ..ir.node import (
+    F_CONST,
+    F_FUNC,
+    F_GETITEM,
+    F_IF,
+    F_LET,
+    F_TUPLE,
+    F_VAR,
+    OP_BIT0,
+    Node,
+    normalize_attr_value,
+)
 from ..ir.types import TensorType, Type, normalize_dtype
 
-# The last line of names is loaded lazily from pyir.rewrite.pattern_rewrite (which imports this module).
+# The last line of names lives in pyir.rewrite.partition (which imports this module): it fills
+# ``_LATE`` when it is imported (``import pyir`` does), and this module's ``__getattr__`` hands them out.
 __all__ = ["Pattern", "PatternError", "Match", "wildcard", "is_op", "is_expr", "is_constant", "is_var",
-           "is_tuple", "is_tuple_get_item"]
+           "is_tuple", "is_tuple_get_item", "is_if", "is_let", "is_function", "dominates", "has_attr",
+           "has_type", "has_dtype", "has_shape", "COMMUTATIVE", "OP_ATTRS",
+           "WildcardPattern", "ExprPattern", "OpPattern", "ConstantPattern", "VarPattern", "CallPattern",
+           "TuplePattern", "TupleGetItemPattern", "AltPattern", "AttrPattern", "TypePattern",
+           "FunctionPattern", "IfPattern", "LetPattern", "DominatorPattern",
+           "DFPatternCallback", "rewrite", "partition"]
+
+#: Operators whose two arguments a call pattern also matches swapped (``is_op("add")(x, c)`` matches
+#: ``add(c, y)``), as Relay's matcher does for add and multiply.
+COMMUTATIVE: frozenset[str] = frozenset({
+    "add", "multiply", "maximum", "minimum", "logical_and", "logical_or", "logical_xor",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "equal", "not_equal"})
+
+#: The operator attributes ``has_attr`` can query on an operator (``is_op("nn.conv2d").has_attr(
+#: {"TOpPattern": 4})`` or ``wildcard().has_attr({"TOpPattern": 0})(wildcard())``): name -> the
+#: attribute of an :class:`~pyir.ir.opdef.OpDef`.  ``TOpPattern`` is the fusion pattern kind as an
+#: int (TVM's numbering: 0 elementwise, 1 broadcast, 2 injective, 3 reduction, 4 out-elementwise-
+#: fusable, 7 tuple, 8 opaque); ``num_inputs`` the arity (None: variadic); ``name`` the name.
+OP_ATTRS: Mapping[str, Callable[[Any], Any]] = types.MappingProxyType({
+    "TOpPattern": lambda d: int(d.pattern),
+    "num_inputs": lambda d: d.num_inputs,
+    "name": lambda d: d.name,
+})
+
+_LATE: dict[str, Any] = {}  # filled by pyir.rewrite.partition
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("DFPatternCallback", "rewrite", "partition"):
+        try:
+            return _LATE[name]
+        except KeyError:
+            raise AttributeError(f"{name} lives in pyir.rewrite.partition: import it (or pyir) first") from None
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _MAX_TERMS = 16
 _OP_BITS = ~((1 << OP_BIT0) - 1)
@@ -87,18 +133,136 @@ def _default_type_of(e: Expr) -> Type | None:
 
 
 class _State:
-    __slots__ = ("b", "trail", "type_of")
+    """Bindings of one match attempt (``b``: pattern -> node, undone along ``trail`` when
+    backtracking), extra matches (``extra``: pattern -> more nodes, from dominator paths), the
+    type oracle, and the graph matches are made in (``universe``: a :class:`Universe`, built
+    on first use by dominator patterns)."""
 
-    def __init__(self, type_of: Callable[[Expr], Type | None]) -> None:
+    __slots__ = ("b", "trail", "type_of", "universe", "extra")
+
+    def __init__(self, type_of: Callable[[Expr], Type | None], universe: Universe | None = None) -> None:
         self.b: dict[Pattern, Expr] = {}
-        self.trail: list[Pattern] = []
+        self.trail: list[Any] = []
         self.type_of = type_of
+        self.universe = universe
+        self.extra: dict[Pattern, list[Expr]] = {}
 
     def undo(self, mark: int) -> None:
         trail = self.trail
         b = self.b
         while len(trail) > mark:
-            del b[trail.pop()]
+            t = trail.pop()
+            if type(t) is tuple:  # an extra match
+                self.extra[t[0]].pop()
+            else:
+                del b[t]
+
+    def add_extra(self, p: Pattern, e: Expr) -> None:
+        self.extra.setdefault(p, []).append(e)
+        self.trail.append((p,))
+
+
+class Universe:
+    """The whole expression matches are made in, with the graph facts dominator patterns and
+    partitioning need: each node's users and immediate post-dominator (a node ``d``
+    post-dominates ``n`` when every path from ``n`` to the root goes through ``d``), computed on
+    first use without recursion.  Edges are the data edges: a call's arguments (and its callee
+    when that is not an operator), a tuple's fields, a function's body, ..."""
+
+    __slots__ = ("root", "_order", "_users", "_idom", "_depth")
+
+    def __init__(self, root: Expr) -> None:
+        self.root = root
+        self._order: list[Expr] | None = None
+        self._users: dict[Expr, list[Expr]] | None = None
+        self._idom: dict[Expr, Expr | None] | None = None
+        self._depth: dict[Expr, int] | None = None
+
+    @staticmethod
+    def inputs(n: Expr) -> tuple[Expr, ...]:
+        """The data inputs of ``n``."""
+        if type(n) is Call:
+            return n.args if type(n.op) is Op else (n.op, *n.args)
+        if type(n) is Var or type(n) is Op or type(n) is Constant:
+            return ()
+        return tuple(c for c in n.children() if isinstance(c, Expr) and type(c) is not Op)
+
+    def order(self) -> list[Expr]:
+        """Every node below the root, children before parents (the root last)."""
+        if self._order is None:
+            order: list[Expr] = []
+            users: dict[Expr, list[Expr]] = {}
+            seen: set[Expr] = set()
+            stack: list[tuple[Expr, bool]] = [(self.root, False)]
+            inputs = Universe.inputs
+            while stack:
+                n, done = stack.pop()
+                if done:
+                    order.append(n)
+                    continue
+                if n in seen:
+                    continue
+                seen.add(n)
+                users.setdefault(n, [])
+                stack.append((n, True))
+                ins = inputs(n)
+                for c in reversed(ins):
+                    users.setdefault(c, []).append(n)
+                    if c not in seen:
+                        stack.append((c, False))
+            self._order = order
+            self._users = users
+        return self._order
+
+    def users(self, n: Expr) -> list[Expr]:
+        """The nodes that use ``n`` (one entry per use)."""
+        self.order()
+        assert self._users is not None
+        return self._users.get(n, [])
+
+    def _tree(self) -> None:
+        order = self.order()
+        users = self._users
+        assert users is not None
+        idom: dict[Expr, Expr | None] = {}
+        depth: dict[Expr, int] = {}
+        for n in reversed(order):  # every user before the nodes it uses
+            us = users[n]
+            if not us:
+                idom[n] = None
+                depth[n] = 0
+                continue
+            d: Expr | None = us[0]
+            for u in us[1:]:
+                a, b = d, u
+                while a is not b:
+                    if a is None or b is None:
+                        break
+                    if depth[a] >= depth[b]:
+                        a = idom[a]
+                    else:
+                        b = idom[b]
+                d = a if a is b else None
+                if d is None:
+                    break
+            idom[n] = d
+            depth[n] = 0 if d is None else depth[d] + 1
+        self._idom = idom
+        self._depth = depth
+
+    def post_dominates(self, d: Expr, n: Expr) -> bool:
+        """Whether every path from ``n`` to the root goes through ``d`` (``n`` itself counts)."""
+        if self._idom is None:
+            self._tree()
+        idom, depth = self._idom, self._depth
+        assert idom is not None and depth is not None
+        if d not in depth or n not in depth:
+            return False
+        x: Expr | None = n
+        dd = depth[d]
+        while x is not None and depth[x] > dd:
+            x = idom[x]
+        return x is d
 
 
 # -- patterns -------------------------------------------------------------------------------------
@@ -119,16 +283,40 @@ def _pat(x: Any) -> Pattern:
     raise PatternError(f"expected a pattern or an expression, got {x!r}")
 
 
+def _first(p: Pattern, e: Expr, st: _State) -> bool:
+    """The first way ``p`` matches ``e`` (its bindings stay in ``st``; on failure the caller undoes)."""
+    if p._det:
+        return p._m(e, st)
+    for _ in p._gen(e, st):
+        return True  # the abandoned generator leaves its bindings in place
+    return False
+
+
 class Pattern:
     """Base of all patterns.  Immutable; each pattern object is also a capture."""
 
-    __slots__ = ("_terms", "_det", "__weakref__")
+    __slots__ = ("_terms", "_det", "_comm", "_subs", "__weakref__")
     _terms: tuple[int, ...]
-    _det: bool  # no alternative anywhere inside: a single way to match
+    _det: bool  # a single way to match: no alternative inside, no commutative choice that matters
+    _comm: bool  # a commutative call pattern inside (its two orders are two ways to match)
+    _subs: frozenset[Pattern]  # every pattern object inside, this one included
 
-    def _init(self, terms: tuple[int, ...], det: bool, **fields: Any) -> None:
+    def _init(self, terms: tuple[int, ...], det: bool, kids: Sequence[Pattern] = (), comm: bool = False,
+              **fields: Any) -> None:
+        subs: set[Pattern] = {self}
+        n = 1
+        for k in kids:
+            subs |= k._subs
+            n += len(k._subs)
+            comm = comm or k._comm
+        # A commutative choice matters only when a capture is shared between the parts (the order
+        # chosen below decides what a sibling may bind): then every way must be tried.
+        if comm and n != len(subs):
+            det = False
         object.__setattr__(self, "_terms", terms)
         object.__setattr__(self, "_det", det)
+        object.__setattr__(self, "_comm", comm)
+        object.__setattr__(self, "_subs", frozenset(subs))
         for k, v in fields.items():
             object.__setattr__(self, k, v)
 
@@ -146,7 +334,10 @@ class Pattern:
 
     # -- combinators ------------------------------------------------------------------------
     def __call__(self, *args: Any) -> CallPattern:
-        """A call pattern with this pattern as the callee: ``is_op("nn.relu")(wildcard())``."""
+        """A call pattern with this pattern as the callee: ``is_op("nn.relu")(wildcard())``;
+        ``p(None)`` matches a call with any arguments."""
+        if len(args) == 1 and args[0] is None:
+            return CallPattern(self, None)
         return CallPattern(self, [_pat(a) for a in args])
 
     def __or__(self, other: Any) -> AltPattern:
@@ -155,23 +346,76 @@ class Pattern:
     def __ror__(self, other: Any) -> AltPattern:
         return AltPattern(_pat(other), self)
 
+    # ``p + q`` is ``is_op("add")(p, q)``, and so on, as for expressions
+    def __add__(self, other: Any) -> CallPattern:
+        return OpPattern("add")(self, other)
+
+    def __radd__(self, other: Any) -> CallPattern:
+        return OpPattern("add")(other, self)
+
+    def __sub__(self, other: Any) -> CallPattern:
+        return OpPattern("subtract")(self, other)
+
+    def __rsub__(self, other: Any) -> CallPattern:
+        return OpPattern("subtract")(other, self)
+
+    def __mul__(self, other: Any) -> CallPattern:
+        return OpPattern("multiply")(self, other)
+
+    def __rmul__(self, other: Any) -> CallPattern:
+        return OpPattern("multiply")(other, self)
+
+    def __truediv__(self, other: Any) -> CallPattern:
+        return OpPattern("divide")(self, other)
+
+    def __rtruediv__(self, other: Any) -> CallPattern:
+        return OpPattern("divide")(other, self)
+
     def has_attr(self, attrs: Mapping[str, Any]) -> AttrPattern:
-        """This pattern, and the matched call's (or function's) attributes include ``attrs``."""
+        """This pattern, and the matched call's (or function's) attributes include ``attrs``;
+        on an operator (``is_op("add").has_attr({"TOpPattern": 1})``), the operator's attributes
+        (:data:`OP_ATTRS`)."""
         return AttrPattern(self, attrs)
 
     def has_dtype(self, dtype: Any) -> TypePattern:
         """This pattern, and the matched expression is a tensor of ``dtype``."""
         return TypePattern(self, dtype=normalize_dtype(dtype))
 
-    def has_shape(self, shape: Sequence[int]) -> TypePattern:
+    def has_shape(self, shape: Sequence[Any]) -> TypePattern:
         """This pattern, and the matched expression is a tensor of ``shape``."""
-        return TypePattern(self, shape=tuple(int(d) for d in shape))
+        try:
+            dims = TensorType(tuple(shape)).shape
+        except (PyIRError, TypeError) as e:
+            raise PatternError(f"has_shape needs a shape, got {shape!r}: {e}") from None
+        return TypePattern(self, shape=dims)
 
     def has_type(self, ty: Type) -> TypePattern:
         """This pattern, and the matched expression has type ``ty``."""
         if not isinstance(ty, Type):
             raise PatternError(f"has_type needs a Type, got {ty!r}")
         return TypePattern(self, ty=ty)
+
+    def optional(self, option: Any) -> AltPattern:
+        """This pattern, or ``option`` applied to it: ``conv.optional(lambda x: is_op("nn.bias_add")(x,
+        wildcard()))`` matches a conv with or without a bias_add after it; a pattern as ``option``
+        is used as a callee (``p.optional(is_op("nn.relu"))`` is ``p | is_op("nn.relu")(p)``)."""
+        if isinstance(option, Pattern):
+            return AltPattern(self, option(self))
+        if callable(option):
+            return AltPattern(self, _pat(option(self)))
+        raise PatternError(f"optional needs a pattern or a function building one, got {option!r}")
+
+    def dominates(self, parent: Any, path: Any = None) -> DominatorPattern:
+        """This pattern (the child) dominating ``parent`` through ``path``: see :func:`dominates`."""
+        return DominatorPattern(parent, path if path is not None else WildcardPattern(), self)
+
+    def partition(self, expr: Expr, attrs: Mapping[str, Any] | None = None,
+                  check: Callable[[Expr], bool] | None = None) -> Expr:
+        """Wrap every match in ``expr`` into a function (see :func:`pyir.rewrite.partition.partition`)."""
+        fn = _LATE.get("partition")
+        if fn is None:
+            raise PatternError("partition lives in pyir.rewrite.partition: import it (or pyir) first")
+        return fn(self, expr, attrs=attrs, check=check)  # type: ignore[no-any-return]
 
     # -- requirements ---------------------------------------------------------------------------
     @property
@@ -198,17 +442,20 @@ class Pattern:
     def match(self, expr: Expr, *, type_of: Callable[[Expr], Type | None] | None = None) -> Match | None:
         """Match this pattern against ``expr``; a :class:`Match` or None.
 
-        ``type_of`` gives types for type constraints (default: ``expr.checked_type``).
+        ``type_of`` gives types for type constraints (default: ``expr.checked_type``).  Dominator
+        patterns look at the graph of ``expr`` itself (its users and post-dominators).
         """
-        return self._match_root(expr, _State(type_of or _default_type_of))
+        if not isinstance(expr, Expr):
+            raise PatternError(f"match needs an expression, got {expr!r:.80}")
+        return self._match_root(expr, _State(type_of or _default_type_of, Universe(expr)))
 
     def _match_root(self, expr: Expr, st: _State) -> Match | None:
         if self._det:
             if self._m(expr, st):
-                return Match(self, expr, dict(st.b), st.type_of)
+                return Match(self, expr, dict(st.b), st.type_of, st.extra)
             return None
         for _ in self._gen(expr, st):
-            return Match(self, expr, dict(st.b), st.type_of)
+            return Match(self, expr, dict(st.b), st.type_of, st.extra)
         return None
 
     def _test(self, e: Expr, st: _State) -> bool:  # deterministic structural test
@@ -340,60 +587,158 @@ class ConstantPattern(_KindPattern):
 
 
 class VarPattern(_KindPattern):
-    """Matches any (local) variable."""
+    """Matches any (local) variable, or only those named ``name``."""
 
-    __slots__ = ()
+    __slots__ = ("name",)
     kind = Var
     bit = F_VAR
     label = "is_var()"
+    name: str
+
+    def __init__(self, name: str = "") -> None:
+        if not isinstance(name, str):
+            raise PatternError(f"is_var needs a name (a str), got {name!r}")
+        self._init((self.bit,), True, name=name)
+
+    def _test(self, e: Expr, st: _State) -> bool:
+        return type(e) is Var and (not self.name or e.name_hint == self.name)
+
+    def __repr__(self) -> str:
+        return f"is_var({self.name!r})" if self.name else "is_var()"
+
+
+_DIV_MUL = frozenset({"divide", "multiply"})
 
 
 class CallPattern(Pattern):
-    """Matches a call whose callee and arguments match the given patterns."""
+    """Matches a call whose callee and arguments match the given patterns (``args`` None: any
+    arguments).
 
-    __slots__ = ("op", "args")
+    A call of a :data:`COMMUTATIVE` operator with two arguments also matches with them swapped;
+    ``divide(multiply(a, b), c)`` also matches ``multiply(b, divide(a, c))`` (and ``a * (b / c)``),
+    and ``multiply(a, divide(b, c))`` matches ``divide(multiply(b, a), c)``, as in Relay."""
+
+    __slots__ = ("op", "args", "_swap", "_assoc")
     op: Pattern
-    args: tuple[Pattern, ...]
+    args: tuple[Pattern, ...] | None
+    _swap: bool
+    _assoc: Any  # None: no re-association; else a dict (built on first use) of operator -> alternatives
 
-    def __init__(self, op: Pattern, args: Sequence[Pattern]) -> None:
+    def __init__(self, op: Pattern, args: Sequence[Pattern] | None) -> None:
         op = _pat(op)
-        args = tuple(_pat(a) for a in args)
         terms = op._terms
+        if args is None:
+            self._init(terms, op._det, (op,), op=op, args=None, _swap=False, _assoc=None)
+            return
+        args = tuple(_pat(a) for a in args)
         for a in args:
             terms = _and_terms(terms, a._terms)
-        self._init(terms, op._det and all(a._det for a in args), op=op, args=args)
+        swap = type(op) is OpPattern and op.op.name in COMMUTATIVE and len(args) == 2
+        assoc: Any = None
+        if type(op) is OpPattern and op.op.name in _DIV_MUL and len(args) == 2 and any(
+                type(a) is CallPattern and type(a.op) is OpPattern and a.op.op.name in _DIV_MUL
+                and a.op.op is not op.op and a.args is not None and len(a.args) == 2 for a in args):
+            assoc = False  # computed on first use (the alternatives have alternatives of their own)
+        self._init(terms, op._det and all(a._det for a in args), (op, *args), comm=swap, op=op, args=args,
+                   _swap=swap, _assoc=assoc)
+
+    def _alternatives(self, e: Call) -> tuple[CallPattern, ...]:
+        """The re-associated patterns to try on ``e`` (whose operator is not this pattern's)."""
+        if self._assoc is None or type(e.op) is not Op:
+            return ()
+        if self._assoc is False:
+            object.__setattr__(self, "_assoc", self._build_alternatives())
+        want = self._assoc.get(e.op.name)
+        if not want:
+            return ()
+        other = "multiply" if e.op.name == "divide" else "divide"
+        if not any(type(a) is Call and type(a.op) is Op and a.op.name == other for a in e.args):
+            return ()
+        return want  # type: ignore[no-any-return]
+
+    def _build_alternatives(self) -> dict[str, tuple[CallPattern, ...]]:
+        me = self.op.op  # type: ignore[attr-defined]
+        args = self.args
+        assert args is not None
+        if me.name == "divide":  # (a * b) / c -> b * (a / c), a * (b / c)
+            inner = args[0]
+            if not (type(inner) is CallPattern and type(inner.op) is OpPattern
+                    and inner.op.op.name == "multiply" and inner.args is not None):
+                return {}
+            a, b = inner.args
+            return {"multiply": (CallPattern(inner.op, [b, CallPattern(self.op, [a, args[1]])]),
+                                 CallPattern(inner.op, [a, CallPattern(self.op, [b, args[1]])]))}
+        for i in (0, 1):  # a * (b / c) -> (b * a) / c
+            inner = args[i]
+            if type(inner) is CallPattern and type(inner.op) is OpPattern and inner.op.op.name == "divide" \
+                    and inner.args is not None:
+                mul = CallPattern(self.op, [inner.args[0], args[1 - i]])
+                return {"divide": (CallPattern(inner.op, [mul, inner.args[1]]),)}
+        return {}
 
     def _test(self, e: Expr, st: _State) -> bool:
         if type(e) is not Call:
             return False
-        args = e.args
-        if len(args) != len(self.args):
-            return False
         op = self.op
         if type(op) is OpPattern:  # the common case, inlined
             if e.op is not op.op:
+                if self._assoc is not None:
+                    for alt in self._alternatives(e):
+                        mark = len(st.trail)
+                        if alt._test(e, st):
+                            return True
+                        st.undo(mark)
                 return False
             if op not in st.b:
                 st.b[op] = e.op
                 st.trail.append(op)
         elif not op._m(e.op, st):
             return False
-        return all(p._m(a, st) for p, a in zip(self.args, args))
+        pats = self.args
+        if pats is None:
+            return True
+        args = e.args
+        if len(args) != len(pats):
+            return False
+        if self._swap:
+            mark = len(st.trail)
+            if pats[0]._m(args[0], st) and pats[1]._m(args[1], st):
+                return True
+            st.undo(mark)
+            return pats[1]._m(args[0], st) and pats[0]._m(args[1], st)
+        return all(p._m(a, st) for p, a in zip(pats, args))
 
     def _gen(self, e: Expr, st: _State) -> Iterator[None]:
         if self._det:
             yield from Pattern._gen(self, e, st)
             return
-        if type(e) is not Call or len(e.args) != len(self.args):
+        if type(e) is not Call:
             return
-        parts = [(self.op, e.op), *zip(self.args, e.args)]
-        yield from self._bind_gen(e, st, _chain(parts, 0, st))
+        op = self.op
+        if type(op) is OpPattern and e.op is not op.op:
+            for alt in self._alternatives(e):
+                yield from self._bind_gen(e, st, alt._gen(e, st))
+            return
+        pats = self.args
+        if pats is None:
+            yield from self._bind_gen(e, st, op._gen(e.op, st))
+            return
+        if len(e.args) != len(pats):
+            return
+        yield from self._bind_gen(e, st, _chain([(op, e.op), *zip(pats, e.args)], 0, st))
+        if self._swap and e.args[0] is not e.args[1]:
+            yield from self._bind_gen(e, st, _chain([(op, e.op), (pats[1], e.args[0]), (pats[0], e.args[1])],
+                                                    0, st))
 
     def _roots(self) -> frozenset[Any] | None:
         ops = self.op._op_keys()
-        return ops if ops is not None else None
+        if ops is not None and self._assoc is not None:
+            ops = ops | {Op("multiply"), Op("divide")}
+        return ops
 
     def __repr__(self) -> str:
+        if self.args is None:
+            return f"{self.op!r}(None)"
         return f"{self.op!r}({', '.join(map(repr, self.args))})"
 
 
@@ -408,20 +753,27 @@ def _chain(parts: list[tuple[Pattern, Expr]], i: int, st: _State) -> Iterator[No
 
 
 class TuplePattern(Pattern):
-    """Matches a tuple whose fields match the given patterns."""
+    """Matches a tuple whose fields match the given patterns (``fields`` None: any tuple)."""
 
     __slots__ = ("fields",)
-    fields: tuple[Pattern, ...]
+    fields: tuple[Pattern, ...] | None
 
-    def __init__(self, fields: Sequence[Any]) -> None:
+    def __init__(self, fields: Sequence[Any] | None) -> None:
+        if fields is None:
+            self._init((F_TUPLE,), True, fields=None)
+            return
         fs = tuple(_pat(f) for f in fields)
         terms: tuple[int, ...] = (F_TUPLE,)
         for f in fs:
             terms = _and_terms(terms, f._terms)
-        self._init(terms, all(f._det for f in fs), fields=fs)
+        self._init(terms, all(f._det for f in fs), fs, fields=fs)
 
     def _test(self, e: Expr, st: _State) -> bool:
-        if type(e) is not Tuple or len(e.fields) != len(self.fields):
+        if type(e) is not Tuple:
+            return False
+        if self.fields is None:
+            return True
+        if len(e.fields) != len(self.fields):
             return False
         return all(p._m(f, st) for p, f in zip(self.fields, e.fields))
 
@@ -429,7 +781,7 @@ class TuplePattern(Pattern):
         if self._det:
             yield from Pattern._gen(self, e, st)
             return
-        if type(e) is not Tuple or len(e.fields) != len(self.fields):
+        if type(e) is not Tuple or self.fields is None or len(e.fields) != len(self.fields):
             return
         yield from self._bind_gen(e, st, _chain(list(zip(self.fields, e.fields)), 0, st))
 
@@ -437,6 +789,8 @@ class TuplePattern(Pattern):
         return frozenset([Tuple])
 
     def __repr__(self) -> str:
+        if self.fields is None:
+            return "is_tuple(None)"
         return f"is_tuple([{', '.join(map(repr, self.fields))}])"
 
 
@@ -451,7 +805,9 @@ class TupleGetItemPattern(Pattern):
         tv = _pat(tuple_value)
         if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
             raise PatternError(f"is_tuple_get_item index must be an int or None, got {index!r}")
-        self._init(_and_terms((F_GETITEM,), tv._terms), tv._det, tuple_value=tv, index=index)
+        if index == -1:  # Relay's spelling of "any index"
+            index = None
+        self._init(_and_terms((F_GETITEM,), tv._terms), tv._det, (tv,), tuple_value=tv, index=index)
 
     def _test(self, e: Expr, st: _State) -> bool:
         if type(e) is not TupleGetItem or (self.index is not None and e.index != self.index):
@@ -481,7 +837,7 @@ class AltPattern(Pattern):
     right: Pattern
 
     def __init__(self, left: Pattern, right: Pattern) -> None:
-        self._init(_simplify_terms(left._terms + right._terms), False, left=left, right=right)
+        self._init(_simplify_terms(left._terms + right._terms), False, (left, right), left=left, right=right)
 
     def _gen(self, e: Expr, st: _State) -> Iterator[None]:
         def both() -> Iterator[None]:
@@ -540,25 +896,38 @@ def _attr_equal(a: Any, b: Any) -> bool:
 
 
 class AttrPattern(_Wrapper):
-    """A pattern whose matched call (or function) has the given attribute values."""
+    """A pattern whose matched call (or function) has the given attribute values; on an operator,
+    the operator's attributes (:data:`OP_ATTRS`: ``TOpPattern``, ``num_inputs``, ``name``).  An
+    attribute the node does not have never matches; ``has_attr({})`` matches every call, function
+    and operator."""
 
-    __slots__ = ("attrs",)
-    attrs: tuple[tuple[str, Any], ...]
+    __slots__ = ("attrs", "_items")
+    attrs: Mapping[str, Any]
+    _items: tuple[tuple[str, Any], ...]
 
     def __init__(self, inner: Pattern, attrs: Mapping[str, Any]) -> None:
         if not isinstance(attrs, Mapping):
             raise PatternError(f"has_attr needs a mapping of attribute names to values, got {attrs!r}")
         items = tuple(sorted((str(k), normalize_attr_value(v, f"has_attr {k!r}")) for k, v in attrs.items()))
-        self._init(inner._terms, inner._det, inner=inner, attrs=items)
+        self._init(inner._terms, inner._det, (inner,), inner=inner, attrs=types.MappingProxyType(dict(items)),
+                   _items=items)
 
     def _check(self, e: Expr, st: _State) -> bool:
-        if type(e) is not Call and type(e) is not Function:
+        k = type(e)
+        if k is Op:
+            odef = e.op_def  # type: ignore[attr-defined]
+            for name, v in self._items:
+                get = OP_ATTRS.get(name)
+                if get is None or not _attr_equal(get(odef), v):
+                    return False
+            return True
+        if k is not Call and k is not Function:
             return False
-        have = e.attrs
-        return all(k in have and _attr_equal(have[k], v) for k, v in self.attrs)
+        have = e.attrs  # type: ignore[attr-defined]
+        return all(k in have and _attr_equal(have[k], v) for k, v in self._items)
 
     def __repr__(self) -> str:
-        return f"{self.inner!r}.has_attr({dict(self.attrs)!r})"
+        return f"{self.inner!r}.has_attr({dict(self._items)!r})"
 
 
 class TypePattern(_Wrapper):
@@ -567,11 +936,11 @@ class TypePattern(_Wrapper):
     __slots__ = ("ty", "dtype", "shape")
     ty: Type | None
     dtype: str | None
-    shape: tuple[int, ...] | None
+    shape: tuple[Any, ...] | None
 
     def __init__(self, inner: Pattern, *, ty: Type | None = None, dtype: str | None = None,
-                 shape: tuple[int, ...] | None = None) -> None:
-        self._init(inner._terms, inner._det, inner=inner, ty=ty, dtype=dtype, shape=shape)
+                 shape: tuple[Any, ...] | None = None) -> None:
+        self._init(inner._terms, inner._det, (inner,), inner=inner, ty=ty, dtype=dtype, shape=shape)
 
     def _check(self, e: Expr, st: _State) -> bool:
         t = st.type_of(e)
@@ -594,6 +963,179 @@ class TypePattern(_Wrapper):
         return f"{self.inner!r}.has_type({', '.join(extra)})"
 
 
+class FunctionPattern(Pattern):
+    """Matches a function whose parameters (``params`` None: any number) and body match."""
+
+    __slots__ = ("params", "body")
+    params: tuple[Pattern, ...] | None
+    body: Pattern
+
+    def __init__(self, params: Sequence[Any] | None, body: Any) -> None:
+        bp = _pat(body)
+        ps = None if params is None else tuple(_pat(p) for p in params)
+        terms = _and_terms((F_FUNC,), bp._terms)
+        kids = (*(ps or ()), bp)
+        self._init(terms, all(k._det for k in kids), kids, params=ps, body=bp)
+
+    def _parts(self, e: Function) -> list[tuple[Pattern, Expr]] | None:
+        if self.params is None:
+            return [(self.body, e.body)]
+        if len(self.params) != len(e.params):
+            return None
+        return [*zip(self.params, e.params), (self.body, e.body)]
+
+    def _test(self, e: Expr, st: _State) -> bool:
+        if type(e) is not Function:
+            return False
+        parts = self._parts(e)
+        return parts is not None and all(p._m(x, st) for p, x in parts)
+
+    def _gen(self, e: Expr, st: _State) -> Iterator[None]:
+        if self._det:
+            yield from Pattern._gen(self, e, st)
+            return
+        parts = self._parts(e) if type(e) is Function else None  # type: ignore[arg-type]
+        if parts is not None:
+            yield from self._bind_gen(e, st, _chain(parts, 0, st))
+
+    def _roots(self) -> frozenset[Any] | None:
+        return frozenset([Function])
+
+    def __repr__(self) -> str:
+        ps = "None" if self.params is None else f"[{', '.join(map(repr, self.params))}]"
+        return f"FunctionPattern({ps}, {self.body!r})"
+
+
+class _PartsPattern(Pattern):
+    """A pattern of a fixed node kind whose sub-expressions match sub-patterns (If, Let)."""
+
+    __slots__ = ()
+    kind: ClassVar[type]
+    names: ClassVar[tuple[str, ...]]
+
+    def _parts(self, e: Any) -> list[tuple[Pattern, Expr]]:
+        return [(getattr(self, n), getattr(e, n)) for n in self.names]
+
+    def _test(self, e: Expr, st: _State) -> bool:
+        return type(e) is self.kind and all(p._m(x, st) for p, x in self._parts(e))
+
+    def _gen(self, e: Expr, st: _State) -> Iterator[None]:
+        if self._det:
+            yield from Pattern._gen(self, e, st)
+            return
+        if type(e) is self.kind:
+            yield from self._bind_gen(e, st, _chain(self._parts(e), 0, st))
+
+    def _roots(self) -> frozenset[Any] | None:
+        return frozenset([self.kind])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(repr(getattr(self, n)) for n in self.names)})"
+
+
+class IfPattern(_PartsPattern):
+    """Matches ``if (cond) {true_branch} else {false_branch}``."""
+
+    __slots__ = ("cond", "true_branch", "false_branch")
+    kind = If
+    names = ("cond", "true_branch", "false_branch")
+    cond: Pattern
+    true_branch: Pattern
+    false_branch: Pattern
+
+    def __init__(self, cond: Any, true_branch: Any, false_branch: Any) -> None:
+        c, t, f = _pat(cond), _pat(true_branch), _pat(false_branch)
+        terms = _and_terms(_and_terms(_and_terms((F_IF,), c._terms), t._terms), f._terms)
+        self._init(terms, c._det and t._det and f._det, (c, t, f), cond=c, true_branch=t, false_branch=f)
+
+
+class LetPattern(_PartsPattern):
+    """Matches ``let var = value; body``."""
+
+    __slots__ = ("var", "value", "body")
+    kind = Let
+    names = ("var", "value", "body")
+    var: Pattern
+    value: Pattern
+    body: Pattern
+
+    def __init__(self, var: Any, value: Any, body: Any) -> None:
+        v, x, b = _pat(var), _pat(value), _pat(body)
+        terms = _and_terms(_and_terms(_and_terms((F_LET,), v._terms), x._terms), b._terms)
+        self._init(terms, v._det and x._det and b._det, (v, x, b), var=v, value=x, body=b)
+
+
+class DominatorPattern(Pattern):
+    """``dominates(parent, path, child)``: ``child`` matches the node, every input path of it
+    (through non-leaf inputs: variables and constants are not followed) goes through nodes
+    matching ``path`` until it reaches the one node ``parent`` matches, and the node
+    post-dominates that parent in the whole graph matched in (every path from the parent to the
+    root goes through it), as Relay's dominator patterns.
+
+    ``path`` matches each node afresh (its captures may take different nodes on each path; they
+    are kept as extra matches, ``Match.all(path)``); ``parent`` is one capture.  The paths are
+    walked with an explicit stack, never by recursion."""
+
+    __slots__ = ("parent", "path", "child")
+    parent: Pattern
+    path: Pattern
+    child: Pattern
+
+    def __init__(self, parent: Any, path: Any, child: Any) -> None:
+        p, q, c = _pat(parent), _pat(path), _pat(child)
+        self._init(_and_terms(c._terms, p._terms), True, (p, q, c), parent=p, path=q, child=c)
+
+    def _test(self, e: Expr, st: _State) -> bool:
+        if not _first(self.child, e, st):
+            return False
+        parent, path = self.parent, self.path
+        inputs = Universe.inputs
+        stack: list[tuple[Expr, int]] = [(e, 0)]
+        seen: set[Expr] = set()
+        while stack:
+            n, i = stack.pop()
+            ins = n.args if type(n) is Call else inputs(n)
+            counted = i < 0
+            i = abs(i)
+            while i < len(ins):
+                c = ins[i]
+                i += 1
+                if type(c) is Var or type(c) is Constant:
+                    continue
+                counted = True
+                mark = len(st.trail)
+                if parent._m(c, st) if parent._det else _first(parent, c, st):
+                    continue
+                st.undo(mark)
+                if c in seen:  # a path node met before: its own inputs were checked then
+                    continue
+                fresh = _State(st.type_of, st.universe)
+                if not _first(path, c, fresh):
+                    return False
+                for q, x in fresh.b.items():
+                    st.add_extra(q, x)
+                seen.add(c)
+                stack.append((n, -i))  # the rest of n's inputs after c's (counted)
+                stack.append((c, 0))
+                break
+            else:
+                if not counted:
+                    return False
+        pnode = st.b.get(parent)
+        if pnode is None:
+            return False
+        uni = st.universe
+        if uni is None:
+            uni = st.universe = Universe(e)
+        return uni.post_dominates(e, pnode)
+
+    def _roots(self) -> frozenset[Any] | None:
+        return self.child._roots()
+
+    def __repr__(self) -> str:
+        return f"dominates({self.parent!r}, {self.path!r}, {self.child!r})"
+
+
 # -- builders --------------------------------------------------------------------------------------
 
 
@@ -608,7 +1150,7 @@ def is_op(name: str) -> OpPattern:
 
 
 def is_expr(expr: Expr) -> ExprPattern:
-    """A pattern matching exactly ``expr``."""
+    """A pattern matching exactly ``expr`` (hash-consing: the structurally equal node)."""
     return ExprPattern(expr)
 
 
@@ -617,39 +1159,91 @@ def is_constant() -> ConstantPattern:
     return ConstantPattern()
 
 
-def is_var() -> VarPattern:
-    """A pattern matching any local variable."""
-    return VarPattern()
+def is_var(name: str = "") -> VarPattern:
+    """A pattern matching any local variable, or (``name``) those with that name hint."""
+    return VarPattern(name)
 
 
-def is_tuple(fields: Sequence[Any]) -> TuplePattern:
-    """A pattern matching a tuple with fields matching ``fields``."""
+def is_tuple(fields: Sequence[Any] | None) -> TuplePattern:
+    """A pattern matching a tuple with fields matching ``fields`` (None: any tuple)."""
     return TuplePattern(fields)
 
 
 def is_tuple_get_item(tuple_value: Any, index: int | None = None) -> TupleGetItemPattern:
-    """A pattern matching ``tuple_value[index]`` (any index when None)."""
+    """A pattern matching ``tuple_value[index]`` (any index when None or -1)."""
     return TupleGetItemPattern(tuple_value, index)
+
+
+def is_if(cond: Any, true_branch: Any, false_branch: Any) -> IfPattern:
+    """A pattern matching an ``if`` whose parts match."""
+    return IfPattern(cond, true_branch, false_branch)
+
+
+def is_let(var: Any, value: Any, body: Any) -> LetPattern:
+    """A pattern matching a ``let`` whose variable, value and body match."""
+    return LetPattern(var, value, body)
+
+
+def is_function(params: Sequence[Any] | None, body: Any) -> FunctionPattern:
+    """A pattern matching a function (``params`` None: any parameters)."""
+    return FunctionPattern(params, body)
+
+
+def dominates(parent: Any, path: Any, child: Any) -> DominatorPattern:
+    """``child`` dominating ``parent`` through nodes matching ``path`` (see :class:`DominatorPattern`)::
+
+        diamond = dominates(is_op("nn.conv2d")(wildcard(), wildcard()),
+                            wildcard().has_attr({"TOpPattern": 0})(wildcard()),
+                            is_op("add")(wildcard(), wildcard()))
+    """
+    return DominatorPattern(parent, path, child)
+
+
+def has_attr(attrs: Mapping[str, Any], pattern: Any = None) -> AttrPattern:
+    """``pattern`` (default: any expression) with the attributes ``attrs``."""
+    return (WildcardPattern() if pattern is None else _pat(pattern)).has_attr(attrs)
+
+
+def has_type(ty: Type, pattern: Any = None) -> TypePattern:
+    """``pattern`` (default: any expression) of type ``ty``."""
+    return (WildcardPattern() if pattern is None else _pat(pattern)).has_type(ty)
+
+
+def has_dtype(dtype: Any, pattern: Any = None) -> TypePattern:
+    """``pattern`` (default: any expression), a tensor of ``dtype``."""
+    return (WildcardPattern() if pattern is None else _pat(pattern)).has_dtype(dtype)
+
+
+def has_shape(shape: Sequence[Any], pattern: Any = None) -> TypePattern:
+    """``pattern`` (default: any expression), a tensor of ``shape``."""
+    return (WildcardPattern() if pattern is None else _pat(pattern)).has_shape(shape)
 
 
 # -- matches ---------------------------------------------------------------------------------------
 
 
 class Match:
-    """The result of a successful match: ``m[p]`` is the node pattern ``p`` matched."""
+    """The result of a successful match: ``m[p]`` is the node pattern ``p`` matched.
 
-    __slots__ = ("pattern", "expr", "_b", "_type_of")
+    ``m.all(p)`` lists every node ``p`` matched: the one ``m[p]`` gives, then those a dominator
+    pattern's path matched afresh on each path (Relay's node map holds such lists:
+    :attr:`node_map`)."""
+
+    __slots__ = ("pattern", "expr", "_b", "_type_of", "_extra")
     pattern: Pattern
     expr: Expr
     _b: dict[Pattern, Expr]
     _type_of: Callable[[Expr], Type | None]
+    _extra: dict[Pattern, tuple[Expr, ...]]
 
     def __init__(self, pattern: Pattern, expr: Expr, bindings: dict[Pattern, Expr],
-                 type_of: Callable[[Expr], Type | None]) -> None:
+                 type_of: Callable[[Expr], Type | None],
+                 extra: Mapping[Pattern, Sequence[Expr]] | None = None) -> None:
         object.__setattr__(self, "pattern", pattern)
         object.__setattr__(self, "expr", expr)
         object.__setattr__(self, "_b", bindings)
         object.__setattr__(self, "_type_of", type_of)
+        object.__setattr__(self, "_extra", {p: tuple(v) for p, v in (extra or {}).items() if v})
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise ImmutableError(f"matches are immutable (cannot set {name!r})")
@@ -658,14 +1252,34 @@ class Match:
         try:
             return self._b[p]
         except KeyError:
+            ex = self._extra.get(p)
+            if ex:
+                return ex[0]
             raise _UnboundError(f"{p!r} took no part in this match") from None
 
     def get(self, p: Pattern, default: Any = None) -> Any:
         """The node ``p`` matched, or ``default``."""
-        return self._b.get(p, default)
+        r = self._b.get(p)
+        if r is None:
+            ex = self._extra.get(p)
+            return ex[0] if ex else default
+        return r
+
+    def all(self, p: Pattern) -> list[Expr]:
+        """Every node ``p`` matched (empty if it took no part)."""
+        out = [self._b[p]] if p in self._b else []
+        for e in self._extra.get(p, ()):
+            if e not in out:
+                out.append(e)
+        return out
+
+    @property
+    def node_map(self) -> dict[Pattern, list[Expr]]:
+        """Pattern -> every node it matched (Relay's ``node_map``)."""
+        return {p: self.all(p) for p in {**self._b, **self._extra}}
 
     def __contains__(self, p: object) -> bool:
-        return p in self._b
+        return p in self._b or p in self._extra
 
     def __len__(self) -> int:
         return len(self._b)

@@ -31,8 +31,10 @@ from ..ir.node import Node
 from ..ir.types import Type
 from .functor import _KINDS, Derivations, ExprMutator, RoundLineage
 from .pattern import Match, Pattern, PatternError, WildcardPattern, _key, _simplify_terms, _State, _Wrapper
+from .partition import DFPatternCallback, partition, rewrite  # also fills pyir.rewrite.pattern's late names
 
-__all__ = ["Rule", "rewrite_rules", "rewrite_function", "as_rule", "TypeOracle"]
+__all__ = ["Rule", "rewrite_rules", "rewrite_function", "as_rule", "TypeOracle", "DFPatternCallback", "rewrite",
+           "partition"]
 
 
 def TypeOracle(mod: Any = None, func: Function | None = None) -> TypeContext:
