@@ -13,6 +13,7 @@ from .analysis.equality import alpha_equal, alpha_hash, structural_equal, struct
 from .analysis.interp import evaluate
 from .analysis.typecheck import infer_type
 from .errors import (
+    AlphaEqualityError,
     AttrError,
     EvaluationError,
     FinalKindError,
@@ -84,7 +85,7 @@ __all__ = [
     "PyIRError", "ImmutableError", "AttrError", "UnknownOpError", "TypeCheckError", "WellFormedError",
     "EvaluationError", "PassError", "RewriteLoopError", "LineageError", "ParseError",
     "SerializationError", "PatternError", "FinalKindError", "FrontendError", "GraphvizNotFoundError",
-    "InternalError",
+    "InternalError", "AlphaEqualityError",
     # nodes, types, expressions
     "op", "Node", "Attrs", "live_node_count",
     "Type", "TensorType", "TupleType", "FuncType", "dims", "Dim", "sym", "Any",

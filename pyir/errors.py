@@ -88,6 +88,10 @@ class InternalError(PyIRError, RuntimeError):
     """
 
 
+class AlphaEqualityError(PyIRError, AssertionError):
+    """``pyir.testing.assert_alpha_equal``: two programs differ; the message names where first."""
+
+
 class FinalKindError(PyIRError, TypeError):
     """A node kind was subclassed: node kinds are final (their instances are interned)."""
 
@@ -110,4 +114,5 @@ __all__ = [
     "FrontendError",
     "GraphvizNotFoundError",
     "InternalError",
+    "AlphaEqualityError",
 ]

@@ -11,7 +11,9 @@ examples and benchmarks (and for users testing their own passes).
 * :func:`check_pass` — the invariant bundle every pass must satisfy (input
   unchanged, meaning unchanged, lineage complete, idempotent), for your own passes;
 * :func:`assert_canonical` — every node of a module (or below a node) is exactly
-  what the public constructors build (the oracle of the loader fuzz tests).
+  what the public constructors build (the oracle of the loader fuzz tests);
+* :func:`assert_alpha_equal` (and its Relay name :func:`assert_structural_equal`) — two
+  programs are alpha-equal, else an error naming the first difference and where it is.
 """
 
 from __future__ import annotations
@@ -23,16 +25,17 @@ from typing import Any
 import numpy as np
 
 from . import op
-from .errors import WellFormedError
+from .analysis.equality import alpha_equal
+from .errors import AlphaEqualityError, WellFormedError
 from .ir.dims import substitute
-from .ir.expr import Constant, Expr, Function, If, Let, Tuple, TupleGetItem, Var, const, var
+from .ir.expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var, const, var
 from .ir.module import Module
-from .ir.node import gc_paused
+from .ir.node import F_VAR, Attrs, Node, gc_paused
 from .ir.types import TensorType
 
 __all__ = ["resnet", "transformer_block", "elementwise_chain", "shared_dag", "programs",
            "random_inputs", "PROGRAM_SHAPE", "SYMBOLIC_BATCH", "snapshot", "assert_same_values", "check_pass",
-           "assert_canonical"]
+           "assert_canonical", "assert_alpha_equal", "assert_structural_equal"]
 
 
 def _bulk(fn: Any) -> Any:
@@ -505,3 +508,145 @@ def assert_canonical(obj: Any) -> None:
                     again_rec.sources, again_rec.seconds) != (rec.name, rec.options, list(rec.edges),
                                                               rec.removed, rec.sources, rec.seconds):
                 raise AssertionError(f"pass record {rec.name!r} is not what its constructor builds")
+
+
+# -- alpha equality with a diagnosis --------------------------------------------------------------------
+
+
+def assert_alpha_equal(a: Any, b: Any, *, map_free_vars: bool = False) -> None:
+    """``a`` and ``b`` (expressions or modules) are alpha-equal (:func:`pyir.alpha_equal`); else
+    :class:`~pyir.AlphaEqualityError` naming the first difference (depth first, left to right)
+    and where it is, as a path from the root with both sub-terms printed short::
+
+        at main.body.args[0].attrs['padding']: (1, 1, 1, 1) vs (0, 0, 0, 0)
+
+    >>> import pyir
+    >>> x, y = pyir.var("x", shape=(2,)), pyir.var("y", shape=(2,))
+    >>> assert_alpha_equal(pyir.Function([x], pyir.op.exp(x)), pyir.Function([y], pyir.op.exp(y)))
+    >>> assert_alpha_equal(pyir.Function([x], pyir.op.exp(x)), pyir.Function([y], pyir.op.log(y)))
+    Traceback (most recent call last):
+    ...
+    pyir.errors.AlphaEqualityError: not alpha-equal: at body.op: exp vs log
+    """
+    if alpha_equal(a, b, map_free_vars=map_free_vars):
+        return
+    raise AlphaEqualityError("not alpha-equal: " + _first_difference(a, b, map_free_vars))
+
+
+#: Relay's name: TVM's ``structural_equal`` is alpha equality (pyir's ``structural_equal`` is identity).
+assert_structural_equal = assert_alpha_equal
+
+
+def _short(x: Any, limit: int = 70) -> str:
+    if isinstance(x, Op):
+        s = x.name
+    elif isinstance(x, Var):
+        s = f"%{x.name_hint}" + (f": {x.type_annotation}" if x.type_annotation is not None else "")
+    elif isinstance(x, Node):
+        s = " ".join(str(x).split())
+    else:
+        s = repr(x)
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def _first_difference(a: Any, b: Any, map_free_vars: bool) -> str:
+    if isinstance(a, Module) or isinstance(b, Module):
+        if not (isinstance(a, Module) and isinstance(b, Module)):
+            return f"at the root: {type(a).__name__} vs {type(b).__name__}"
+        fa, fb = a.functions(), b.functions()
+        if set(fa) != set(fb):
+            return (f"the functions differ: only in the first {sorted(set(fa) - set(fb))}, "
+                    f"only in the second {sorted(set(fb) - set(fa))}")
+        for name in sorted(fa):
+            if not alpha_equal(fa[name], fb[name], map_free_vars=map_free_vars):
+                return _walk_difference(fa[name], fb[name], name, map_free_vars)
+        return "the modules differ (in their symbolic dimensions)"
+    return _walk_difference(a, b, "", map_free_vars)
+
+
+def _join(path: str, step: str) -> str:
+    if step.startswith("["):
+        return path + step
+    return f"{path}.{step}" if path else step
+
+
+def _walk_difference(a: Node, b: Node, root: str, map_free_vars: bool) -> str:
+    """The first place ``a`` and ``b`` differ, walking both in step (iteratively) under a
+    bijection of the variables their binders bind."""
+    a2b: dict[Node, Node] = {}
+    b2a: dict[Node, Node] = {}
+    seen: set[tuple[Node, Node]] = set()
+    stack: list[tuple[Any, Any, str]] = [(a, b, root)]
+
+    def at(path: str, x: Any, y: Any, what: str = "") -> str:
+        where = path or "the root"
+        return f"at {where}: {what}{_short(x)} vs {_short(y)}"
+
+    while stack:
+        x, y, path = stack.pop()
+        if x is y and not (isinstance(x, Node) and x._mask & F_VAR and (a2b or b2a)):
+            continue
+        if not isinstance(x, Node) or not isinstance(y, Node):
+            if x != y or type(x) is not type(y):
+                return at(path, x, y)
+            continue
+        if (x, y) in seen:
+            continue
+        seen.add((x, y))
+        k = type(x)
+        if k is not type(y):
+            return at(path, x, y, f"a {k.__name__} vs a {type(y).__name__}: ")
+        if k is Var:
+            mx, my = a2b.get(x), b2a.get(y)
+            if mx is not None or my is not None:
+                if mx is not y or my is not x:
+                    return at(path, x, y, "the variables are bound differently: ")
+                continue
+            if not map_free_vars:
+                if x is not y:
+                    return at(path, x, y, "different free variables: ")
+                continue
+            if x.type_annotation is not y.type_annotation:
+                return at(_join(path, "type_annotation"), x.type_annotation, y.type_annotation)
+            a2b[x], b2a[y] = y, x
+            continue
+        if k is Constant or k is Op or not x._fields:
+            return at(path, x, y)  # leaves are equal only when they are the same node
+        if k is Attrs:
+            ka, kb = dict(x.items()), dict(y.items())  # type: ignore[attr-defined]
+            for key in sorted(set(ka) | set(kb)):
+                if key not in ka or key not in kb:
+                    return at(_join(path, f"[{key!r}]"), ka.get(key, "<absent>"), kb.get(key, "<absent>"))
+                va, vb = ka[key], kb[key]
+                if isinstance(va, Node) or isinstance(vb, Node):
+                    stack.append((va, vb, _join(path, f"[{key!r}]")))
+                elif va != vb or type(va) is not type(vb):
+                    return at(_join(path, f"[{key!r}]"), va, vb)
+            continue
+        if k is Call and (type(x.op) is Op or type(y.op) is Op) and x.op is not y.op:  # type: ignore[attr-defined]
+            return at(_join(path, "op"), x.op, y.op)  # type: ignore[attr-defined]
+        todo: list[tuple[Any, Any, str]] = []
+        for f in x._fields:
+            vx, vy = getattr(x, f.name), getattr(y, f.name)
+            p = _join(path, f.name)
+            if not f.node:
+                if vx != vy or type(vx) is not type(vy):
+                    return at(p, vx, vy)
+                continue
+            if f.many:
+                if len(vx) != len(vy):
+                    return at(p, f"{len(vx)} {f.name}", f"{len(vy)}")
+                pairs = [(u, v, f"{p}[{i}]") for i, (u, v) in enumerate(zip(vx, vy))]
+            else:
+                if (vx is None) != (vy is None):
+                    return at(p, vx, vy)
+                pairs = [] if vx is None else [(vx, vy, p)]
+            for u, v, q in pairs:
+                if f.binds:  # a binder: pair its variables, then compare their annotations
+                    if u.type_annotation is not v.type_annotation:
+                        return at(_join(q, "type_annotation"), u.type_annotation, v.type_annotation)
+                    a2b[u], b2a[v] = v, u
+                else:
+                    todo.append((u, v, q))
+        stack.extend(reversed(todo))
+    return at(root, a, b, "(a difference in symbolic dimensions or scoping): ")
