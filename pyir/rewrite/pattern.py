@@ -709,7 +709,7 @@ class CallPattern(Pattern):
         return all(p._m(a, st) for p, a in zip(pats, args))
 
     def _gen(self, e: Expr, st: _State) -> Iterator[None]:
-        if self._det:
+        if self._det and not self._comm:
             yield from Pattern._gen(self, e, st)
             return
         if type(e) is not Call:
@@ -778,7 +778,7 @@ class TuplePattern(Pattern):
         return all(p._m(f, st) for p, f in zip(self.fields, e.fields))
 
     def _gen(self, e: Expr, st: _State) -> Iterator[None]:
-        if self._det:
+        if self._det and not self._comm:
             yield from Pattern._gen(self, e, st)
             return
         if type(e) is not Tuple or self.fields is None or len(e.fields) != len(self.fields):
@@ -815,7 +815,7 @@ class TupleGetItemPattern(Pattern):
         return self.tuple_value._m(e.tuple_value, st)
 
     def _gen(self, e: Expr, st: _State) -> Iterator[None]:
-        if self._det:
+        if self._det and not self._comm:
             yield from Pattern._gen(self, e, st)
             return
         if type(e) is not TupleGetItem or (self.index is not None and e.index != self.index):
@@ -871,7 +871,7 @@ class _Wrapper(Pattern):
         return self._check(e, st) and self.inner._m(e, st)
 
     def _gen(self, e: Expr, st: _State) -> Iterator[None]:
-        if self._det:
+        if self._det and not self._comm:
             yield from Pattern._gen(self, e, st)
             return
         if not self._check(e, st):
@@ -991,7 +991,7 @@ class FunctionPattern(Pattern):
         return parts is not None and all(p._m(x, st) for p, x in parts)
 
     def _gen(self, e: Expr, st: _State) -> Iterator[None]:
-        if self._det:
+        if self._det and not self._comm:
             yield from Pattern._gen(self, e, st)
             return
         parts = self._parts(e) if type(e) is Function else None  # type: ignore[arg-type]
@@ -1020,7 +1020,7 @@ class _PartsPattern(Pattern):
         return type(e) is self.kind and all(p._m(x, st) for p, x in self._parts(e))
 
     def _gen(self, e: Expr, st: _State) -> Iterator[None]:
-        if self._det:
+        if self._det and not self._comm:
             yield from Pattern._gen(self, e, st)
             return
         if type(e) is self.kind:
