@@ -606,8 +606,9 @@ def _walk_difference(a: Node, b: Node, root: str, map_free_vars: bool) -> str:
                 if x is not y:
                     return at(path, x, y, "different free variables: ")
                 continue
-            if x.type_annotation is not y.type_annotation:
-                return at(_join(path, "type_annotation"), x.type_annotation, y.type_annotation)
+            ta, tb = getattr(x, "type_annotation"), getattr(y, "type_annotation")  # noqa: B009 (a Var's)
+            if ta is not tb:
+                return at(_join(path, "type_annotation"), ta, tb)
             a2b[x], b2a[y] = y, x
             continue
         if k is Constant or k is Op or not x._fields:

@@ -15,6 +15,7 @@ import pytest
 
 import pyir
 from pyir import op
+from pyir.rewrite.partition import DFPatternCallback, partition, rewrite
 from pyir.rewrite.pattern import (
     COMMUTATIVE,
     AltPattern,
@@ -45,7 +46,6 @@ from pyir.rewrite.pattern import (
     is_var,
     wildcard,
 )
-from pyir.rewrite.partition import DFPatternCallback, partition, rewrite
 from pyir.testing import assert_structural_equal
 
 ELEMWISE, BROADCAST, INJECTIVE = 0, 1, 2  # TVM's OpPatternKind numbers (pyir.ir.opdef.OpPattern)
@@ -87,7 +87,7 @@ def concat_pattern():
     return is_op("concatenate")(None)
 
 
-# -- node tests: the pattern objects and their fields ----------------------------------------------------------
+# -- node tests: the pattern objects and their fields ----------------------------------------
 
 
 def test_expr_pattern():
@@ -499,7 +499,8 @@ def test_match_dominator2():
     """``child.dominates(parent, path)``: an injective reshape dominating a conv through
     elementwise and broadcast operators of any arity."""
     conv = is_op("nn.conv2d")(wildcard(), wildcard())
-    path = wildcard().has_attr({"TOpPattern": ELEMWISE})(None) | wildcard().has_attr({"TOpPattern": BROADCAST})(None)
+    path = (wildcard().has_attr({"TOpPattern": ELEMWISE})(None)
+            | wildcard().has_attr({"TOpPattern": BROADCAST})(None))
     p = wildcard().has_attr({"TOpPattern": INJECTIVE})(wildcard()).dominates(conv, path)
     d, k, c = v("d"), v("k"), v("c")
     out = op.reshape(op.nn.relu(op.nn.bias_add(op.nn.conv2d(d, k), c)), newshape=(-1, 4, 4))
@@ -720,7 +721,8 @@ def test_quadruple_rewrite_dominator():
         def __init__(self):
             super().__init__()
             self.inp, self.k = wildcard(), wildcard()
-            path = wildcard().has_attr({"TOpPattern": ELEMWISE})(wildcard()) | is_op("add")(wildcard(), wildcard())
+            path = (wildcard().has_attr({"TOpPattern": ELEMWISE})(wildcard())
+                    | is_op("add")(wildcard(), wildcard()))
             self.pattern = dominates(is_op("nn.conv2d")(self.inp, self.k), path,
                                      is_op("add")(wildcard(), wildcard()))
 
@@ -781,7 +783,8 @@ def test_double_partition():
     f0 = fn(p, op.nn.relu(op.nn.bias_add(op.nn.conv2d(p[0], p[1]), p[2])), "nn.conv2d_nn.bias_add_nn.relu_",
             Composite="conv_bias_relu")
     q = [v("q0"), v("q1"), v("q2")]
-    f1 = fn(q, op.nn.bias_add(op.nn.conv2d(q[0], q[1]), q[2]), "nn.conv2d_nn.bias_add_", Composite="conv_bias")
+    f1 = fn(q, op.nn.bias_add(op.nn.conv2d(q[0], q[1]), q[2]), "nn.conv2d_nn.bias_add_",
+            Composite="conv_bias")
     assert_structural_equal(out, call(f1, call(f0, d, k, c), k2, c2))
 
 
@@ -803,7 +806,8 @@ def test_quadruple_partition_dominator():
     inp, k = v("inp"), v("k")
     path = wildcard().has_attr({"TOpPattern": ELEMWISE})(wildcard()) | is_op("add")(wildcard(), wildcard())
     out = _elemwise_diamond(path).partition(_conv_diamonds(inp, k))
-    labels = ["nn.conv2d_nn.relu_nn.relu_nn.leaky_relu_add_", "nn.conv2d_nn.relu_nn.relu_tanh_nn.leaky_relu_add_",
+    labels = ["nn.conv2d_nn.relu_nn.relu_nn.leaky_relu_add_",
+              "nn.conv2d_nn.relu_nn.relu_tanh_nn.leaky_relu_add_",
               "nn.conv2d_nn.relu_nn.relu_tanh_add_", "nn.conv2d_nn.relu_add_tanh_nn.leaky_relu_add_"]
 
     def classic(i, w):
@@ -1016,7 +1020,7 @@ def _fuzzy_body_case():
 
 
 def test_rewrite_function_with_fuzzy_body():
-    pat, f, (x, w, b), e = _fuzzy_body_case()
+    pat, _f, (x, w, b), e = _fuzzy_body_case()
     out = rewrite(DFPatternCallback(pattern=pat, callback=lambda pre, post, nm: x + w), e)
     assert out is x + w + b
 
@@ -1045,7 +1049,7 @@ def test_partition_constant_embedding():
     the type of what it stands for when that is known, here the constant's)."""
     x, w, b = v("x"), v("w"), v("b")
     wc = pyir.const(np.ones((2, 2, 3, 3), "float32"))
-    xf, wf, bf = v("xf"), v("wf"), v("bf")
+    xf, bf = v("xf"), v("bf")
     embedded = fn([xf, bf], _cbr(xf, wc, bf), "nn.conv2d_nn.bias_add_nn.relu_")
     xl, wl, bl = v("xl"), v("wl"), v("bl")
     lifted = fn([xl, wl, bl], _cbr(xl, wl, bl), "nn.conv2d_nn.bias_add_nn.relu_")
@@ -1130,7 +1134,8 @@ def test_partition_parallel_branch_with_same_input():
     cv = op.nn.conv2d(i, w)
     e = op.add(op.multiply(left, cv), op.add(cv, right))
     lf, mf, rf = v("lf"), v("mf"), v("rf")
-    want = call(fn([lf, mf, rf], op.add(op.multiply(lf, mf), op.add(mf, rf)), "multiply_add_add_"), left, cv, right)
+    body = op.add(op.multiply(lf, mf), op.add(mf, rf))
+    want = call(fn([lf, mf, rf], body, "multiply_add_add_"), left, cv, right)
     assert_structural_equal(pat.partition(e), want)
 
 

@@ -39,6 +39,7 @@ from .functor import _KINDS, Derivations, ExprMutator, RoundLineage, rebuild
 from .pattern import (
     CallPattern,
     ConstantPattern,
+    DFPatternCallback,
     DominatorPattern,
     ExprPattern,
     FunctionPattern,
@@ -140,7 +141,7 @@ class _Group:
 def _rebuilt(n: Expr, memo: Mapping[Node, Any]) -> Expr:
     if type(n) is Function:  # kept whole (a function called in the group, closed)
         return n
-    return rebuild(n, _Through(memo))  # type: ignore[no-any-return]
+    return rebuild(n, _Through(memo))  # type: ignore[arg-type]
 
 
 class _Through:
@@ -183,7 +184,7 @@ def _embeds(e: Expr, p: Pattern) -> bool:
     partitioned function instead of becoming a parameter."""
     if type(e) is not Constant:
         return False
-    return type(p) is ConstantPattern or (type(p) is ExprPattern and type(p.expr) is Constant)  # type: ignore[attr-defined]
+    return type(p) is ConstantPattern or (type(p) is ExprPattern and type(p.expr) is Constant)
 
 
 class _Grouper:
@@ -324,7 +325,8 @@ def _type_oracle(mod: Any) -> Callable[[Expr], Type | None]:
 class _Replacer(ExprMutator):
     """Bottom-up: at each group root, ``replace(group, pre, post)`` gives the new node."""
 
-    def __init__(self, groups: Mapping[Expr, _Group], replace: Callable[[_Group, Expr, Expr], Expr | None]) -> None:
+    def __init__(self, groups: Mapping[Expr, _Group],
+                 replace: Callable[[_Group, Expr, Expr], Expr | None]) -> None:
         super().__init__()
         self.groups = groups
         self.replace = replace
@@ -383,45 +385,7 @@ def partition(pattern: Pattern, expr: Expr, attrs: Mapping[str, Any] | None = No
 
     rep = _Replacer(grouper.groups, replace)
     m_memo = rep.memo
-    return rep.visit(expr)  # type: ignore[no-any-return]
-
-
-class DFPatternCallback:
-    """A pattern and what to do with its matches, for :func:`rewrite` (Relay's class).
-
-    Subclass it, set ``self.pattern`` and define ``callback(pre, post, node_map)``: ``pre`` is
-    the matched node, ``post`` the same node with its inputs already rewritten, ``node_map``
-    maps each pattern to the list of (rewritten) nodes it matched; return the replacement
-    (None: no change).  Or pass ``pattern=`` and ``callback=`` (a function of the same three
-    arguments).  ``rewrite_once``: stop applying this callback after a round in which it
-    changed something; ``require_type`` is accepted for Relay compatibility (types are always
-    available to type patterns here).
-    """
-
-    pattern: Pattern | None
-
-    def __init__(self, require_type: bool = False, rewrite_once: bool = False, *,
-                 pattern: Pattern | None = None,
-                 callback: Callable[[Expr, Expr, dict[Pattern, list[Expr]]], Expr | None] | None = None) -> None:
-        self.require_type = bool(require_type)
-        self.rewrite_once = bool(rewrite_once)
-        self.pattern = pattern
-        if callback is not None:
-            self._fn = callback
-
-    def callback(self, pre: Expr, post: Expr, node_map: dict[Pattern, list[Expr]]) -> Expr | None:
-        """The replacement of a match (override, or pass ``callback=``)."""
-        fn = self.__dict__.get("_fn")
-        if fn is None:
-            raise PatternError(f"{type(self).__name__} defines no callback")
-        return fn(pre, post, node_map)  # type: ignore[no-any-return]
-
-    def rewrite(self, expr: Expr, mod: Any = None) -> Expr:
-        """:func:`rewrite` with this callback alone."""
-        return rewrite(self, expr, mod)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.pattern!r})"
+    return rep.visit(expr)
 
 
 _MAX_APPLICATIONS = 100  # as Relay: 100 callback applications without reaching a fixpoint is a loop
@@ -435,7 +399,8 @@ def rewrite(callbacks: DFPatternCallback | Iterable[DFPatternCallback], expr: Ex
     expression is rebuilt bottom-up, each group's root replaced by the callback's result.  More
     than 100 callback applications without reaching a fixpoint raise :class:`~pyir.RewriteLoopError`.
     """
-    cbs: Sequence[DFPatternCallback] = [callbacks] if isinstance(callbacks, DFPatternCallback) else list(callbacks)
+    cbs: Sequence[DFPatternCallback] = ([callbacks] if isinstance(callbacks, DFPatternCallback)
+                                        else list(callbacks))
     for cb in cbs:
         if not isinstance(cb, DFPatternCallback) or not isinstance(cb.pattern, Pattern):
             raise PatternError(f"rewrite needs DFPatternCallback objects with a pattern, got {cb!r:.80}")
@@ -477,7 +442,7 @@ def _apply(cb: DFPatternCallback, expr: Expr, type_of: Callable[[Expr], Type | N
 
     rep = _Replacer(grouper.groups, replace)
     memo = rep.memo
-    return rep.visit(expr)  # type: ignore[no-any-return]
+    return rep.visit(expr)
 
 
-_p._LATE.update(partition=partition, rewrite=rewrite, DFPatternCallback=DFPatternCallback)
+_p._LATE.update(partition=partition, rewrite=rewrite)

@@ -52,8 +52,7 @@ from ..ir.node import (
 )
 from ..ir.types import TensorType, Type, normalize_dtype
 
-# The last line of names lives in pyir.rewrite.partition (which imports this module): it fills
-# ``_LATE`` when it is imported (``import pyir`` does), and this module's ``__getattr__`` hands them out.
+# ``rewrite`` and ``partition`` are implemented in pyir.rewrite.partition (which imports this module).
 __all__ = ["Pattern", "PatternError", "Match", "wildcard", "is_op", "is_expr", "is_constant", "is_var",
            "is_tuple", "is_tuple_get_item", "is_if", "is_let", "is_function", "dominates", "has_attr",
            "has_type", "has_dtype", "has_shape", "COMMUTATIVE", "OP_ATTRS",
@@ -79,16 +78,28 @@ OP_ATTRS: Mapping[str, Callable[[Any], Any]] = types.MappingProxyType({
     "name": lambda d: d.name,
 })
 
-_LATE: dict[str, Any] = {}  # filled by pyir.rewrite.partition
+_LATE: dict[str, Any] = {}  # filled by pyir.rewrite.partition when it is imported (import pyir does)
 
 
-def __getattr__(name: str) -> Any:
-    if name in ("DFPatternCallback", "rewrite", "partition"):
-        try:
-            return _LATE[name]
-        except KeyError:
-            raise AttributeError(f"{name} lives in pyir.rewrite.partition: import it (or pyir) first") from None
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def _late(name: str) -> Any:
+    fn = _LATE.get(name)
+    if fn is None:
+        raise PatternError(f"{name} lives in pyir.rewrite.partition: import it (or pyir) first")
+    return fn
+
+
+def partition(pattern: Pattern, expr: Expr, attrs: Mapping[str, Any] | None = None,
+              check: Callable[[Expr], bool] | None = None, *, mod: Any = None) -> Expr:
+    """Wrap every match of ``pattern`` in ``expr`` into a function: see
+    :func:`pyir.rewrite.partition.partition`."""
+    return _late("partition")(pattern, expr, attrs, check, mod=mod)
+
+
+def rewrite(callbacks: Any, expr: Expr, mod: Any = None) -> Expr:
+    """Apply :class:`DFPatternCallback` objects until ``expr`` stops changing: see
+    :func:`pyir.rewrite.partition.rewrite`."""
+    return _late("rewrite")(callbacks, expr, mod)
+
 
 _MAX_TERMS = 16
 _OP_BITS = ~((1 << OP_BIT0) - 1)
@@ -234,7 +245,8 @@ class Universe:
                 continue
             d: Expr | None = us[0]
             for u in us[1:]:
-                a, b = d, u
+                a: Expr | None = d
+                b: Expr | None = u
                 while a is not b:
                     if a is None or b is None:
                         break
@@ -317,8 +329,8 @@ class Pattern:
         object.__setattr__(self, "_det", det)
         object.__setattr__(self, "_comm", comm)
         object.__setattr__(self, "_subs", frozenset(subs))
-        for k, v in fields.items():
-            object.__setattr__(self, k, v)
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise ImmutableError(f"patterns are immutable (cannot set {name!r})")
@@ -412,10 +424,7 @@ class Pattern:
     def partition(self, expr: Expr, attrs: Mapping[str, Any] | None = None,
                   check: Callable[[Expr], bool] | None = None) -> Expr:
         """Wrap every match in ``expr`` into a function (see :func:`pyir.rewrite.partition.partition`)."""
-        fn = _LATE.get("partition")
-        if fn is None:
-            raise PatternError("partition lives in pyir.rewrite.partition: import it (or pyir) first")
-        return fn(self, expr, attrs=attrs, check=check)  # type: ignore[no-any-return]
+        return partition(self, expr, attrs, check)
 
     # -- requirements ---------------------------------------------------------------------------
     @property
@@ -654,7 +663,7 @@ class CallPattern(Pattern):
         other = "multiply" if e.op.name == "divide" else "divide"
         if not any(type(a) is Call and type(a.op) is Op and a.op.name == other for a in e.args):
             return ()
-        return want  # type: ignore[no-any-return]
+        return want
 
     def _build_alternatives(self) -> dict[str, tuple[CallPattern, ...]]:
         me = self.op.op  # type: ignore[attr-defined]
@@ -994,7 +1003,7 @@ class FunctionPattern(Pattern):
         if self._det and not self._comm:
             yield from Pattern._gen(self, e, st)
             return
-        parts = self._parts(e) if type(e) is Function else None  # type: ignore[arg-type]
+        parts = self._parts(e) if type(e) is Function else None
         if parts is not None:
             yield from self._bind_gen(e, st, _chain(parts, 0, st))
 
@@ -1217,6 +1226,49 @@ def has_dtype(dtype: Any, pattern: Any = None) -> TypePattern:
 def has_shape(shape: Sequence[Any], pattern: Any = None) -> TypePattern:
     """``pattern`` (default: any expression), a tensor of ``shape``."""
     return (WildcardPattern() if pattern is None else _pat(pattern)).has_shape(shape)
+
+
+# -- Relay's callback objects ---------------------------------------------------------------------
+
+
+class DFPatternCallback:
+    """A pattern and what to do with its matches, for :func:`rewrite` (Relay's class).
+
+    Subclass it, set ``self.pattern`` and define ``callback(pre, post, node_map)``: ``pre`` is
+    the matched node, ``post`` the same node with its inputs already rewritten, ``node_map``
+    maps each pattern to the list of (rewritten) nodes it matched; return the replacement
+    (None: no change).  Or pass ``pattern=`` and ``callback=`` (a function of the same three
+    arguments).  ``rewrite_once``: stop applying this callback after a round in which it
+    changed something; ``require_type`` is accepted for Relay compatibility (types are always
+    available to type patterns here).
+    """
+
+    pattern: Pattern | None
+
+    def __init__(self, require_type: bool = False, rewrite_once: bool = False, *,
+                 pattern: Pattern | None = None,
+                 callback: Callable[[Expr, Expr, dict[Pattern, list[Expr]]], Expr | None] | None = None
+                 ) -> None:
+        self.require_type = bool(require_type)
+        self.rewrite_once = bool(rewrite_once)
+        self.pattern = pattern
+        if callback is not None:
+            self._fn = callback
+
+    def callback(self, pre: Expr, post: Expr, node_map: dict[Pattern, list[Expr]]) -> Expr | None:
+        """The replacement of a match (override, or pass ``callback=``)."""
+        fn = self.__dict__.get("_fn")
+        if fn is None:
+            raise PatternError(f"{type(self).__name__} defines no callback")
+        return fn(pre, post, node_map)
+
+    def rewrite(self, expr: Expr, mod: Any = None) -> Expr:
+        """:func:`rewrite` with this callback alone."""
+        return rewrite(self, expr, mod)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.pattern!r})"
+
 
 
 # -- matches ---------------------------------------------------------------------------------------

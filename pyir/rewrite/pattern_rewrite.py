@@ -30,11 +30,11 @@ from ..ir.lineage import derive
 from ..ir.node import Node
 from ..ir.types import Type
 from .functor import _KINDS, Derivations, ExprMutator, RoundLineage
-from .pattern import Match, Pattern, PatternError, WildcardPattern, _key, _simplify_terms, _State, _Wrapper
 from .partition import DFPatternCallback, partition, rewrite  # also fills pyir.rewrite.pattern's late names
+from .pattern import Match, Pattern, PatternError, WildcardPattern, _key, _simplify_terms, _State, _Wrapper
 
-__all__ = ["Rule", "rewrite_rules", "rewrite_function", "as_rule", "TypeOracle", "DFPatternCallback", "rewrite",
-           "partition"]
+__all__ = ["Rule", "rewrite_rules", "rewrite_function", "as_rule", "TypeOracle", "DFPatternCallback",
+           "rewrite", "partition"]
 
 
 def TypeOracle(mod: Any = None, func: Function | None = None) -> TypeContext:
