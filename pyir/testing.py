@@ -636,7 +636,7 @@ def _walk_difference(a: Node, b: Node, root: str, map_free_vars: bool) -> str:
                 continue
             if f.many:
                 if len(vx) != len(vy):
-                    return at(p, f"{len(vx)} {f.name}", f"{len(vy)}")
+                    return f"at {p or 'the root'}: {len(vx)} {f.name} vs {len(vy)}"
                 pairs = [(u, v, f"{p}[{i}]") for i, (u, v) in enumerate(zip(vx, vy))]
             else:
                 if (vx is None) != (vy is None):

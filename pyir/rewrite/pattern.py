@@ -173,6 +173,10 @@ class _State:
         self.trail.append((p,))
 
 
+_NO_DOM = frozenset({Var, Constant, Op})
+_DONE: Any = object()  # stack marker: the node below it has all its inputs emitted
+
+
 class Universe:
     """The whole expression matches are made in, with the graph facts dominator patterns and
     partitioning need: each node's users and immediate post-dominator (a node ``d``
@@ -202,25 +206,34 @@ class Universe:
         """Every node below the root, children before parents (the root last)."""
         if self._order is None:
             order: list[Expr] = []
-            users: dict[Expr, list[Expr]] = {}
+            emit = order.append
             seen: set[Expr] = set()
-            stack: list[tuple[Expr, bool]] = [(self.root, False)]
+            add = seen.add
+            stack: list[Any] = [self.root]
+            push, pop = stack.append, stack.pop
             inputs = Universe.inputs
+            done = _DONE
             while stack:
-                n, done = stack.pop()
-                if done:
-                    order.append(n)
+                n = pop()
+                if n is done:
+                    emit(pop())
                     continue
                 if n in seen:
                     continue
-                seen.add(n)
-                users.setdefault(n, [])
-                stack.append((n, True))
-                ins = inputs(n)
+                add(n)
+                ins = (n.args if type(n.op) is Op else (n.op, *n.args)) if type(n) is Call else inputs(n)
+                if not ins:
+                    emit(n)
+                    continue
+                push(n)
+                push(done)
                 for c in reversed(ins):
-                    users.setdefault(c, []).append(n)
                     if c not in seen:
-                        stack.append((c, False))
+                        push(c)
+            users: dict[Expr, list[Expr]] = {n: [] for n in order}
+            for n in order:
+                for c in ((n.args if type(n.op) is Op else (n.op, *n.args)) if type(n) is Call else inputs(n)):
+                    users[c].append(n)
             self._order = order
             self._users = users
         return self._order
@@ -239,7 +252,7 @@ class Universe:
         depth: dict[Expr, int] = {}
         for n in reversed(order):  # every user before the nodes it uses
             us = users[n]
-            if not us:
+            if not us or type(n) in _NO_DOM:  # variables and constants: never on a path, often shared
                 idom[n] = None
                 depth[n] = 0
                 continue
@@ -263,7 +276,8 @@ class Universe:
         self._depth = depth
 
     def post_dominates(self, d: Expr, n: Expr) -> bool:
-        """Whether every path from ``n`` to the root goes through ``d`` (``n`` itself counts)."""
+        """Whether every path from ``n`` to the root goes through ``d`` (``n`` itself counts; false
+        for variables and constants, which the tree leaves out)."""
         if self._idom is None:
             self._tree()
         idom, depth = self._idom, self._depth
