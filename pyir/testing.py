@@ -530,11 +530,28 @@ def assert_alpha_equal(a: Any, b: Any, *, map_free_vars: bool = False) -> None:
     """
     if alpha_equal(a, b, map_free_vars=map_free_vars):
         return
-    raise AlphaEqualityError("not alpha-equal: " + _first_difference(a, b, map_free_vars))
+    with gc_paused():  # the walk makes a path tuple per node: no collections over a big graph
+        msg = _first_difference(a, b, map_free_vars)
+    raise AlphaEqualityError("not alpha-equal: " + msg)
 
 
 #: Relay's name: TVM's ``structural_equal`` is alpha equality (pyir's ``structural_equal`` is identity).
 assert_structural_equal = assert_alpha_equal
+
+
+def _small(n: Node, limit: int = 24) -> bool:
+    """Whether ``n`` has at most ``limit`` distinct nodes below it (a bounded walk)."""
+    seen: set[Node] = set()
+    stack = [n]
+    while stack:
+        c = stack.pop()
+        if c in seen:
+            continue
+        seen.add(c)
+        if len(seen) > limit:
+            return False
+        stack.extend(c.children())
+    return True
 
 
 def _short(x: Any, limit: int = 70) -> str:
@@ -543,7 +560,7 @@ def _short(x: Any, limit: int = 70) -> str:
     elif isinstance(x, Var):
         s = f"%{x.name_hint}" + (f": {x.type_annotation}" if x.type_annotation is not None else "")
     elif isinstance(x, Node):
-        s = " ".join(str(x).split())
+        s = " ".join(str(x).split()) if _small(x) else repr(x)
     else:
         s = repr(x)
     return s if len(s) <= limit else s[: limit - 3] + "..."
@@ -564,10 +581,35 @@ def _first_difference(a: Any, b: Any, map_free_vars: bool) -> str:
     return _walk_difference(a, b, "", map_free_vars)
 
 
-def _join(path: str, step: str) -> str:
-    if step.startswith("["):
-        return path + step
-    return f"{path}.{step}" if path else step
+def _join(path: Any, step: str) -> Any:
+    """A path: ``(parent path or None, step)``, rendered once, at the end."""
+    return (path, step)
+
+
+def _render(path: Any) -> str:
+    """``main.body.args[0]``, with a step repeated many times written once with its count (the
+    path down a 10**6-deep chain stays short)."""
+    steps: list[str] = []
+    while path is not None:
+        path, step = path
+        if step:
+            steps.append(step)
+    steps.reverse()
+    out: list[str] = []
+    i = 0
+    while i < len(steps):
+        j = i
+        while j < len(steps) and steps[j] == steps[i]:
+            j += 1
+        st = steps[i]
+        piece = st if st.startswith("[") or not out else "." + st
+        if j - i < 4:
+            out.append(piece)
+            j = i + 1
+        else:
+            out.append(f"({piece} x {j - i})")
+        i = j
+    return "".join(out) or "the root"
 
 
 def _walk_difference(a: Node, b: Node, root: str, map_free_vars: bool) -> str:
@@ -576,11 +618,11 @@ def _walk_difference(a: Node, b: Node, root: str, map_free_vars: bool) -> str:
     a2b: dict[Node, Node] = {}
     b2a: dict[Node, Node] = {}
     seen: set[tuple[Node, Node]] = set()
-    stack: list[tuple[Any, Any, str]] = [(a, b, root)]
+    start = (None, root)
+    stack: list[tuple[Any, Any, Any]] = [(a, b, start)]
 
-    def at(path: str, x: Any, y: Any, what: str = "") -> str:
-        where = path or "the root"
-        return f"at {where}: {what}{_short(x)} vs {_short(y)}"
+    def at(path: Any, x: Any, y: Any, what: str = "") -> str:
+        return f"at {_render(path)}: {what}{_short(x)} vs {_short(y)}"
 
     while stack:
         x, y, path = stack.pop()
@@ -626,7 +668,7 @@ def _walk_difference(a: Node, b: Node, root: str, map_free_vars: bool) -> str:
             continue
         if k is Call and (type(x.op) is Op or type(y.op) is Op) and x.op is not y.op:  # type: ignore[attr-defined]
             return at(_join(path, "op"), x.op, y.op)  # type: ignore[attr-defined]
-        todo: list[tuple[Any, Any, str]] = []
+        todo: list[tuple[Any, Any, Any]] = []
         for f in x._fields:
             vx, vy = getattr(x, f.name), getattr(y, f.name)
             p = _join(path, f.name)
@@ -636,8 +678,8 @@ def _walk_difference(a: Node, b: Node, root: str, map_free_vars: bool) -> str:
                 continue
             if f.many:
                 if len(vx) != len(vy):
-                    return f"at {p or 'the root'}: {len(vx)} {f.name} vs {len(vy)}"
-                pairs = [(u, v, f"{p}[{i}]") for i, (u, v) in enumerate(zip(vx, vy))]
+                    return f"at {_render(p)}: {len(vx)} {f.name} vs {len(vy)}"
+                pairs = [(u, v, (path, f"{f.name}[{i}]")) for i, (u, v) in enumerate(zip(vx, vy))]
             else:
                 if (vx is None) != (vy is None):
                     return at(p, vx, vy)
@@ -650,4 +692,4 @@ def _walk_difference(a: Node, b: Node, root: str, map_free_vars: bool) -> str:
                 else:
                     todo.append((u, v, q))
         stack.extend(reversed(todo))
-    return at(root, a, b, "(a difference in symbolic dimensions or scoping): ")
+    return at(start, a, b, "(a difference in symbolic dimensions or scoping): ")

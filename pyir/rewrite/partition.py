@@ -32,7 +32,7 @@ from ..analysis.equality import alpha_equal
 from ..analysis.typecheck import TypeContext
 from ..errors import PatternError, RewriteLoopError, WellFormedError
 from ..ir.expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
-from ..ir.node import Node
+from ..ir.node import Node, gc_paused
 from ..ir.types import Type
 from . import pattern as _p
 from .functor import _KINDS, Derivations, ExprMutator, RoundLineage, rebuild
@@ -370,7 +370,12 @@ def partition(pattern: Pattern, expr: Expr, attrs: Mapping[str, Any] | None = No
         raise PatternError(f"partition needs an expression, got {expr!r:.80}")
     if isinstance(pattern, FunctionPattern):
         return expr  # a function that is not called: nothing to partition (as Relay)
-    extra: dict[str, Any] = dict(attrs or {})
+    with gc_paused():  # bulk work over the whole graph (see pyir.ir.node.gc_paused)
+        return _partition(pattern, expr, dict(attrs or {}), check, mod)
+
+
+def _partition(pattern: Pattern, expr: Expr, extra: dict[str, Any], check: Callable[[Expr], bool] | None,
+               mod: Any) -> Expr:
     type_of = _type_oracle(mod)
     grouper = _Grouper(pattern, expr, type_of)
     if not grouper.groups:
@@ -406,6 +411,11 @@ def rewrite(callbacks: DFPatternCallback | Iterable[DFPatternCallback], expr: Ex
             raise PatternError(f"rewrite needs DFPatternCallback objects with a pattern, got {cb!r:.80}")
     if not isinstance(expr, Expr):
         raise PatternError(f"rewrite needs an expression, got {expr!r:.80}")
+    with gc_paused():  # bulk work over the whole graph (see pyir.ir.node.gc_paused)
+        return _rewrite(cbs, expr, mod)
+
+
+def _rewrite(cbs: Sequence[DFPatternCallback], expr: Expr, mod: Any) -> Expr:
     type_of = _type_oracle(mod)
     done: set[int] = set()
     lineage = RoundLineage()

@@ -232,7 +232,8 @@ class Universe:
                         push(c)
             users: dict[Expr, list[Expr]] = {n: [] for n in order}
             for n in order:
-                for c in ((n.args if type(n.op) is Op else (n.op, *n.args)) if type(n) is Call else inputs(n)):
+                ins = (n.args if type(n.op) is Op else (n.op, *n.args)) if type(n) is Call else inputs(n)
+                for c in ins:
                     users[c].append(n)
             self._order = order
             self._users = users
