@@ -1192,3 +1192,44 @@ def test_rewrite_errors_are_pyir_errors():
     with pytest.raises(pyir.RewriteLoopError):
         rewrite(flip, op.nn.relu(v("a")))
     assert isinstance(DominatorPattern(wildcard(), wildcard(), wildcard()), DominatorPattern)
+
+
+def test_pattern_rewrite_pass_takes_callbacks():
+    """PatternRewrite runs DFPatternCallback objects too (after its rules), with lineage."""
+    x, var, mean = v("x", (1, 3)), v("var", (1, 3)), v("mean", (1, 3))
+    beta, gamma = v("beta", (1, 3)), v("gamma", (1, 3))
+    e = _bn_expr(x, var, mean, beta, gamma, EPS)
+    mod = pyir.Module.from_expr(op.exp(e))
+    out = pyir.PatternRewrite([BatchnormCallback()])(mod)
+    bn = out["main"].body.args[0]
+    assert type(bn) is pyir.TupleGetItem and bn.tuple_value.op is pyir.Op("nn.batch_norm")
+    assert bn in out.find(e)
+    assert "BatchnormCallback" in out.pass_records[-1].options
+
+
+def test_rewrite_partition_and_dominators_do_not_recurse():
+    """A 6,000-deep chain (six times Python's recursion limit) goes through rewrite, partition
+    and a dominator pattern; the 10**6-deep run is test_dfpattern_rewrite_deep_chain."""
+    mod = pyir.testing.elementwise_chain(6000)
+    body, x = mod["main"].body, mod["main"].params[0]
+    pat = is_op("nn.relu")(is_op("multiply")(wildcard(), is_constant()))
+    drop = DFPatternCallback(pattern=pat, callback=lambda pre, post, nm: op.tanh(post.args[0].args[0]))
+    out = rewrite(drop, body)  # relu(h * 1) -> tanh(h): one node fewer for each of the 1,500 relus
+    assert pyir.count_nodes(out) == pyir.count_nodes(body) - 1500 and out.args[0].op is pyir.Op("tanh")
+    parts = pat.partition(body)
+    assert parts.args[0].op.attrs[PFP] == "multiply_nn.relu_"
+    dom = dominates(is_op("add")(wildcard(), wildcard()), wildcard(), is_op("subtract")(wildcard(), wildcard()))
+    m = dom.match(body)
+    assert m is not None and m[dom.parent] is body.args[0].args[0].args[0]
+    no_parent = dominates(is_op("nn.softmax")(wildcard()), wildcard(), is_op("subtract")(wildcard(), wildcard()))
+    assert not no_parent.match(body)
+
+
+def test_dfpattern_rewrite_deep_chain(deep_chain):
+    """rewrite with a dominator pattern over the 10**6-deep chain: every subtract dominating the add
+    two steps below it becomes a maximum (a quarter of the nodes), without recursion."""
+    body = deep_chain["main"].body
+    dom = dominates(is_op("add")(wildcard(), wildcard()), wildcard(), is_op("subtract")(wildcard(), wildcard()))
+    out = rewrite(DFPatternCallback(pattern=dom, callback=lambda pre, post, nm: op.maximum(*post.args)), body)
+    assert out.op is pyir.Op("maximum") and out.args[0].op is pyir.Op("nn.relu")
+    assert pyir.count_nodes(out) == pyir.count_nodes(body)
