@@ -1211,17 +1211,18 @@ def test_rewrite_partition_and_dominators_do_not_recurse():
     """A 6,000-deep chain (six times Python's recursion limit) goes through rewrite, partition
     and a dominator pattern; the 10**6-deep run is test_dfpattern_rewrite_deep_chain."""
     mod = pyir.testing.elementwise_chain(6000)
-    body, x = mod["main"].body, mod["main"].params[0]
+    body = mod["main"].body
     pat = is_op("nn.relu")(is_op("multiply")(wildcard(), is_constant()))
     drop = DFPatternCallback(pattern=pat, callback=lambda pre, post, nm: op.tanh(post.args[0].args[0]))
     out = rewrite(drop, body)  # relu(h * 1) -> tanh(h): one node fewer for each of the 1,500 relus
     assert pyir.count_nodes(out) == pyir.count_nodes(body) - 1500 and out.args[0].op is pyir.Op("tanh")
     parts = pat.partition(body)
     assert parts.args[0].op.attrs[PFP] == "multiply_nn.relu_"
-    dom = dominates(is_op("add")(wildcard(), wildcard()), wildcard(), is_op("subtract")(wildcard(), wildcard()))
+    sub = is_op("subtract")(wildcard(), wildcard())
+    dom = dominates(is_op("add")(wildcard(), wildcard()), wildcard(), sub)
     m = dom.match(body)
     assert m is not None and m[dom.parent] is body.args[0].args[0].args[0]
-    no_parent = dominates(is_op("nn.softmax")(wildcard()), wildcard(), is_op("subtract")(wildcard(), wildcard()))
+    no_parent = dominates(is_op("nn.softmax")(wildcard()), wildcard(), sub)
     assert not no_parent.match(body)
 
 
@@ -1229,7 +1230,8 @@ def test_dfpattern_rewrite_deep_chain(deep_chain):
     """rewrite with a dominator pattern over the 10**6-deep chain: every subtract dominating the add
     two steps below it becomes a maximum (a quarter of the nodes), without recursion."""
     body = deep_chain["main"].body
-    dom = dominates(is_op("add")(wildcard(), wildcard()), wildcard(), is_op("subtract")(wildcard(), wildcard()))
+    dom = dominates(is_op("add")(wildcard(), wildcard()), wildcard(),
+                    is_op("subtract")(wildcard(), wildcard()))
     out = rewrite(DFPatternCallback(pattern=dom, callback=lambda pre, post, nm: op.maximum(*post.args)), body)
     assert out.op is pyir.Op("maximum") and out.args[0].op is pyir.Op("nn.relu")
     assert pyir.count_nodes(out) == pyir.count_nodes(body)
