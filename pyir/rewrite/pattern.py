@@ -15,6 +15,16 @@ matched.  A pattern object used twice must match the very same node both times
 other alternative.  Matching one pattern against one node costs time bounded by
 the size of the pattern; it recurses over the pattern, never over the graph.
 
+Relay's vocabulary is here too: ``p + q`` (and ``-``, ``*``, ``/``) builds call patterns;
+calls of :data:`COMMUTATIVE` operators match with their two arguments swapped, and a
+divide/multiply pattern matches its re-associated form (``a * (b / c)`` for ``(a * b) / c``);
+``p(None)`` and ``is_tuple(None)`` match any arguments and any tuple; ``is_var(name)``,
+``is_if``, ``is_let``, ``is_function`` (:class:`FunctionPattern`), ``p.optional(f)``,
+:func:`dominates`, ``has_attr`` on calls, functions and operators (:data:`OP_ATTRS`),
+``has_type``/``has_dtype``/``has_shape``; :class:`DFPatternCallback`, :func:`rewrite` and
+:func:`partition` (implemented in :mod:`pyir.rewrite.partition`).  Hash-consing makes
+``is_expr(e)`` an identity test that is also Relay's structural one.
+
 Each pattern has ``op_mask``: the summary bits (see ``Node._mask``) of the
 operators every match needs, so a driver can skip subgraphs lacking them.
 :func:`rewrite_rules` does so: rewriting the one ``nn.softmax`` of a large
