@@ -612,6 +612,9 @@ def _render(path: Any) -> str:
     return "".join(out) or "the root"
 
 
+_ARG_STEPS = tuple(f"args[{i}]" for i in range(16))
+
+
 def _walk_difference(a: Node, b: Node, root: str, map_free_vars: bool) -> str:
     """The first place ``a`` and ``b`` differ, walking both in step (iteratively) under a
     bijection of the variables their binders bind."""
@@ -668,6 +671,12 @@ def _walk_difference(a: Node, b: Node, root: str, map_free_vars: bool) -> str:
             continue
         if k is Call and (type(x.op) is Op or type(y.op) is Op) and x.op is not y.op:  # type: ignore[attr-defined]
             return at(_join(path, "op"), x.op, y.op)  # type: ignore[attr-defined]
+        if k is Call and type(x.op) is Op and x.attrs is y.attrs:  # type: ignore[attr-defined]
+            xs, ys = x.args, y.args  # type: ignore[attr-defined]
+            if len(xs) == len(ys):  # the common case, without the generic field loop
+                for i in range(len(xs) - 1, -1, -1):
+                    stack.append((xs[i], ys[i], (path, _ARG_STEPS[i] if i < 16 else f"args[{i}]")))
+                continue
         todo: list[tuple[Any, Any, Any]] = []
         for f in x._fields:
             vx, vy = getattr(x, f.name), getattr(y, f.name)
