@@ -1,9 +1,10 @@
 """DeadCodeElimination: drop unused ``let`` bindings and unreachable global functions.
 
 * A ``let`` whose variable is not used is replaced by its body (values are pure).
-  Uses are counted over the DAG (reference counts, each distinct parent edge
-  once), and a dropped binding releases its value, so chains of dead bindings go
-  in one run, in time linear in the function, without recursion.
+  Liveness is reachability from the function's body, a binding's value being
+  reached only through its variable, so chains of dead bindings and a recursive
+  closure bound but never called (``let %f = fn (...) { ... %f(...) ... }; ()``)
+  go in one run, in time linear in the function, without recursion.
 * Global functions not reachable from ``main`` through ``GlobalVar`` references
   are removed (``main`` is kept; a module without ``main`` keeps every function).
 
@@ -53,61 +54,42 @@ from .base import ModulePass
 __all__ = ["DeadCodeElimination"]
 
 
-def _uses(n: Node) -> tuple[Node, ...]:
-    """Children of ``n`` that keep them alive (a ``let`` does not keep its variable alive)."""
-    if type(n) is Let:
-        return (n.value, n.body)
-    return n.children()
-
-
 def _dead_lets(func: Function) -> tuple[set[Let], list[Node]]:
-    """The dropped lets of ``func`` and the nodes that die with them."""
-    refs: dict[Node, int] = {func.body: 1}
-    binder: dict[Var, Let] = {}
-    for p in func.params:
-        refs[p] = 1
+    """The dropped lets of ``func`` and the nodes that die with them.
+
+    Liveness is reachability from the body where a ``let`` keeps its body alive and its
+    value only once its variable is reached: a binding used only by dead bindings, or only
+    by its own value (a recursive closure nobody calls), is dead.  One walk over the live
+    nodes, then one over what the dead values hold."""
+    live: set[Node] = set(func.params)
+    waiting: dict[Node, list[Let]] = {}  # let variable not reached yet -> the lets binding it
+    reached: list[Let] = []
     stack: list[Node] = [func.body]
-    while stack:  # count each distinct parent -> child edge once
+    push = stack.append
+    while stack:
         n = stack.pop()
-        if type(n) is Let:
-            binder[n.var] = n
-            refs.setdefault(n.var, 0)
-        for c in _uses(n):
-            r = refs.get(c)
-            if r is None:
-                refs[c] = 1
-                stack.append(c)
+        if n in live:
+            continue
+        live.add(n)
+        t = type(n)
+        if t is Let:
+            reached.append(n)
+            if n.var in live:
+                push(n.value)
             else:
-                refs[c] = r + 1
-    dropped: set[Let] = set()
-    dead: list[Node] = []
-    work: list[Node] = [v for v, let in binder.items() if refs.get(v, 0) == 0]
-    pending: list[Node] = []  # nodes whose count fell to zero
-    while work or pending:
-        if pending:
-            n = pending.pop()
-            dead.append(n)
-            kids = _uses(n)
-            if type(n) is Let and n in dropped:
-                kids = (n.body,)
-            for c in kids:
-                refs[c] -= 1
-                if refs[c] == 0:
-                    if type(c) is Var and c in binder:
-                        work.append(c)
-                    pending.append(c)
-            continue
-        v = work.pop()
-        let = binder[v]  # type: ignore[index]
-        if let in dropped or refs[let] == 0:  # already dropped, or dead with its context
-            continue
-        dropped.add(let)
-        val = let.value
-        refs[val] -= 1
-        if refs[val] == 0:
-            if type(val) is Var and val in binder:
-                work.append(val)
-            pending.append(val)
+                waiting.setdefault(n.var, []).append(n)
+            push(n.body)
+        elif t is Var:
+            lets = waiting.pop(n, None)
+            if lets is not None:
+                for let in lets:
+                    push(let.value)
+        else:
+            stack.extend(n.children())
+    dropped = {let for let in reached if let.var not in live}
+    if not dropped:
+        return dropped, []
+    dead = [n for n in post_order([let.value for let in dropped], stop=live.__contains__) if n not in live]
     return dropped, dead
 
 

@@ -7,6 +7,15 @@ non-closed user, or a closed function body) that is more than a constant (or a
 tuple of constants), evaluates them all at once with the reference interpreter
 and replaces each by a ``Constant`` (a ``Tuple`` of constants for tuple
 values).  A subgraph whose evaluation raises is left as it is.
+
+Around that, the constructs a closed subgraph cannot contain are simplified as TVM's
+FoldConstant does: an ``if`` whose condition is a constant becomes the branch it takes,
+``(a, b, ...).i`` becomes the ``i``-th field (whatever the fields are: values are pure),
+and a ``let`` whose value is (or folds to) a constant or a tuple of constants is dropped,
+its variable replaced by that value.  Each of these can make new closed subgraphs
+(``let %t = 1f; add(%t, %t)``), so the steps repeat until nothing changes; each step is
+linear and a let chain is folded in one step (a let's value is folded when it is bound),
+so the rounds do not grow with the depth of the program.
 """
 
 from __future__ import annotations
@@ -18,15 +27,15 @@ import numpy as np
 
 from ..analysis.interp import evaluate
 from ..errors import EvaluationError
-from ..ir.expr import Expr, Function, Tuple, const
-from ..ir.lineage import derive
+from ..ir.expr import Constant, Expr, Function, If, Let, Tuple, TupleGetItem, const
+from ..ir.lineage import derive, eliminate
 from ..ir.module import Module
-from ..ir.node import F_CONST, F_FUNC, F_GLOBAL, F_IF, F_LET, F_TUPLE, F_VAR, Node
+from ..ir.node import F_CONST, F_FUNC, F_GETITEM, F_GLOBAL, F_IF, F_LET, F_TUPLE, F_VAR, Node
 from ..ir.traverse import post_order
 from ..ir.types import TensorType, TupleType, Type
 from ..op.annotation import ANNOTATION_OPS
 from ..op.registry import get_op_def
-from ..rewrite.functor import Rewriter
+from ..rewrite.functor import BindingRewriter, Rewriter, RoundLineage
 from .base import FunctionPass
 
 __all__ = ["FoldConstant"]
@@ -140,6 +149,57 @@ class _Replace(Rewriter):
         return bool(node._mask & _OPEN) or node in self.expanded
 
 
+def _is_literal(n: Node) -> bool:
+    """A constant, or a tuple of constants (nested)."""
+    return not (n._mask & ~_LITERAL) and type(n) in (Constant, Tuple)
+
+
+class _Select(Rewriter):
+    """``if`` with a constant condition -> the branch taken; ``(a, b).i`` -> the field.
+
+    The parts a selection drops (the condition, the other branch, the other fields) are
+    collected in ``dropped``: the pass eliminates those the result no longer has."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dropped: list[Node] = []
+
+    def should_visit(self, node: Node) -> bool:
+        return bool(node._mask & (F_IF | F_GETITEM))
+
+    def visit_If(self, node: If) -> Expr:
+        c = node.cond
+        if type(c) is not Constant or c.data.size != 1 or c.data.dtype.kind not in "biuf":
+            return node
+        taken, other = ((node.true_branch, node.false_branch) if bool(c.data.item())
+                        else (node.false_branch, node.true_branch))
+        self.dropped.extend((c, other))
+        return taken
+
+    def visit_TupleGetItem(self, node: TupleGetItem) -> Expr:
+        tv = node.tuple_value
+        if type(tv) is not Tuple or node.index >= len(tv.fields):
+            return node
+        self.dropped.append(tv)
+        return tv.fields[node.index]
+
+
+class _BindConstants(BindingRewriter):
+    """Drops each ``let`` whose value is (or folds to) a literal; its variable becomes that literal."""
+
+    def __init__(self, fold: FoldConstant) -> None:
+        self.fold = fold
+        self.dropped: list[Node] = []
+
+    def bind(self, let: Let, value: Expr) -> Expr | None:
+        if _closed(value) and not _is_literal(value):
+            value = self.fold._fold_closed(value)
+        if not _is_literal(value):
+            return None
+        self.dropped.append(let.value)
+        return value
+
+
 @dataclasses.dataclass(frozen=True)
 class FoldConstant(FunctionPass):
     """Replace every maximal closed subgraph (op calls, tuples, tuple-get-items over
@@ -171,6 +231,48 @@ class FoldConstant(FunctionPass):
     max_elements: int | None = None
 
     def transform_function(self, func: Function, mod: Module, name: str) -> Function:
+        """Fold ``func`` to a fixpoint (returns ``func`` itself if nothing folds)."""
+        dropped: list[Node] = []
+        rounds = RoundLineage()  # each step rewrites the previous one's output
+        cur = func
+        while True:
+            folded = rounds.run(self._fold, cur)
+            nxt = folded
+            if nxt._mask & (F_IF | F_GETITEM):
+                sel = _Select()
+                nxt = rounds.run(sel.visit, nxt)
+                dropped.extend(sel.dropped)
+            if nxt._mask & F_LET:
+                lets = _BindConstants(self)
+                nxt = rounds.run(lets.visit, nxt)
+                dropped.extend(lets.dropped)
+            if nxt is folded:
+                break
+            cur = nxt
+        rounds.finish()
+        if dropped:
+            # what a selection or a dropped let left behind, and no other part of the result uses
+            alive = set(post_order(folded))
+            gone = [n for n in post_order(dropped, stop=alive.__contains__) if n not in alive]
+            if gone:
+                eliminate(*gone)
+        return folded
+
+    def _fold_closed(self, value: Expr) -> Expr:
+        """The literal a closed ``value`` evaluates to (``value`` itself if it cannot be folded)."""
+        if self.max_elements is not None and _num_elements(value.checked_type) > self.max_elements:
+            return value
+        v = _evaluate_all([value])[0]
+        if v is _FAILED:
+            return value
+        new = _to_expr(v, value.checked_type)
+        if new is not value:
+            folded = post_order(value)
+            for part in post_order(new):
+                derive(part, *folded)
+        return new
+
+    def _fold(self, func: Function) -> Function:
         """Fold the closed subgraphs of ``func`` (returns ``func`` itself if there are none)."""
         expanded: set[Node] = set()
         seen: set[Node] = set()
