@@ -42,6 +42,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 from ..ir.expr import Expr, Function, Let, Var
 from ..ir.lineage import eliminate
@@ -73,12 +74,13 @@ def _dead_lets(func: Function) -> tuple[set[Let], list[Node]]:
         live.add(n)
         t = type(n)
         if t is Let:
-            reached.append(n)
-            if n.var in live:
-                push(n.value)
+            let = cast(Let, n)
+            reached.append(let)
+            if let.var in live:
+                push(let.value)
             else:
-                waiting.setdefault(n.var, []).append(n)
-            push(n.body)
+                waiting.setdefault(let.var, []).append(let)
+            push(let.body)
         elif t is Var:
             lets = waiting.pop(n, None)
             if lets is not None:

@@ -253,7 +253,8 @@ class FoldConstant(FunctionPass):
         if dropped:
             # what a selection or a dropped let left behind, and no other part of the result uses
             alive = set(post_order(folded))
-            gone = [n for n in post_order(dropped, stop=alive.__contains__) if n not in alive]
+            gone = [n for n in post_order(dropped, stop=alive.__contains__)  # type: ignore[arg-type]
+                    if n not in alive]
             if gone:
                 eliminate(*gone)
         return folded
