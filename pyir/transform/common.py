@@ -43,8 +43,8 @@ def inline_call(func: Function, args: Sequence[Expr], site: Node) -> Expr:
     :func:`~pyir.ir.lineage.derive_at`), so a function FuseOps shared between groups
     gives back, at each call, the nodes of that call's group.  Nothing derives
     from ``site`` itself through an ordinary edge, but for a closed body (no parameter
-    used, e.g. a fused constant computation), which is its own copy: it derives from
-    ``site``.  The walk is iterative.
+    used, e.g. a fused constant computation), which is its own copy, and a body that is
+    a parameter (the identity), whose copy is the argument: they derive from ``site``.  The walk is iterative.
     """
     if len(args) != len(func.params):
         raise WellFormedError(f"a function of {len(func.params)} parameter(s) is called with "
@@ -93,7 +93,8 @@ def inline_call(func: Function, args: Sequence[Expr], site: Node) -> Expr:
             if c not in memo:
                 push(c)
     out = memo[func.body]
-    if out is func.body and rec is not None:  # a closed body is its own copy: the site became it
+    if rec is not None and (out is func.body or type(func.body) is Var):
+        # a closed body is its own copy, a body that is a parameter its argument: the site became it
         rec.edges.add(out.id, sid)
     return out
 
