@@ -130,7 +130,8 @@ def test_recursive_call_with_global():
     mod = pyir.Module({"gx": _inline(Function([x], x)), "sum_up": sum_up, "main": main})
     j = _v("i", (), "int32")
     rec2 = op.add(op.add(_g("sum_up", op.subtract(j, pyir.const(1))), j), j)
-    sum_up2 = _inline(Function([j], pyir.If(op.equal(j, pyir.const(0)), j, rec2), pyir.TensorType((), "int32")))
+    i32 = pyir.TensorType((), "int32")
+    sum_up2 = _inline(Function([j], pyir.If(op.equal(j, pyir.const(0)), j, rec2), i32))
     _check(mod, pyir.Module({"sum_up": sum_up2, "main": main}))
 
 
