@@ -26,11 +26,12 @@ from typing import Any
 import numpy as np
 
 from ..analysis.interp import evaluate
-from ..errors import EvaluationError
-from ..ir.expr import Constant, Expr, Function, If, Let, Tuple, TupleGetItem, const
+from ..errors import EvaluationError, PyIRError
+from ..ir.expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem, const
 from ..ir.lineage import derive, eliminate
 from ..ir.module import Module
-from ..ir.node import F_CONST, F_FUNC, F_GETITEM, F_GLOBAL, F_IF, F_LET, F_TUPLE, F_VAR, Node
+from ..ir.node import F_CONST, F_FUNC, F_GETITEM, F_GLOBAL, F_IF, F_LET, F_TUPLE, F_UNTYPED, F_VAR, Node
+from ..ir.opdef import get_op_def, list_ops
 from ..ir.traverse import post_order
 from ..ir.types import TensorType, TupleType, Type
 from ..op.annotation import ANNOTATION_OPS
@@ -49,8 +50,21 @@ for _name in ANNOTATION_OPS:
 _LITERAL = F_CONST | F_TUPLE
 
 
-def _closed(n: Node) -> bool:
-    return not (n._mask & _OPEN)
+def _op_bits(names: Any) -> int:
+    bits = 0
+    for name in names:
+        if name in _ALL_OPS:
+            bits |= get_op_def(name).mask
+    return bits
+
+
+_ALL_OPS = frozenset(list_ops())
+#: Operators never folded: their value is not a function of their inputs (as in TVM, which
+#: leaves ``nn.dropout`` alone).
+_RANDOM = _op_bits(("nn.dropout", "bernoulli"))
+#: The quantized operators (``fold_qnn=False`` leaves them, as TVM's default does).
+_QNN = _op_bits(n for n in _ALL_OPS if n.startswith("qnn."))
+_SHAPE_OF = Op("shape_of")
 
 
 def _num_elements(t: Type) -> int:
@@ -135,8 +149,9 @@ def _evaluate_all(roots: list[Expr]) -> list[Any]:
 class _Replace(Rewriter):
     """Substitutes folded roots (pre-seeded in ``memo``), walking only non-closed nodes."""
 
-    def __init__(self, replacements: dict[Node, Expr], expanded: set[Node]) -> None:
+    def __init__(self, replacements: dict[Node, Expr], expanded: set[Node], open_mask: int) -> None:
         super().__init__()
+        self.open_mask = open_mask
         memo = self.memo
         for old, new in replacements.items():
             memo[old] = new
@@ -146,7 +161,7 @@ class _Replace(Rewriter):
         self.expanded = expanded
 
     def should_visit(self, node: Node) -> bool:
-        return bool(node._mask & _OPEN) or node in self.expanded
+        return bool(node._mask & self.open_mask) or node in self.expanded
 
 
 def _is_literal(n: Node) -> bool:
@@ -154,8 +169,12 @@ def _is_literal(n: Node) -> bool:
     return not (n._mask & ~_LITERAL) and type(n) in (Constant, Tuple)
 
 
+_SELECT = F_IF | F_GETITEM | _SHAPE_OF._mask
+
+
 class _Select(Rewriter):
-    """``if`` with a constant condition -> the branch taken; ``(a, b).i`` -> the field.
+    """``if`` with a constant condition -> the branch taken; ``(a, b).i`` -> the field;
+    ``shape_of(x)`` of a static shape -> the constant.
 
     The parts a selection drops (the condition, the other branch, the other fields) are
     collected in ``dropped``: the pass eliminates those the result no longer has."""
@@ -165,7 +184,19 @@ class _Select(Rewriter):
         self.dropped: list[Node] = []
 
     def should_visit(self, node: Node) -> bool:
-        return bool(node._mask & (F_IF | F_GETITEM))
+        return bool(node._mask & _SELECT)
+
+    def visit_Call(self, node: Call) -> Expr:
+        if node.op is not _SHAPE_OF or node.args[0]._mask & F_UNTYPED:
+            return node
+        try:
+            t = node.args[0].checked_type
+        except PyIRError:
+            return node
+        if type(t) is not TensorType or not t.static:
+            return node
+        self.dropped.append(node.args[0])
+        return const(np.asarray(t.shape, dtype=node.attrs["dtype"]))
 
     def visit_If(self, node: If) -> Expr:
         c = node.cond
@@ -192,7 +223,7 @@ class _BindConstants(BindingRewriter):
         self.dropped: list[Node] = []
 
     def bind(self, let: Let, value: Expr) -> Expr | None:
-        if _closed(value) and not _is_literal(value):
+        if not (value._mask & self.fold._open_mask) and not _is_literal(value):
             value = self.fold._fold_closed(value)
         if not _is_literal(value):
             return None
@@ -204,6 +235,11 @@ class _BindConstants(BindingRewriter):
 class FoldConstant(FunctionPass):
     """Replace every maximal closed subgraph (op calls, tuples, tuple-get-items over
     constants) by the constant it evaluates to.
+
+    ``fold_qnn`` (default True) folds the quantized operators (``qnn.*``) too; False leaves
+    them, as TVM's FoldConstant does by default (it keeps them for its QNN lowering; pyir's
+    interpreter computes them directly, so folding them is exact).  ``nn.dropout`` and
+    ``bernoulli`` are never folded (random).
 
     ``max_elements`` (default None: no limit) skips folding a node whose result
     would hold more than that many elements (e.g. a broadcast of a scalar to a
@@ -229,6 +265,12 @@ class FoldConstant(FunctionPass):
     """
 
     max_elements: int | None = None
+    fold_qnn: bool = True
+
+    @property
+    def _open_mask(self) -> int:
+        """The summary bits of a node that cannot be evaluated on its own."""
+        return _OPEN | _RANDOM | (0 if self.fold_qnn else _QNN)
 
     def transform_function(self, func: Function, mod: Module, name: str) -> Function:
         """Fold ``func`` to a fixpoint (returns ``func`` itself if nothing folds)."""
@@ -238,7 +280,7 @@ class FoldConstant(FunctionPass):
         while True:
             folded = rounds.run(self._fold, cur)
             nxt = folded
-            if nxt._mask & (F_IF | F_GETITEM):
+            if nxt._mask & _SELECT:
                 sel = _Select()
                 nxt = rounds.run(sel.visit, nxt)
                 dropped.extend(sel.dropped)
@@ -278,7 +320,12 @@ class FoldConstant(FunctionPass):
         expanded: set[Node] = set()
         seen: set[Node] = set()
         replacements: dict[Node, Expr] = {}
-        candidates: list[Node] = [n for n in post_order(func, stop=_closed) if _closed(n)]
+        open_mask = self._open_mask
+
+        def closed(n: Node) -> bool:
+            return not (n._mask & open_mask)
+
+        candidates: list[Node] = [n for n in post_order(func, stop=closed) if closed(n)]
         while candidates:
             roots = self._roots(candidates, seen, expanded)
             candidates = []
@@ -295,7 +342,7 @@ class FoldConstant(FunctionPass):
                         derive(part, *folded)
         if not replacements:
             return func
-        return _Replace(replacements, expanded).visit(func)
+        return _Replace(replacements, expanded, open_mask).visit(func)
 
     def _roots(self, candidates: list[Node], seen: set[Node], expanded: set[Node]) -> list[Expr]:
         """The closed subgraphs worth folding among ``candidates``; nodes too large to fold
