@@ -72,9 +72,10 @@ from ..analysis.interp import evaluate
 from ..ir.expr import Call, Constant, Expr, Function, Op, const
 from ..ir.lineage import derive
 from ..ir.module import Module
+from ..ir.node import Node
 from ..ir.opdef import OpPattern, get_op_def, list_ops
 from ..ir.types import TensorType
-from ..rewrite.pattern import CallPattern, Match, Pattern, is_constant, is_op, wildcard
+from ..rewrite.pattern import CallPattern, Match, is_constant, is_op, wildcard
 from ..rewrite.pattern_rewrite import Rule, rewrite_function
 from .base import FunctionPass
 
@@ -179,8 +180,6 @@ def _clip_clip(m: Match) -> Expr | None:
 
 _HAVE = frozenset(list_ops())
 _y = wildcard()
-_c1 = is_constant()
-_c2 = is_constant()
 
 
 def _tensor(m: Match, e: Expr) -> TensorType | None:
@@ -199,63 +198,130 @@ def _scalar(value: Any, dtype: str) -> Constant:
     return const(np.asarray(value, dtype=dtype))
 
 
-# zeros(...), ones(...), zeros_like(y), ones_like(y), full(c), full_like(y, c): a tensor of one value
-_ZEROS = is_op("zeros")() | is_op("zeros_like")(wildcard())
-_ONES = is_op("ones")() | is_op("ones_like")(wildcard())
-_fill = is_constant()
-_FULL: Pattern = is_op("full")(_fill)
-if "full_like" in _HAVE:
-    _FULL = _FULL | is_op("full_like")(wildcard(), _fill)
-_FILLED = _ZEROS | _ONES | _FULL
+_ZEROS = ("zeros", "zeros_like")
+_ONES = ("ones", "ones_like")
+_FULLS = ("full", "full_like")
 
 
-def _fill_value(m: Match, filled: Expr, dtype: str) -> Constant | None:
-    """The scalar a zeros/ones/full call fills its tensor with, as ``dtype``."""
-    name = filled.op.name  # type: ignore[attr-defined]
-    if name in ("zeros", "zeros_like"):
+def _filled(e: Expr, dtype: str) -> Constant | None:
+    """For a zeros/ones/full(_like) call (a constant fill), the scalar it fills its tensor
+    with, as ``dtype``; None for anything else."""
+    if type(e) is not Call or type(e.op) is not Op:
+        return None
+    name = e.op.name
+    if name in _ZEROS:
         return _scalar(0, dtype)
-    if name in ("ones", "ones_like"):
+    if name in _ONES:
         return _scalar(1, dtype)
-    fill = m[_fill]
-    data = fill.data  # type: ignore[attr-defined]
-    if data.size != 1:
+    if name in _FULLS:
+        fill = e.args[-1]
+        if type(fill) is Constant and fill.data.size == 1:
+            return _scalar(fill.data.reshape(()), dtype)
+    return None
+
+
+def _binary_step(call: Call, type_of: Any) -> tuple[Expr, tuple[Expr, ...]] | None:
+    """One of TVM's rules on the binary broadcasting ``call``, in the order TVM's SimplifyExpr
+    lists them (see :func:`_binary`): the result and the operands it consumed, or None.
+    Structural tests come first: the types are looked up only for a call that may change."""
+    a, b = call.args
+    o = call.op
+    name = o.name  # type: ignore[attr-defined]
+    if name == "add" and a is b:
+        t = type_of(call)
+        if type(t) is TensorType and t.dtype != "bool":
+            return op.multiply(a, _scalar(2, t.dtype)), ()
         return None
-    return _scalar(data.reshape(()), dtype)
+    if name == "divide" and type(b) is Call and b.op is _SQRT:
+        return op.multiply(a, op.rsqrt(b.args[0])), (b,)
+    commutes = name in ("add", "multiply")
+    sides = ((a, b, True), (b, a, False))
+    filled = [(x, other, left) for x, other, left in sides
+              if type(other) is Call and type(other.op) is Op and other.op.name in _FILLING]
+    scalar: list[tuple[Expr, Expr]] = [(x, other) for x, other, left in sides[:2 if commutes else 1]
+              if type(other) is Constant and other.data.size == 1]
+    pairs = [(inner, c2) for inner, c2, _ in sides if commutes and type(c2) is Constant
+             and type(inner) is Call and (inner.op is o or (name == "multiply" and inner.op is _ADD))]
+    if not (filled or scalar or pairs):
+        return None
+    t = type_of(call)
+    if type(t) is not TensorType:
+        return None
+    ident = _IDENTITY.get(name)
+    if ident is not None:  # EliminateIdentity
+        for x, other, left in filled:
+            if left or commutes:
+                value = _filled(other, t.dtype)
+                if value is not None and _all_equal(value, ident) and type_of(x) is t:
+                    return x, (other,)
+        for x, c in scalar:  # a fill value a step below put there
+            if _all_equal(c, ident) and type_of(x) is t:
+                return x, (c,)
+    for x, other, left in filled:  # FullElementwise
+        value = _filled(other, t.dtype)
+        if value is not None and type_of(x) is t:
+            return Call(o, [x, value] if left else [value, x], call.attrs), (other,)
+    for inner, c2 in pairs:
+        i0, i1 = inner.args
+        for x, c1 in ((i0, i1), (i1, i0)):
+            if type(c1) is not Constant or type(x) is Constant:
+                continue
+            if inner.op is _ADD and name == "multiply":  # SwitchAddMultiply
+                return op.add(op.multiply(x, c2), _fold(op.multiply(c1, c2))), (inner, c1, c2)
+            folded = _fold(Call(o, [c1, c2], call.attrs))  # SimplifyAdjacentMultiplyOrAdd
+            return Call(o, [x, folded], call.attrs), (inner, c1, c2)
+    return None
 
 
-_left_full = CallPattern(wildcard(), [_FILLED, _x])
-_right_full = CallPattern(wildcard(), [_x, _FILLED])
+_FILLING = frozenset(_ZEROS + _ONES + _FULLS)
+_IDENTITY = {"add": 0, "subtract": 0, "multiply": 1, "divide": 1}
 
 
-def _full_elementwise(m: Match) -> Expr | None:
-    """``op(full(c, shape), x)`` -> ``op(c, x)`` for a broadcasting operator, when ``x`` alone
-    has the result's type (TVM's FullElementwise)."""
+def _binary(m: Match) -> Expr | None:
+    """TVM's rules on a binary broadcasting call, in the order TVM's SimplifyExpr lists them:
+
+    * SimplifyAdd: ``x + x`` -> ``x * 2``;
+    * SimplifyRSqrt: ``n / sqrt(x)`` -> ``n * rsqrt(x)``;
+    * EliminateIdentity: ``x + zeros``, ``x * ones``, ``x - zeros``, ``x / ones`` (and the
+      ``_like`` forms, and constants) -> ``x`` when ``x`` has the result's type;
+    * FullElementwise: ``op(full(c), x)`` -> ``op(c, x)`` when ``x`` has the result's type;
+    * SwitchAddMultiply: ``(x + c1) * c2`` -> ``x * c2 + (c1 * c2)``;
+    * SimplifyAdjacentMultiplyOrAdd: ``(x + c1) + c2`` -> ``x + (c1 + c2)``, and for ``*``;
+
+    every operand order of ``add`` and ``multiply``.  One rule per operator with a callback
+    (not a pattern per form: a rule set of many forms costs a match per form at every call).
+    The callback applies them until none does, so that its result, which derives from the
+    operands the steps consumed (lineage), is the one the rewrite keeps."""
     call = m.expr
-    o = call.op  # type: ignore[attr-defined]
-    if type(o) is not Op or get_op_def(o.name).pattern != OpPattern.BROADCAST:
+    cur: Expr = call
+    consumed: list[Node] = []
+    for _ in range(16):
+        step = _binary_step(cur, m.type_of)  # type: ignore[arg-type]
+        if step is None:
+            break
+        new, used = step
+        for u in used:  # with the constants they hold (the fill value of a full)
+            consumed.append(u)
+            consumed.extend(c for c in u.children() if type(c) is Constant)
+        cur = new
+        if type(cur) is not Call or type(cur.op) is not Op or cur.op.name not in _BROADCAST_SET:
+            break
+    if cur is call:
         return None
-    x = m[_x]
-    t = _tensor(m, call)
-    if t is None or m.type_of(x) is not t:
-        return None
-    left = call.args[1] is x  # type: ignore[attr-defined]
-    filled = call.args[0 if left else 1]  # type: ignore[attr-defined]
-    value = _fill_value(m, filled, t.dtype)
-    if value is None:
-        return None
-    args = [value, x] if left else [x, value]
-    return Call(o, args, call.attrs)  # type: ignore[attr-defined]
+    # Only nodes of the graph being rewritten (within three levels of the call) are origins:
+    # the steps' own intermediate nodes are not.
+    near: set[Node] = {call}
+    level: list[Node] = [call]
+    for _ in range(3):
+        level = [c for n in level for c in n.children()]
+        near.update(level)
+    return derive(cur, *[n for n in consumed if n in near])  # type: ignore[return-value]
 
 
-def _identity_of_filled(value: int) -> Any:
-    """``x + zeros``, ``x * ones`` (and ``zeros_like``/``ones_like``) -> ``x`` when the type holds."""
-    def cb(m: Match) -> Expr | None:
-        filled = m.expr.args[0] if m.expr.args[1] is m[_x] else m.expr.args[1]  # type: ignore[attr-defined]
-        name = filled.op.name
-        if (name in ("zeros", "zeros_like")) != (value == 0):
-            return None
-        return _same_type_as_x(m)
-    return cb
+#: the binary broadcasting operators (FullElementwise's ``TOpPattern == kBroadcast``)
+_BROADCAST = sorted(n for n in _HAVE if get_op_def(n).pattern == OpPattern.BROADCAST
+                    and get_op_def(n).num_inputs == 2)
+_BROADCAST_SET = frozenset(_BROADCAST)
 
 
 def _concretize(make: Any) -> Any:
@@ -341,42 +407,6 @@ def _clip_whole_range(m: Match) -> Expr | None:
     return None
 
 
-def _not_constant(m: Match) -> bool:
-    return type(m[_x]) is not Constant
-
-
-def _add_then_multiply(m: Match) -> Expr | None:
-    """``(x + c1) * c2`` -> ``x * c2 + (c1 * c2)`` (mul-add is what FoldScaleAxis folds)."""
-    if not _not_constant(m):
-        return None
-    c1, c2 = m[_c1], m[_c2]
-    return op.add(op.multiply(m[_x], c2), _fold(op.multiply(c1, c2)))
-
-
-def _adjacent(name: str) -> Any:
-    """``(x op c1) op c2`` -> ``x op (c1 op c2)`` for op add or multiply."""
-    build = getattr(op, name)
-
-    def cb(m: Match) -> Expr | None:
-        if not _not_constant(m):
-            return None
-        return build(m[_x], _fold(build(m[_c1], m[_c2])))
-    return cb
-
-
-def _twice(m: Match) -> Expr | None:
-    """``x + x`` -> ``x * 2`` (TVM's SimplifyAdd)."""
-    t = _tensor(m, m.expr)
-    if t is None or t.dtype == "bool":
-        return None
-    return op.multiply(m[_x], _scalar(2, t.dtype))
-
-
-def _rsqrt(m: Match) -> Expr | None:
-    """``n / sqrt(x)`` -> ``n * rsqrt(x)``."""
-    return op.multiply(m[_y], op.rsqrt(m[_x]))
-
-
 _scale = is_constant()
 
 
@@ -384,43 +414,30 @@ def _dequantize_then_arg(m: Match) -> Expr | None:
     """``argmax(dequantize(x, s, zp))`` -> ``argmax(x)`` (argmin likewise): dequantizing is
     increasing when every scale is positive (TVM's SimplifyDQArgMax assumes it; a negative
     scale reverses the order, so pyir checks)."""
+    if m.expr.op not in _ARG_OPS:  # type: ignore[attr-defined]
+        return None
     scale = m[_scale].data  # type: ignore[attr-defined]
     if scale.dtype.kind not in "iuf" or not bool(np.all(scale > 0)):
         return None
     return Call(m.expr.op, [m[_x]], m.expr.attrs)  # type: ignore[attr-defined]
 
 
+_ARG_OPS = (Op("argmax"), Op("argmin"))
 _CAST = Op("cast")
 _CLIP = Op("clip")
+_SQRT = Op("sqrt")
+_ADD = Op("add")
 
-
-def _commuted(name: str, a: Any, b: Any) -> Pattern:
-    return is_op(name)(a, b) | is_op(name)(b, a)
-
-
-_ADD_C1 = _commuted("add", _x, _c1)
-_MUL_C1 = _commuted("multiply", _x, _c1)
 
 _TVM_RULES: list[Rule] = [
     Rule(is_op("zeros_like")(wildcard()), _concretize(lambda m, t: op.zeros(shape=t.shape, dtype=t.dtype)),
          "concretize zeros_like"),
     Rule(is_op("ones_like")(wildcard()), _concretize(lambda m, t: op.ones(shape=t.shape, dtype=t.dtype)),
          "concretize ones_like"),
-    Rule(is_op("add")(_x, _x), _twice, "x + x"),
-    Rule(is_op("divide")(_y, is_op("sqrt")(_x)), _rsqrt, "n / sqrt(x)"),
-    Rule(_commuted("add", _x, _ZEROS), _identity_of_filled(0), "x + zeros"),
-    Rule(_commuted("multiply", _x, _ONES), _identity_of_filled(1), "x * ones"),
-    Rule(is_op("subtract")(_x, _ZEROS), _identity_of_filled(0), "x - zeros"),
-    Rule(is_op("divide")(_x, _ONES), _identity_of_filled(1), "x / ones"),
+    *[Rule(is_op(n)(_x, _y), _binary, f"{n}: TVM's binary rules") for n in _IDENTITY],
     Rule(is_op("cast")(_inner_cast), _cast_cast, "cast(cast(x)) widening"),
-    Rule(_left_full | _right_full, _full_elementwise, "op(full, x)"),
-    Rule(_commuted("multiply", _commuted("add", _x, _c1), _c2), _add_then_multiply, "(x + c1) * c2"),
-    Rule(_commuted("multiply", _MUL_C1, _c2), _adjacent("multiply"), "x * c1 * c2"),
-    Rule(_commuted("add", _ADD_C1, _c2), _adjacent("add"), "x + c1 + c2"),
-    Rule(is_op("argmax")(is_op("qnn.dequantize")(_x, _scale, is_constant())), _dequantize_then_arg,
-         "argmax(dequantize(x))"),
-    Rule(is_op("argmin")(is_op("qnn.dequantize")(_x, _scale, is_constant())), _dequantize_then_arg,
-         "argmin(dequantize(x))"),
+    Rule(CallPattern(wildcard(), [is_op("qnn.dequantize")(_x, _scale, is_constant())]), _dequantize_then_arg,
+         "argmax/argmin(dequantize(x))"),
     Rule(is_op("cast")(wildcard()), _clip_then_casts, "clip then casts"),
     Rule(is_op("clip")(_x), _clip_whole_range, "clip of the whole range"),
 ]
