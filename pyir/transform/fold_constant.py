@@ -284,7 +284,7 @@ class FoldConstant(FunctionPass):
                 sel = _Select()
                 nxt = rounds.run(sel.visit, nxt)
                 dropped.extend(sel.dropped)
-            if nxt._mask & F_LET:
+            if nxt._mask & F_LET and self._binds_constant(nxt):
                 lets = _BindConstants(self)
                 nxt = rounds.run(lets.visit, nxt)
                 dropped.extend(lets.dropped)
@@ -300,6 +300,30 @@ class FoldConstant(FunctionPass):
             if gone:
                 eliminate(*gone)
         return folded
+
+    def _binds_constant(self, func: Function) -> bool:
+        """Whether some ``let`` of ``func`` binds a closed value (a literal, once folded): a
+        walk over the let-containing nodes only, much cheaper than the binding rewrite."""
+        open_mask = self._open_mask
+        stack: list[Node] = [func.body]
+        seen: set[Node] = set()
+        while stack:
+            n = stack.pop()
+            while type(n) is Let:  # down a let chain
+                if n in seen:
+                    break
+                seen.add(n)
+                value = n.value
+                if not value._mask & open_mask:
+                    return True
+                if value._mask & F_LET:
+                    stack.append(value)
+                n = n.body
+            if not n._mask & F_LET or n in seen:
+                continue
+            seen.add(n)
+            stack.extend(c for c in n.children() if c._mask & F_LET)
+        return False
 
     def _fold_closed(self, value: Expr) -> Expr:
         """The literal a closed ``value`` evaluates to (``value`` itself if it cannot be folded)."""
