@@ -47,7 +47,7 @@ from typing import cast
 from ..ir.expr import Expr, Function, Let, Var
 from ..ir.lineage import eliminate
 from ..ir.module import Module
-from ..ir.node import F_LET, Node
+from ..ir.node import F_LET, F_VAR, Node
 from ..ir.traverse import global_vars, post_order
 from ..rewrite.functor import Rewriter
 from .base import ModulePass
@@ -95,35 +95,96 @@ def _dead_lets(func: Function) -> tuple[set[Let], list[Node]]:
     return dropped, dead
 
 
-class _DropLets(Rewriter):
-    """Each dropped let stands for its body (no lineage edge: it is eliminated); the lets
-    and let-containing nodes above them are rebuilt (and derive from their originals)."""
+def _used_once(func: Function, dropped: set[Let]) -> dict[Node, Let]:
+    """The kept lets of ``func`` whose variable is used exactly once, in the same function
+    as the let (not inside a nested function: that would move the value's evaluation into
+    it), by variable.  Uses are counted per parent edge, walking the live nodes once per
+    enclosing function (a node hash-consing shares between two functions counts in each)."""
+    binder: dict[Node, tuple[Let, int]] = {}
+    uses: dict[Node, int] = {}
+    where: dict[Node, int] = {}  # variable -> the function (id) of its use
+    seen: set[tuple[Node, int]] = set()
+    stack: list[tuple[Node, int]] = []
 
-    def __init__(self, dropped: set[Let]) -> None:
+    def use(v: Node, ctx: int) -> None:
+        uses[v] = uses.get(v, 0) + 1
+        if where.setdefault(v, ctx) != ctx:
+            uses[v] = 2  # used in two functions: keep
+
+    def reach(c: Node, ctx: int) -> None:
+        if type(c) is Var:
+            use(c, ctx)
+        else:
+            stack.append((c, ctx))
+
+    reach(func.body, 0)
+    while stack:
+        item = stack.pop()
+        if item in seen:
+            continue
+        seen.add(item)
+        n, ctx = item
+        t = type(n)
+        if t is Let:
+            let = cast(Let, n)
+            if let not in dropped:
+                if binder.setdefault(let.var, (let, ctx))[1] != ctx:
+                    uses[let.var] = 2
+                reach(let.value, ctx)
+            reach(let.body, ctx)
+        elif t is Function:
+            reach(cast(Function, n).body, id(n))
+        else:
+            for c in n.children():
+                reach(c, ctx)
+    return {v: let for v, (let, ctx) in binder.items() if uses.get(v) == 1 and where[v] == ctx}
+
+
+class _DropLets(Rewriter):
+    """Each dropped let stands for its body (no lineage edge: it is eliminated); an inlined
+    let stands for its body and its variable for its value; the lets and let-containing
+    nodes above them are rebuilt (and derive from their originals)."""
+
+    def __init__(self, dropped: set[Let], inline: dict[Node, Let]) -> None:
         super().__init__()
         self.dropped = dropped
+        self.inline = inline
+        self.mask = F_LET | F_VAR if inline else F_LET
 
     def should_visit(self, node: Node) -> bool:
-        return bool(node._mask & F_LET)
+        return bool(node._mask & self.mask)
 
     def forward(self, node: Node) -> Expr | None:
         if node in self.dropped:
             return node.body  # type: ignore[attr-defined]
+        if self.inline:
+            if type(node) is Let and node.var in self.inline:
+                return node.body
+            let = self.inline.get(node)
+            if let is not None:
+                return let.value
         return None
 
 
-def _remove_lets(func: Function) -> tuple[Function, list[Node]]:
+def _remove_lets(func: Function, inline_once: bool) -> tuple[Function, list[Node]]:
     dropped, dead = _dead_lets(func)
-    if not dropped:
+    inline = _used_once(func, dropped) if inline_once else {}
+    if not dropped and not inline:
         return func, []
-    out = _DropLets(dropped).visit(func)  # the new function derives from ``func``
+    out = _DropLets(dropped, inline).visit(func)  # the new function derives from ``func``
     gone: list[Node] = [*dropped, *(let.var for let in dropped), *dead]
     return out, gone
 
 
 @dataclasses.dataclass(frozen=True)
 class DeadCodeElimination(ModulePass):
-    """Remove unused ``let`` bindings and functions unreachable from ``main``."""
+    """Remove unused ``let`` bindings and functions unreachable from ``main``.
+
+    ``inline_once`` (default False, as in TVM) also inlines each binding whose variable is
+    used exactly once, in the same function (``let %z = %y + %y; %x + %z`` ->
+    ``%x + (%y + %y)``; a use inside a nested function keeps its binding)."""
+
+    inline_once: bool = False
 
     def run(self, mod: Module) -> Module:
         updates: dict[str, Function | None] = {}
@@ -147,7 +208,7 @@ class DeadCodeElimination(ModulePass):
             f = mod[name]
             if f.attrs.get("Primitive") or not f.body._mask & F_LET:
                 continue
-            nf, removed = _remove_lets(f)
+            nf, removed = _remove_lets(f, self.inline_once)
             if nf is not f:
                 updates[name] = nf
                 gone.append((name, removed))
