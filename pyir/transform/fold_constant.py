@@ -35,7 +35,6 @@ from ..ir.opdef import get_op_def, list_ops
 from ..ir.traverse import post_order
 from ..ir.types import TensorType, TupleType, Type
 from ..op.annotation import ANNOTATION_OPS
-from ..op.registry import get_op_def
 from ..rewrite.functor import BindingRewriter, Rewriter, RoundLineage
 from .base import FunctionPass
 

@@ -62,7 +62,7 @@ def test_tuple_arg():
     x = pyir.var("x", shape=(1, 16))
     y1, y2 = _relu_add_twice(x)
     c0 = pyir.const(np.ones((1, 16), "float32"))
-    a, b = op.concatenate(y1, c0, axis=0), op.concatenate(y2, c0, axis=0)
+    a, b = op.concatenate([y1, c0], axis=0), op.concatenate([y2, c0], axis=0)
     _cse_is_construction(pyir.Function([x], op.add(a, b)), pyir.Function([x], op.add(a, a)))
 
 

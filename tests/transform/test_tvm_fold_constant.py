@@ -30,7 +30,7 @@ def _same(a: pyir.Function, b: pyir.Function) -> None:
 def test_concatenate_const():
     """concatenate of two constants -> the constant (float64 data, as TVM's test builds)."""
     c = pyir.const(np.array([1.0, 2.0, 3.0]))
-    f = pyir.Function([], op.concatenate(c, c, axis=0))
+    f = pyir.Function([], op.concatenate([c, c], axis=0))
     _same(_fold(f), pyir.Function([], pyir.const(np.array([1.0, 2.0, 3.0, 1.0, 2.0, 3.0]))))
 
 
@@ -66,7 +66,7 @@ def test_fold_tuple():
 def test_fold_concat():
     """concatenate of two constant rows -> the (2, 3) constant."""
     cd = np.array([[1, 2, 3]], "float32")
-    f = pyir.Function([], op.concatenate(pyir.const(cd), pyir.const(cd), axis=0))
+    f = pyir.Function([], op.concatenate((pyir.const(cd), pyir.const(cd)), axis=0))
     _same(_fold(f), pyir.Function([], pyir.const(np.concatenate((cd, cd), axis=0))))
 
 
