@@ -13,7 +13,8 @@ Rules (each only when it keeps the result's type, checked with inferred types):
 and the rule classes of TVM's SimplifyExpr (``src/relay/transforms/simplify_expr.cc``) for
 the operators pyir has:
 
-* ``zeros_like(y)``/``ones_like(y)`` of a static shape -> ``zeros``/``ones`` (ConcretizeLike);
+* ``zeros_like(y)``/``ones_like(y)``/``full_like(y, v)``/``collapse_sum_like(x, y)`` of a static
+  shape -> ``zeros``/``ones``/``full``/``collapse_sum_to`` (ConcretizeLike);
 * ``x + x`` -> ``x * 2`` (SimplifyAdd); ``n / sqrt(x)`` -> ``n * rsqrt(x)`` (SimplifyRSqrt);
 * ``x + zeros``, ``x * ones``, ``x - zeros``, ``x / ones`` (and ``_like``) -> ``x``
   (EliminateIdentity); ``op(full(c), x)`` -> ``op(c, x)`` for a broadcasting ``op`` when
@@ -29,8 +30,10 @@ the operators pyir has:
   (SimplifyClip).
 
 Not ported: SimplifyBinomial, and the rules of operators pyir does not have
-(``layout_transform``, ``contrib_reverse_reshape``, ``cast_like``, ``reshape_like``,
-``full_like``, ``collapse_sum_like``, ``broadcast_to_like``, ``argsort``).
+(``contrib_reverse_reshape``, ``cast_like``, ``reshape_like``, ``broadcast_to_like``,
+``argsort``), and SimplifyTranspose's ``layout_transform`` half (transposes only).
+FullElementwise is applied to add, subtract, multiply and divide (TVM: every broadcasting
+operator; a rule per operator would make the rule set's summary match every subgraph).
 
 Rules run to a fixpoint (see :func:`pyir.rewrite.pattern_rewrite.rewrite_rules`), so the pass is
 idempotent; lineage is recorded automatically (``x * 1 -> x`` derives ``x`` from
@@ -325,12 +328,18 @@ _BROADCAST_SET = frozenset(_BROADCAST)
 
 
 def _concretize(make: Any) -> Any:
-    """``zeros_like(y)`` -> ``zeros(shape, dtype)`` and the like, once the shape is static."""
+    """``zeros_like(y)`` -> ``zeros(shape, dtype)`` and the like, once the shape is static.
+    The result derives from ``y`` too (only its shape is kept; a ``y`` used nowhere else is
+    consumed: its own operands are not followed)."""
     def cb(m: Match) -> Expr | None:
-        t = _tensor(m, m.expr)
+        call = m.expr
+        t = _tensor(m, call)
         if t is None or not t.static:
             return None
-        return make(m, t)
+        out = make(m, t)
+        args = call.args  # type: ignore[attr-defined]
+        like = args[0] if call.op.name == "full_like" else args[-1]  # type: ignore[attr-defined]
+        return derive(out, like) if like.children() else out  # type: ignore[return-value]
     return cb
 
 
@@ -434,6 +443,13 @@ _TVM_RULES: list[Rule] = [
          "concretize zeros_like"),
     Rule(is_op("ones_like")(wildcard()), _concretize(lambda m, t: op.ones(shape=t.shape, dtype=t.dtype)),
          "concretize ones_like"),
+    *([Rule(is_op("full_like")(wildcard(), _x),
+            _concretize(lambda m, t: op.full(m[_x], shape=t.shape, dtype=t.dtype)), "concretize full_like")]
+      if "full_like" in _HAVE else []),
+    *([Rule(is_op("collapse_sum_like")(_x, wildcard()),
+            _concretize(lambda m, t: op.collapse_sum_to(m[_x], shape=t.shape)),
+            "concretize collapse_sum_like")]
+      if "collapse_sum_like" in _HAVE else []),
     *[Rule(is_op(n)(_x, _y), _binary, f"{n}: TVM's binary rules") for n in _IDENTITY],
     Rule(is_op("cast")(_inner_cast), _cast_cast, "cast(cast(x)) widening"),
     Rule(CallPattern(wildcard(), [is_op("qnn.dequantize")(_x, _scale, is_constant())]), _dequantize_then_arg,

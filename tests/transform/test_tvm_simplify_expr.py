@@ -1,10 +1,12 @@
 """TVM's SimplifyExpr cases (``tests/python/relay/test_pass_simplify_expr.py`` at v0.18.0),
 one test per case, named after it and rebuilt with pyir's builders: the result is
 alpha-equal to TVM's expected expression, or the test says why pyir's answer differs.
-Operators pyir does not have (``layout_transform``, ``contrib_reverse_reshape``,
-``cast_like``, ``reshape_like``, ``full_like``, ``collapse_sum_like``,
-``broadcast_to_like``, ``argsort``, ``bfloat16``) leave those parts of the cases out; each
-test says which."""
+Operators pyir does not have (``contrib_reverse_reshape``, ``cast_like``, ``reshape_like``,
+``broadcast_to_like``, ``argsort``, ``bfloat16``) and the ``layout_transform`` half of
+SimplifyTranspose (not ported) leave those parts of the cases out; each test says which.
+Not ported: ``test_concretize_reshape_like(_attrs)``, ``test_concretize_broadcast_to_like``,
+``test_concretize_cast_like``, ``test_simplify_dq_argsort`` (operators pyir lacks) and
+``test_binomials`` (SimplifyBinomial is not ported)."""
 
 from __future__ import annotations
 
@@ -63,7 +65,8 @@ def _full_ops(x: pyir.Var, shape: list[int], value: int, dtype: str) -> list[pyi
     if value == 1:
         out += [op.ones(shape=shape, dtype=dtype), op.ones_like(x)]
     else:
-        out.append(op.full(pyir.const(np.asarray(value, dtype)), shape=shape, dtype=dtype))
+        c = pyir.const(np.asarray(value, dtype))
+        out += [op.full(c, shape=shape, dtype=dtype), op.full_like(x, c)]
     return out
 
 
@@ -72,8 +75,7 @@ _ELEM = (op.add, op.multiply, op.subtract, op.divide)
 
 def test_simplify_full_elementwise():
     """``op(x, full)`` / ``op(full, x)``: the full becomes its scalar (then the identity goes)
-    when x alone has the result's type; a full that broadcasts x is kept.  (full_like is
-    not in pyir.)"""
+    when x alone has the result's type; a full that broadcasts x is kept."""
     for shape in ([10], [10, 10], [10, 10, 10]):
         for dtype in ("float32", "int32", "bool"):
             for value in (0, 1, 2):
@@ -261,3 +263,27 @@ def test_simplify_add():
     """``x + x`` -> ``x * 2``."""
     x = pyir.var("x", shape=(1, 3, 100, 100))
     _same(_simplify(op.add(x, x), x), op.multiply(x, pyir.const(2.0)))
+
+
+def test_concretize_full_like():
+    """full_like of a static shape -> full(fill, shape, dtype)."""
+    s = pyir.var("shape_like", shape=(3, 4, 5), dtype="int32")
+    fill = pyir.var("fill", shape=())
+    _same(_simplify(op.full_like(s, fill), s, fill), op.full(fill, shape=(3, 4, 5), dtype="int32"))
+
+
+def test_concretize_collapse_sum_like():
+    """collapse_sum_like of a static shape -> collapse_sum_to(data, shape)."""
+    data, s = pyir.var("data", shape=(3, 3, 3)), pyir.var("shape_like", shape=(3,))
+    _same(_simplify(op.collapse_sum_like(data, s), data, s), op.collapse_sum_to(data, shape=(3,)))
+
+
+def test_concretize_multiple():
+    """A gradient-like tuple: every *_like concretized, the zeros added to it eliminated."""
+    x, y = pyir.var("x", shape=(2, 3)), pyir.var("y", shape=(3,))
+    dl = op.ones_like(op.add(x, y))
+    dx, dy = op.zeros_like(x), op.zeros_like(y)
+    ret = pyir.Tuple([op.add(dx, op.collapse_sum_like(dl, dx)), op.add(dy, op.collapse_sum_like(dl, dy))])
+    ones = op.ones(shape=(2, 3))
+    expected = pyir.Tuple([op.collapse_sum_to(ones, shape=(2, 3)), op.collapse_sum_to(ones, shape=(3,))])
+    _same(_simplify(ret, x, y), expected)
