@@ -89,8 +89,9 @@ def test_simplify_full_elementwise():
                         left = x if (f is op.add and value == 0) or (f is op.multiply and one) else f(c, x)
                         right = x if ((f in (op.add, op.subtract) and value == 0)
                                       or (f in (op.multiply, op.divide) and one)) else f(x, c)
-                        _same(_simplify(f(full, x), x, check=dtype != "bool"), left)
-                        _same(_simplify(f(x, full), x, check=dtype != "bool"), right)
+                        check = dtype != "bool" and len(shape) == 1  # the invariants once per case
+                        _same(_simplify(f(full, x), x, check=check), left)
+                        _same(_simplify(f(x, full), x, check=check), right)
                     for full in _full_ops(x, shape * 2, value, dtype)[:1]:
                         assert _simplify(f(full, x), x, check=False) is f(full, x)
                         assert _simplify(f(x, full), x, check=False) is f(x, full)
