@@ -327,3 +327,15 @@ def test_shared_structure_with_other_parameter_types_is_not_shared():
     assert len(subs) == 2 and subs[0] is not subs[1]
     assert subs[0].params[0] is not subs[1].params[0]
     pyir.Module({"main": out["main"]})  # the binder check passes
+
+
+def test_parameters_in_tvm_order():
+    """Parameters are numbered as TVM's FuseOps does, depth first from the group's root with
+    operands left to right: here the free input of the add comes before the exp's."""
+    x, y = pyir.var("x", shape=(4,)), pyir.var("y", shape=(4,))
+    out = FuseOps()(pyir.Module.from_expr(op.add(y, op.exp(x))))
+    (f,) = _fused(out)
+    p0, p1 = f.params
+    assert f.body.args[0] is p0 and f.body.args[1].args[0] is p1
+    assert out["main"].body.args == (y, x)
+    assert DefuseOps()(out)["main"].body is op.add(y, op.exp(x))

@@ -62,7 +62,7 @@ def concat(fields: list[pyir.Expr], axis: int) -> pyir.Expr:
     try:
         e = op.concatenate(pyir.Tuple(fields), axis=axis)  # type: ignore[arg-type]
         if all(type(t) is pyir.TensorType for t in (f.checked_type for f in fields)):
-            e.checked_type  # noqa: B018 (the tuple form type-checks)
+            _ = e.checked_type  # (the tuple form type-checks)
         return e
     except (PyIRError, TypeError):
         return op.concatenate(*fields, axis=axis)
@@ -194,11 +194,13 @@ def test_fuse_myia_regression():
     """Fusion never crosses an ``if``: the condition is fused on its own; the branches (closures
     without operators) stay as they are."""
     x, y = v("x", (), "int64"), v("y", (), "int64")
-    before = pyir.Function([x, y], Call(pyir.If(op.greater(x, y), pyir.Function([], x), pyir.Function([], y)), []))
+    branch = pyir.If(op.greater(x, y), pyir.Function([], x), pyir.Function([], y))
+    before = pyir.Function([x, y], Call(branch, []))
     p1, p2 = v("p1", (), "int64"), v("p2", (), "int64")
     gt = prim([p1, p2], op.greater(p1, p2))
     x, y = v("x", (), "int64"), v("y", (), "int64")
-    expected = pyir.Function([x, y], Call(pyir.If(Call(gt, [x, y]), pyir.Function([], x), pyir.Function([], y)), []))
+    branch = pyir.If(Call(gt, [x, y]), pyir.Function([], x), pyir.Function([], y))
+    expected = pyir.Function([x, y], Call(branch, []))
     assert_fused(before, expected)
 
 
@@ -304,7 +306,8 @@ def test_inception_like():
     d2 = (1, 32, 8, 8)
     x = v("x", d)
     ws = [v(f"w{i}", (16, 16 if i < 2 else 32, 3, 3)) for i in range(4)]
-    cat1 = Call(fconcat(), [Call(fconv(d, (16, 16, 3, 3)), [x, ws[0]]), Call(fconv(d, (16, 16, 3, 3)), [x, ws[1]])])
+    cat1 = Call(fconcat(), [Call(fconv(d, (16, 16, 3, 3)), [x, ws[0]]),
+                            Call(fconv(d, (16, 16, 3, 3)), [x, ws[1]])])
     out = Call(fconcat(), [Call(fconv(d2, (16, 32, 3, 3)), [cat1, ws[2]]),
                            Call(fconv(d2, (16, 32, 3, 3)), [cat1, ws[3]])])
     assert_fused(before, pyir.Function([x, *ws], out), fuse_opt_level=2)
