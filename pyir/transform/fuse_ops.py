@@ -92,6 +92,7 @@ from ..ir.module import Module
 from ..ir.node import EMPTY_ATTRS, F_GETITEM, F_TUPLE, OP_BIT0, Node, digest
 from ..ir.node import gc_paused as no_gc
 from ..ir.types import TensorType, TupleType, Type
+from ..op.annotation import NON_COMPUTATIONAL_OPS
 from ..op.registry import OpPattern
 from ..rewrite.functor import rebuild
 from .base import ModulePass, PassContext
@@ -110,7 +111,7 @@ _OPQ = int(OpPattern.OPAQUE)
 #: Constants that fuse as scalars (as TVM: the dtypes its code generator inlines).
 _SIMPLE_DTYPES = frozenset({"int32", "int64", "float32", "float64", "bool"})
 #: Operators TVM calls non-computational: never wrapped in a primitive function.
-_NON_COMPUTATIONAL = frozenset({"on_device", "call_lowered"})
+_NON_COMPUTATIONAL = NON_COMPUTATIONAL_OPS | {"call_lowered"}
 _NON_COMPUTATIONAL_PREFIXES = ("memory.", "vm.")
 _STOP_FUSION = "annotation.stop_fusion"
 #: TVM's default ``relay.FuseOps.max_depth``.
@@ -186,12 +187,10 @@ class FuseOps(ModulePass):
         """``(fuse_opt_level, max_fuse_depth, link_params)`` as this run uses them: the pass's
         options, else the current PassContext's ``opt_level`` / ``config``, else TVM's defaults."""
         ctx = PassContext.current()
-        config = getattr(ctx, "config", None) or {}
+        config = ctx.config
         level = self.fuse_opt_level
         if level == -1:
-            level = getattr(ctx, "opt_level", 2)
-            if type(level) is not int:
-                raise PassError(f"FuseOps: the PassContext's opt_level must be an int, got {level!r}")
+            level = 2 if ctx.opt_level is None else ctx.opt_level  # (TVM's default context: 2)
         depth = self.max_fuse_depth
         if depth is None:
             depth = config.get("relay.FuseOps.max_depth", MAX_FUSE_DEPTH)

@@ -18,16 +18,8 @@ from pyir.transform.fuse_ops import FuseOps
 
 
 def pass_context(config: dict, opt_level: int | None = None) -> PassContext:
-    """``PassContext(opt_level=, config=)`` (TVM's spelling; a context given the same
-    attributes where this PassContext does not take them yet)."""
-    kw: dict = {"config": config} if opt_level is None else {"config": config, "opt_level": opt_level}
-    try:
-        return PassContext(**kw)
-    except TypeError:
-        ctx = PassContext()
-        for k, v in kw.items():
-            setattr(ctx, k, v)
-        return ctx
+    """TVM's ``PassContext(opt_level=, config=)``."""
+    return PassContext(opt_level=opt_level, config=config)
 
 
 def _fused(mod: pyir.Module) -> list[Function]:

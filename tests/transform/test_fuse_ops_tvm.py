@@ -25,18 +25,8 @@ F32 = "float32"
 
 
 def pass_context(config: dict[str, Any], opt_level: int | None = None) -> PassContext:
-    """``PassContext(opt_level=, config=)`` (TVM's spelling; a context given the same
-    attributes where this PassContext does not take them yet)."""
-    kw: dict[str, Any] = {"config": config}
-    if opt_level is not None:
-        kw["opt_level"] = opt_level
-    try:
-        return PassContext(**kw)
-    except TypeError:
-        ctx = PassContext()
-        for k, v in kw.items():
-            setattr(ctx, k, v)
-        return ctx
+    """TVM's ``PassContext(opt_level=, config=)``."""
+    return PassContext(opt_level=opt_level, config=config)
 
 
 def prim(params: list[pyir.Var], body: pyir.Expr) -> Function:
