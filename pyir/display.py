@@ -318,8 +318,7 @@ def find_html(r: FindResult, *, max_rows: int = MAX_ROWS) -> str:
     if not r:
         return _wrap(f"<div><b>{_esc(title)}</b></div>" + _note("not found: eliminated, or not derived from it"))
     body = []
-    rows = r.rows()
-    for row in rows[:max_rows]:
+    for row in r.rows(max_rows):
         n = row["node"]
         cls = ' class="rep"' if row["representative"] else ""
         mark = "\u2605" if row["representative"] else ""
@@ -329,7 +328,7 @@ def find_html(r: FindResult, *, max_rows: int = MAX_ROWS) -> str:
                     f'</span></td><td>{_hit_cell(n)}</td></tr>')
     head = "".join(f"<th>{h}</th>" for h in ("", "name", "function", "kind", "op", "type", "node"))
     return _wrap(f"<div><b>{_esc(title)}</b></div><table><thead><tr>{head}</tr></thead><tbody>"
-                 + "".join(body) + "</tbody></table>" + _more(len(rows), max_rows)
+                 + "".join(body) + "</tbody></table>" + _more(len(r), max_rows)
                  + _note("\u2605 the representative: the hit that plays the original's role"))
 
 
@@ -357,7 +356,7 @@ def history_html(h: History, *, max_rows: int = MAX_ROWS) -> str:
     node = live_node(q) if q is not None else None
     title = f"history of {short_repr(node) if node is not None else ('#' + q.hex()[:8] if q else '?')}: {len(h)} step(s)"
     rows = []
-    for k, r in enumerate(h.rows()[:max_rows]):
+    for k, r in enumerate(h.rows(max_rows)):
         after = "<i>eliminated</i>" if r["after"] is None else _hit_cell(r["after_node"], r["after"])
         rows.append((str(k), _esc(r["pass"]), _esc(r["rule"] or ""), _hit_cell(r["before_node"], r["before"]), after))
     return _wrap(f"<div><b>{_esc(title)}</b></div>"

@@ -8,6 +8,8 @@ exception a caller would naturally catch (``TypeError`` for type errors,
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class PyIRError(Exception):
     """Root of every error raised by pyir."""
@@ -96,7 +98,18 @@ class FinalKindError(PyIRError, TypeError):
     """A node kind was subclassed: node kinds are final (their instances are interned)."""
 
 
+def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str:
+    """``"; did you mean 'a' or 'b'?"`` for the ``choices`` close to ``word`` (difflib), or ""."""
+    import difflib
+
+    close = difflib.get_close_matches(word, sorted(set(choices)), n=n, cutoff=0.6) if isinstance(word, str) else []
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(c) for c in close) + "?"
+
+
 __all__ = [
+    "did_you_mean",
     "PyIRError",
     "ImmutableError",
     "AttrError",

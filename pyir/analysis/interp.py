@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EvaluationError, InternalError, PyIRError
+from ..errors import EvaluationError, InternalError, PyIRError, TypeCheckError
 from ..ir import hooks
 from ..ir.expr import (
     Call,
@@ -383,6 +383,7 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
     if isinstance(program, Expr):
         check_binders(program)  # the interpreter memoizes per node: binders must be unique
     if isinstance(program, Function):
+        _type_check_first(program, mod)
         params = program.params
         if len(inputs) != len(params):
             raise EvaluationError(f"the function takes {len(params)} input(s) "
@@ -404,6 +405,24 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
         with Progress("evaluate"):
             return _run(program, _Frame(_Env()), mod)
     raise EvaluationError(f"cannot evaluate {type(program).__name__}")
+
+
+def _type_check_first(f: Function, mod: Module | None) -> None:
+    """Type-check ``f`` before running it (once: the types are cached), so that an ill-typed
+    program fails with the type checker's TypeCheckError, which names the node, the operator and
+    the shapes, not with a numpy error deep in a kernel.  Only functions whose parameters are all
+    annotated are checked; errors other than type errors are left to the evaluation."""
+    if cached_type(f) is not None or any(p.type_annotation is None for p in f.params):
+        return
+    try:
+        if mod is not None and mod["main"] is f:
+            mod.global_type("main")
+        else:
+            hooks.infer_type(f, mod)
+    except TypeCheckError:
+        raise
+    except PyIRError:
+        pass
 
 
 def _result_type(f: Function, mod: Module | None, symbolic: bool) -> Type | None:

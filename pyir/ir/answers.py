@@ -175,18 +175,19 @@ class FindResult(list):  # type: ignore[type-arg]
         r = self.representatives
         return r[0] if r else None
 
-    def rows(self) -> list[dict[str, Any]]:
-        """One dict per hit: ``node``, ``kind``, ``op``, ``type``, ``name`` (in ``print(mod)``),
-        ``function`` and ``representative`` (bool)."""
+    def rows(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """One dict per hit (the representative first, then in id order; the first ``limit``):
+        ``node``, ``kind``, ``op``, ``type``, ``name`` (in ``print(mod)``), ``function`` and
+        ``representative`` (bool)."""
         rep = self.representative
         names = _Names(self.module)
         if names.ok:
             self.module._typed()  # types on the hits (cached on the nodes)
+        hits = ([rep] if rep is not None else []) + [n for n in self if n is not rep]
         out = []
-        for n in self:
+        for n in hits[:limit]:
             out.append({"node": n, "kind": type(n).__name__, "op": _op_name(n), "type": _type_text(n),
                         "name": names.name(n), "function": names.function(n), "representative": n is rep})
-        out.sort(key=lambda r: not r["representative"])
         return out
 
     HEADER = ("", "name", "function", "kind", "op", "type")
@@ -196,7 +197,7 @@ class FindResult(list):  # type: ignore[type-arg]
         what = _short(self.original, q) if q is not None else "?"
         title = f"find {what}: {len(self)} hit(s)" + (" (eliminated)" if not self else "")
         rows = [["*" if r["representative"] else "", r["name"], r["function"], r["kind"], r["op"], r["type"]]
-                for r in self.rows()[:MAX_ROWS]]
+                for r in self.rows(MAX_ROWS)]
         return rows, title
 
     def __repr__(self) -> str:
@@ -292,16 +293,16 @@ class History(list):  # type: ignore[type-arg]
 
     HEADER = ("#", "pass", "rule", "before", "after")
 
-    def rows(self) -> list[dict[str, Any]]:
-        """One dict per step: ``pass``, ``rule``, ``before``/``after`` (ids), ``before_node``/
-        ``after_node`` (the live nodes, or None)."""
+    def rows(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """One dict per step (the first ``limit``): ``pass``, ``rule``, ``before``/``after`` (ids),
+        ``before_node``/``after_node`` (the live nodes, or None)."""
         return [{"pass": s.pass_name, "rule": s.rule, "before": s.before, "after": s.after,
                  "before_node": live_node(s.before),
-                 "after_node": live_node(s.after) if s.after is not None else None} for s in self]
+                 "after_node": live_node(s.after) if s.after is not None else None} for s in self[:limit]]
 
     def _cells(self) -> tuple[list[list[str]], str]:
         rows = []
-        for k, r in enumerate(self.rows()[:MAX_ROWS]):
+        for k, r in enumerate(self.rows(MAX_ROWS)):
             after = "eliminated" if r["after"] is None else _short(r["after_node"], r["after"], 50)
             rows.append([str(k), r["pass"], r["rule"] or "", _short(r["before_node"], r["before"], 50), after])
         q = self.query

@@ -22,7 +22,7 @@ from .lineage import _id_of, module_index
 from .lineage import find as _find
 from .lineage import history as _history
 from .lineage import origins as _origins
-from .node import F_FUNC, F_LET, F_VAR, Node
+from .node import F_FUNC, F_LET, F_VAR, Node, gc_paused
 from .traverse import binders_of, count_nodes, free_vars, global_vars, scope_info
 from .types import FuncType, Type
 
@@ -340,7 +340,8 @@ class Module:
         got = self._cache.get("printed")
         if got is None:
             entries: list[Any] = []
-            text = hooks.astext(self, show_meta_data=False, order="top-down", names_out=entries)
+            with gc_paused():
+                text = hooks.astext(self, show_meta_data=False, order="top-down", names_out=entries)
             got = self._cache["printed"] = (text, entries)
         return got  # type: ignore[no-any-return]
 
@@ -350,10 +351,16 @@ class Module:
         if got is None:
             by_fn: dict[str, dict[str, Node]] = {}
             first: dict[Node, tuple[str, str]] = {}
-            for n, fn, label, _line in self._printed()[1]:
-                by_fn.setdefault(fn, {}).setdefault(label, n)
-                if n not in first:
-                    first[n] = (fn, label)
+            entries = self._printed()[1]
+            with gc_paused():
+                for n, fn, label, _line in entries:
+                    labels = by_fn.get(fn)
+                    if labels is None:
+                        labels = by_fn[fn] = {}
+                    if label not in labels:
+                        labels[label] = n
+                    if n not in first:
+                        first[n] = (fn, label)
             got = self._cache["labels"] = (by_fn, first)
         return got  # type: ignore[no-any-return]
 
@@ -374,7 +381,7 @@ class Module:
         got = self._cache.get("depths")
         if got is None:
             got = {}
-            for f in self._funcs.values():
+            for f in self._funcs.values():  # (only the hits' candidates need it: small answers)
                 stack: list[tuple[Node, int]] = [(f.body, 0)]
                 while stack:
                     n, d = stack.pop()
@@ -405,7 +412,7 @@ class Module:
             hit = first.get(n) if n is not None else None
             fn, label = hit if hit is not None else ("", None)
         if label is None:
-            raise WellFormedError(f"{hooks.short_repr(node) if isinstance(node, Node) else node!r} is not "
+            raise WellFormedError(f"{hooks.short_repr(node) if isinstance(node, Node) else node!r:.80} is not "
                                   "printed in this module" + (f" (in @{function})" if function else ""))
         return label if fn == "main" or label.startswith("@") else f"@{fn}:{label}"
 
@@ -432,8 +439,11 @@ class Module:
             raise WellFormedError(f"{name!r} is printed in several functions ({', '.join('@' + f for f in fns)}): "
                                   f"say which, e.g. '@{fns[0]}:{label}'")
         pool = sorted(by_fn.get(fns[0], {}) if fns else {lab for d in by_fn.values() for lab in d})
-        close = difflib.get_close_matches(label, pool, n=3)
+        close = difflib.get_close_matches(label, pool, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
+        if label[1:].isdigit() and label.startswith("%"):
+            k = sum(1 for lab in pool if lab[1:].isdigit())
+            hint = f"; did you mean one of %0 ... %{k - 1}?" if k else "; it binds no %N"
         where = f" in @{fns[0]}" if fns else ""
         raise WellFormedError(f"no node is printed as {name!r}{where}{hint}")
 
