@@ -164,8 +164,9 @@ def _printed_html(mod: Module, text: str, entries: list[Any], marked: frozenset[
     a binding's line with its type on hover, the ``marked`` lines coloured."""
     lines = text.rstrip("\n").split("\n")
     titles = _line_titles(entries)
-    heads = sorted((line, fn) for n, fn, label, line in entries if type(n) is Function and label.startswith("@")
-                   and line < len(lines) and lines[line].startswith("def "))
+    heads = sorted((line, fn) for n, fn, label, line in entries
+                   if type(n) is Function and label.startswith("@") and line < len(lines)
+                   and lines[line].startswith("def "))
     heads = [h for i, h in enumerate(heads) if i == 0 or h[0] != heads[i - 1][0]]
 
     def one(i: int) -> str:
@@ -306,17 +307,23 @@ def _hit_cell(n: Node | None, i: bytes | None = None) -> str:
     return f'<span title="{_esc(n.id.hex())}">{_esc(short_repr(n))}</span>'
 
 
+def _what(n: Node | None, q: bytes | None) -> str:
+    """What an answer is about: the node's summary, or its id."""
+    if n is not None:
+        return short_repr(n)
+    return "#" + q.hex()[:8] if q else "?"
+
+
 def _more(total: int, shown: int, what: str = "row(s)") -> str:
     return _note(f"... {total - shown} more {what}") if total > shown else ""
 
 
 def find_html(r: FindResult, *, max_rows: int = MAX_ROWS) -> str:
     """HTML for ``mod.find(x)``: one row per hit (the representative first, marked)."""
-    q = r.query
-    orig = r.original
-    title = f"find {short_repr(orig) if orig is not None else ('#' + q.hex()[:8] if q else '?')}: {len(r)} hit(s)"
+    title = f"find {_what(r.original, r.query)}: {len(r)} hit(s)"
     if not r:
-        return _wrap(f"<div><b>{_esc(title)}</b></div>" + _note("not found: eliminated, or not derived from it"))
+        return _wrap(f"<div><b>{_esc(title)}</b></div>"
+                     + _note("not found: eliminated, or not derived from it"))
     body = []
     for row in r.rows(max_rows):
         n = row["node"]
@@ -324,8 +331,8 @@ def find_html(r: FindResult, *, max_rows: int = MAX_ROWS) -> str:
         mark = "\u2605" if row["representative"] else ""
         body.append(f'<tr{cls}><td title="the representative">{mark}</td><td><span class="var">'
                     f'{_esc(row["name"])}</span></td><td>{_esc(row["function"])}</td><td>{_esc(row["kind"])}</td>'
-                    f'<td><span class="op">{_esc(row["op"])}</span></td><td><span class="ty">{_esc(row["type"])}'
-                    f'</span></td><td>{_hit_cell(n)}</td></tr>')
+                    f'<td><span class="op">{_esc(row["op"])}</span></td>'
+                    f'<td><span class="ty">{_esc(row["type"])}</span></td><td>{_hit_cell(n)}</td></tr>')
     head = "".join(f"<th>{h}</th>" for h in ("", "name", "function", "kind", "op", "type", "node"))
     return _wrap(f"<div><b>{_esc(title)}</b></div><table><thead><tr>{head}</tr></thead><tbody>"
                  + "".join(body) + "</tbody></table>" + _more(len(r), max_rows)
@@ -335,39 +342,40 @@ def find_html(r: FindResult, *, max_rows: int = MAX_ROWS) -> str:
 def origins_html(o: Origins, *, max_rows: int = MAX_ROWS) -> str:
     """HTML for ``mod.origins(e)``: one row per root id, resolved to its node and sources."""
     q = o.query
-    node = live_node(q) if q is not None else None
-    title = f"origins of {short_repr(node) if node is not None else ('#' + q.hex()[:8] if q else '?')}: {len(o)}"
+    title = f"origins of {_what(live_node(q) if q is not None else None, q)}: {len(o)}"
     src = o.sources()
     rows = []
     ids = sorted(o)
     for i in ids[:max_rows]:
         n = live_node(i)
         t = cached_type(n) if n is not None else None
-        s = ", ".join(f"{p[0]} ({p[1]})" if isinstance(p, tuple) and len(p) == 2 else str(p) for p in src.get(i, ()))
+        s = ", ".join(f"{p[0]} ({p[1]})" if isinstance(p, tuple) and len(p) == 2 else str(p)
+                      for p in src.get(i, ()))
         rows.append((_idref(i), _hit_cell(n, i) if n is not None else "<i>not alive</i>",
                      _esc(type_str(t)) if t is not None else "", _esc(s)))
-    return _wrap(f"<div><b>{_esc(title)}</b></div>" + table_html(["id", "origin", "type", "source"], rows, raw=True)
-                 + _more(len(ids), max_rows))
+    return _wrap(f"<div><b>{_esc(title)}</b></div>"
+                 + table_html(["id", "origin", "type", "source"], rows, raw=True) + _more(len(ids), max_rows))
 
 
 def history_html(h: History, *, max_rows: int = MAX_ROWS) -> str:
     """HTML for ``mod.history(x)``: pass, rule, before -> after."""
     q = h.query
-    node = live_node(q) if q is not None else None
-    title = f"history of {short_repr(node) if node is not None else ('#' + q.hex()[:8] if q else '?')}: {len(h)} step(s)"
+    title = f"history of {_what(live_node(q) if q is not None else None, q)}: {len(h)} step(s)"
     rows = []
     for k, r in enumerate(h.rows(max_rows)):
         after = "<i>eliminated</i>" if r["after"] is None else _hit_cell(r["after_node"], r["after"])
-        rows.append((str(k), _esc(r["pass"]), _esc(r["rule"] or ""), _hit_cell(r["before_node"], r["before"]), after))
+        before = _hit_cell(r["before_node"], r["before"])
+        rows.append((str(k), _esc(r["pass"]), _esc(r["rule"] or ""), before, after))
     return _wrap(f"<div><b>{_esc(title)}</b></div>"
-                 + table_html(["#", "pass", "rule", "before", "after"], rows, raw=True) + _more(len(h), max_rows))
+                 + table_html(["#", "pass", "rule", "before", "after"], rows, raw=True)
+                 + _more(len(h), max_rows))
 
 
 def listing_html(ls: Listing, *, max_lines: int = MAX_LINES, context: int = 2) -> str:
     """HTML for ``mod.show(...)``: the module's text with the highlighted lines coloured; a long
     text shows only the highlighted lines with ``context`` lines around them."""
     mod = ls.module
-    text, entries = mod._printed()
+    entries = mod._printed()[1]
     marked = ls.marked
     n_lines = len(ls.lines)
     head = f"<div><b>Module</b> with {len(mod)} function(s): {len(marked)} highlighted line(s)</div>"
@@ -404,7 +412,8 @@ def tabular_html(t: Table, *, max_rows: int = 200) -> str:
     rows = []
     for r in t.rows[:max_rows]:
         name, opn, args, ty, attrs, orig = r
-        rows.append((f'<span class="var">{_esc(name)}</span>', f'<span class="op">{_esc(opn)}</span>', _esc(args),
+        rows.append((f'<span class="var">{_esc(name)}</span>', f'<span class="op">{_esc(opn)}</span>',
+                     _esc(args),
                      f'<span class="ty">{_esc(ty)}</span>', f'<span class="at">{_esc(attrs)}</span>',
                      f'<span class="id">{_esc(orig)}</span>'))
     return _wrap(f"<div><b>@{_esc(t.function)}</b>: {len(t.rows)} row(s)</div>"
@@ -510,7 +519,7 @@ def install() -> None:
     Listing._repr_html_ = listing_html  # type: ignore[attr-defined]
     Table._repr_html_ = tabular_html  # type: ignore[attr-defined]
     for cls in (FindResult, Origins, History, Listing, Table):
-        cls._repr_pretty_ = _text_pretty  # type: ignore[attr-defined]
+        setattr(cls, "_repr_pretty_", _text_pretty)  # noqa: B010 (attached to several classes)
     Expr._repr_html_ = _expr_repr_html  # type: ignore[attr-defined]
     Module._repr_html_ = _module_repr_html  # type: ignore[attr-defined]
     PassRecord._repr_html_ = _record_repr_html  # type: ignore[attr-defined]

@@ -42,6 +42,12 @@ class EvaluationError(PyIRError, ValueError):
     """The reference interpreter cannot run a program on the given inputs."""
 
 
+class IllTypedProgramError(TypeCheckError, EvaluationError):
+    """``evaluate`` met a program that does not type-check (a kernel failed on it): the type
+    checker's message, naming the node, the operator and the shapes.  Both a TypeCheckError and
+    an EvaluationError."""
+
+
 class PassError(PyIRError, RuntimeError):
     """A pass failed; the message names the pass."""
 
@@ -102,7 +108,9 @@ def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str:
     """``"; did you mean 'a' or 'b'?"`` for the ``choices`` close to ``word`` (difflib), or ""."""
     import difflib
 
-    close = difflib.get_close_matches(word, sorted(set(choices)), n=n, cutoff=0.6) if isinstance(word, str) else []
+    if not isinstance(word, str):
+        return ""
+    close = difflib.get_close_matches(word, sorted(set(choices)), n=n, cutoff=0.6)
     if not close:
         return ""
     return "; did you mean " + " or ".join(repr(c) for c in close) + "?"
@@ -117,6 +125,7 @@ __all__ = [
     "TypeCheckError",
     "WellFormedError",
     "EvaluationError",
+    "IllTypedProgramError",
     "PassError",
     "RewriteLoopError",
     "LineageError",

@@ -130,7 +130,8 @@ def test_onnx_model_find_and_origins():
         t.CopyFrom(numpy_helper.from_array(np.full([int(d) for d in e["shape"]], 0.5, e["dtype"]), e["name"]))
     m0 = from_onnx(model)
     m = standard_pipeline()(m0)
-    convs = [n for n in pyir.post_order(m0["main"]) if isinstance(n, pyir.Call) and n.op is pyir.Op("nn.conv2d")]
+    convs = [n for n in pyir.post_order(m0["main"])
+             if isinstance(n, pyir.Call) and n.op is pyir.Op("nn.conv2d")]
     assert len(convs) >= 3
     onnx_convs = {n.name for n in model.graph.node if n.op_type == "Conv"}
     for conv in convs:

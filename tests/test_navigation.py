@@ -6,13 +6,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from test_lineage_answers import parse_html
 
 import pyir
 from pyir import op
 from pyir.ir.answers import Listing, Table
 from pyir.transform import FuseOps, InferType, SimplifyExpr, ToANormalForm
-
-from test_lineage_answers import parse_html
 
 
 def _fused():
@@ -27,7 +26,7 @@ def _fused():
 
 def test_name_of_and_node_at_are_inverse():
     """Every printed binding, parameter and unnamed scope result has a name that finds it again."""
-    m, fused, _conv = _fused()
+    _m, fused, _conv = _fused()
     text, entries = fused._printed()
     assert text == str(fused)
     labels: dict[str, list] = {}
@@ -147,7 +146,7 @@ def test_types_on_hover_in_html():
 
 def test_tabular_view():
     """mod.tabular() lists the bindings in print order: name, op, args, type, attrs, origins."""
-    m, fused, conv = _fused()
+    m, fused, _conv = _fused()
     out = SimplifyExpr()(fused)
     t = fused.tabular()
     assert isinstance(t, Table) and len(t) >= 15

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EvaluationError, InternalError, PyIRError, TypeCheckError
+from ..errors import EvaluationError, IllTypedProgramError, InternalError, PyIRError, TypeCheckError
 from ..ir import hooks
 from ..ir.expr import (
     Call,
@@ -383,7 +383,6 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
     if isinstance(program, Expr):
         check_binders(program)  # the interpreter memoizes per node: binders must be unique
     if isinstance(program, Function):
-        _type_check_first(program, mod)
         params = program.params
         if len(inputs) != len(params):
             raise EvaluationError(f"the function takes {len(params)} input(s) "
@@ -393,8 +392,12 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
             env.vars[p] = _check_input(i, p, v)
         symbolic = not all(p.type_annotation is None or _static(p.type_annotation) for p in params)
         binds = _bind_inputs(params, [env.vars[p] for p in params]) if symbolic else {}
-        with Progress("evaluate"):
-            out = _run(program.body, _Frame(env), mod)
+        try:
+            with Progress("evaluate"):
+                out = _run(program.body, _Frame(env), mod)
+        except EvaluationError as e:
+            _explain_failure(program, mod, e)
+            raise
         rt = _result_type(program, mod, symbolic)
         if rt is not None:
             _check_result(rt, out, binds)
@@ -407,22 +410,24 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
     raise EvaluationError(f"cannot evaluate {type(program).__name__}")
 
 
-def _type_check_first(f: Function, mod: Module | None) -> None:
-    """Type-check ``f`` before running it (once: the types are cached), so that an ill-typed
-    program fails with the type checker's TypeCheckError, which names the node, the operator and
-    the shapes, not with a numpy error deep in a kernel.  Only functions whose parameters are all
-    annotated are checked; errors other than type errors are left to the evaluation."""
+def _explain_failure(f: Function, mod: Module | None, err: EvaluationError) -> None:
+    """A kernel failed while running ``f``: if ``f`` is ill-typed, raise the type checker's
+    error instead (an :class:`~pyir.errors.IllTypedProgramError`, both a TypeCheckError and an
+    EvaluationError), which names the node, the operator and the shapes, rather than a numpy
+    error from deep in a kernel.  (The interpreter does not type-check a program that runs:
+    a declared result type is checked on the result.)  Functions with unannotated parameters
+    and well-typed ones keep the kernel's error."""
     if cached_type(f) is not None or any(p.type_annotation is None for p in f.params):
         return
     try:
-        if mod is not None and mod["main"] is f:
+        if mod is not None and "main" in mod and mod["main"] is f:
             mod.global_type("main")
         else:
             hooks.infer_type(f, mod)
-    except TypeCheckError:
-        raise
+    except TypeCheckError as e:
+        raise IllTypedProgramError(f"the program is ill-typed: {e}") from err
     except PyIRError:
-        pass
+        return
 
 
 def _result_type(f: Function, mod: Module | None, symbolic: bool) -> Type | None:

@@ -57,7 +57,7 @@ def _op_name(n: Node) -> str:
     if k is Call:
         op = n.op  # type: ignore[attr-defined]
         if type(op) is Op:
-            return op.name  # type: ignore[no-any-return]
+            return op.name
         if type(op) is GlobalVar:
             return "@" + op.name_hint
         if type(op) is Function:
@@ -75,7 +75,7 @@ def _op_name(n: Node) -> str:
 def _type_of(n: Node) -> Any:
     t = cached_type(n)
     if t is None and type(n) is Var:
-        t = n.type_annotation  # type: ignore[attr-defined]
+        t = n.type_annotation
     return t
 
 
@@ -95,7 +95,8 @@ def _text_table(header: Sequence[str], rows: Sequence[Sequence[str]], total: int
     lines = [title] if title else []
 
     def fmt(cells: Sequence[str]) -> str:
-        return "  ".join((c if len(c) <= 80 else c[:77] + "...").ljust(w) for c, w in zip(cells, widths)).rstrip()
+        cut = [(c if len(c) <= 80 else c[:77] + "...").ljust(w) for c, w in zip(cells, widths)]
+        return "  ".join(cut).rstrip()
 
     lines.append(fmt(header))
     lines.append("  ".join("-" * w for w in widths))
@@ -117,7 +118,7 @@ class _Names:
         if not self.ok:
             return ""
         try:
-            return self.mod.name_of(n)  # type: ignore[no-any-return]
+            return self.mod.name_of(n)
         except PyIRError:  # not printed in the module
             return ""
 
@@ -128,7 +129,7 @@ class _Names:
         return "" if f is None else "@" + f
 
 
-class FindResult(list):  # type: ignore[type-arg]
+class FindResult(list):
     """``mod.find(x)``: the hits (a list of nodes, sorted by id as ever), their description and
     the :attr:`representative` (see the module docstring)."""
 
@@ -208,7 +209,7 @@ class FindResult(list):  # type: ignore[type-arg]
     __str__ = __repr__
 
 
-class Origins(set):  # type: ignore[type-arg]
+class Origins(set):
     """``mod.origins(e)``: the root ids (a set of 16-byte ids, as ever), resolved on demand to
     the nodes they name (:meth:`nodes`) and to the sources a frontend recorded (:meth:`sources`)."""
 
@@ -282,7 +283,7 @@ def _source_text(p: Any) -> str:
     return str(p)
 
 
-class History(list):  # type: ignore[type-arg]
+class History(list):
     """``mod.history(x)``: the steps (a list of :class:`~pyir.ir.lineage.Step`, as ever) as a
     table: pass, the rewrite rule that fired (where one did), before -> after as short snippets."""
 
@@ -304,7 +305,8 @@ class History(list):  # type: ignore[type-arg]
         rows = []
         for k, r in enumerate(self.rows(MAX_ROWS)):
             after = "eliminated" if r["after"] is None else _short(r["after_node"], r["after"], 50)
-            rows.append([str(k), r["pass"], r["rule"] or "", _short(r["before_node"], r["before"], 50), after])
+            before = _short(r["before_node"], r["before"], 50)
+            rows.append([str(k), r["pass"], r["rule"] or "", before, after])
         q = self.query
         return rows, f"history of {_short(live_node(q), q) if q is not None else '?'}: {len(self)} step(s)"
 
@@ -358,7 +360,8 @@ class Table:
         return len(self.rows)
 
     def __str__(self) -> str:
-        return _text_table(self.HEADER, self.rows, len(self.rows), f"@{self.function}: {len(self.rows)} row(s)")
+        title = f"@{self.function}: {len(self.rows)} row(s)"
+        return _text_table(self.HEADER, self.rows, len(self.rows), title)
 
     def __repr__(self) -> str:
         return str(self)
@@ -371,7 +374,7 @@ def table_rows(mod: Any, function: str) -> Table:
     for n, _f, label, _line in entries:
         names.setdefault(n, label)
     with_lineage = len(mod.pass_records) > 0
-    params = {p for n, _f, _label, _line in entries if type(n) is Function for p in n.params}  # type: ignore[attr-defined]
+    params = {p for n, _f, _label, _line in entries if type(n) is Function for p in n.params}
     rows, nodes = [], []
     seen: set[Node] = set()
     for n, _f, label, _line in entries:

@@ -1013,8 +1013,8 @@ class PassRecord:
     Equality is identity.
     """
 
-    __slots__ = ("name", "options", "edges", "removed", "sources", "seconds", "_rules", "_rix", "_back", "_fwd",
-                 "_qb", "_qf")
+    __slots__ = ("name", "options", "edges", "removed", "sources", "seconds", "_rules", "_rix", "_back",
+                 "_fwd", "_qb", "_qf")
     name: str
     options: str
     edges: Edges

@@ -7,6 +7,7 @@ change.  ``copy.copy(mod) is mod``; updates return new modules.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
@@ -330,10 +331,8 @@ class Module:
     def _typed(self) -> None:
         """Type every function (the types are cached on the nodes); ill-typed ones stay untyped."""
         for name in self.names():
-            try:
+            with contextlib.suppress(PyIRError):
                 hooks.infer_type(self._funcs[name], self)
-            except PyIRError:
-                pass
 
     def _printed(self) -> tuple[str, list[Any]]:
         """``str(self)`` and the printer's ``(node, function, label, line)`` entries (built once)."""
@@ -343,7 +342,7 @@ class Module:
             with gc_paused():
                 text = hooks.astext(self, show_meta_data=False, order="top-down", names_out=entries)
             got = self._cache["printed"] = (text, entries)
-        return got  # type: ignore[no-any-return]
+        return got
 
     def _labels(self) -> tuple[dict[str, dict[str, Node]], dict[Node, tuple[str, str]]]:
         """function -> label -> node, and node -> (function, label) of its first printed binding."""
@@ -362,7 +361,7 @@ class Module:
                     if n not in first:
                         first[n] = (fn, label)
             got = self._cache["labels"] = (by_fn, first)
-        return got  # type: ignore[no-any-return]
+        return got
 
     def _where(self, node: Node) -> str | None:
         """The function in which ``node`` is first printed (None: it is not printed)."""
@@ -412,8 +411,9 @@ class Module:
             hit = first.get(n) if n is not None else None
             fn, label = hit if hit is not None else ("", None)
         if label is None:
-            raise WellFormedError(f"{hooks.short_repr(node) if isinstance(node, Node) else node!r:.80} is not "
-                                  "printed in this module" + (f" (in @{function})" if function else ""))
+            what = hooks.short_repr(node) if isinstance(node, Node) else f"{node!r:.80}"
+            raise WellFormedError(f"{what} is not printed in this module"
+                                  + (f" (in @{function})" if function else ""))
         return label if fn == "main" or label.startswith("@") else f"@{fn}:{label}"
 
     def node_at(self, name: str, function: str | None = None) -> Node:
@@ -432,12 +432,14 @@ class Module:
         elif label.startswith("@"):
             fns = [label[1:].split(".", 1)[0] if label[1:].split(".", 1)[0] in by_fn else "main"]
         else:
-            fns = ["main"] if label in by_fn.get("main", {}) else [f for f in self.names() if label in by_fn.get(f, {})]
+            fns = (["main"] if label in by_fn.get("main", {})
+                   else [f for f in self.names() if label in by_fn.get(f, {})])
         if len(fns) == 1 and label in by_fn.get(fns[0], {}):
             return by_fn[fns[0]][label]
         if len(fns) > 1:
-            raise WellFormedError(f"{name!r} is printed in several functions ({', '.join('@' + f for f in fns)}): "
-                                  f"say which, e.g. '@{fns[0]}:{label}'")
+            shown = ", ".join("@" + f for f in fns)
+            raise WellFormedError(f"{name!r} is printed in several functions ({shown}): say which, e.g. "
+                                  f"'@{fns[0]}:{label}'")
         pool = sorted(by_fn.get(fns[0], {}) if fns else {lab for d in by_fn.values() for lab in d})
         close = difflib.get_close_matches(label, pool, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else ""

@@ -826,7 +826,7 @@ class _Printer:
                          (owner[-1] if owner else "") + ".return")
         if k is If:
             t, f = plan.inner[n]
-            self.lines.append(f"{indent}{prefix}if ({self.ref(n.cond)}) {{")
+            self.lines.append(f"{indent}{prefix}if ({self.ref(n.cond)}) {{")  # type: ignore[attr-defined]
             if self.names_out is not None:
                 owner[-1] += ".then"
             yield self.scope(plan, t, inner)
@@ -836,7 +836,7 @@ class _Printer:
             yield self.scope(plan, f, inner)
             self.lines.append(f"{indent}}}{suffix}")
         elif k is Function:
-            self.lines.append(indent + self.fn_header(n, prefix + "fn "))
+            self.lines.append(indent + self.fn_header(n, prefix + "fn "))  # type: ignore[arg-type]
             yield self.scope(plan, plan.inner[n][0], inner)
             self.lines.append(f"{indent}}}{suffix}")
         else:  # a let block used as a value
