@@ -224,3 +224,7 @@ def test_answers_html_bounded_on_a_large_module():
     ls = big.show(highlight=nodes[100:110])
     hl = ls._repr_html_()
     assert len(hl) < 60_000 and parse_html(hl).classes.count("hl") >= 10
+    assert len(str(ls)) > 100_000  # the text form is the whole program (print(mod)), marked
+    tb = big.tabular()
+    assert len(tb) >= 10_000 and len(tb._repr_html_()) < 60_000 and len(str(tb)) < 20_000
+    parse_html(tb._repr_html_())

@@ -325,8 +325,7 @@ class Listing:
     ``missing`` the highlighted nodes printed on no line of their own (constants, or nodes
     not in the module)."""
 
-    def __init__(self, module: Any, text: str, marked: Iterable[int], missing: int = 0,
-                 types: dict[int, str] | None = None) -> None:
+    def __init__(self, module: Any, text: str, marked: Iterable[int], missing: int = 0) -> None:
         self.module = module
         self.text = text
         self.lines = text.rstrip("\n").split("\n")
