@@ -3,16 +3,17 @@
 :func:`install` attaches ``_repr_html_`` to :class:`~pyir.Expr`,
 :class:`~pyir.Module`, :class:`~pyir.ir.lineage.PassRecord`,
 :class:`~pyir.ir.lineage.Step` and the answers of :mod:`pyir.ir.answers` (``mod.find``,
-``mod.origins``, ``mod.history``, ``mod.show``, ``mod.tabular``; it is idempotent).  :class:`~pyir.analysis.diff.Diff` and
-:class:`~pyir.report.ReportInstrument` call into this module themselves.
+``mod.origins``, ``mod.history``, ``mod.show``, ``mod.tabular``; it is idempotent).
+:class:`~pyir.analysis.diff.Diff` and :class:`~pyir.report.ReportInstrument` call into this
+module themselves.
 
 The HTML is self-contained: one inline ``<style>`` per output, the IR text
 syntax-highlighted with ``<span class=...>`` (keywords, operators, variables,
 constants, types, attributes), each module function in a collapsible
 ``<details>``, a binding's line titled with its name and type (hover), the lines of
-highlighted nodes (``mod.show(highlight=...)``) coloured.  Large outputs (more than ``max_lines`` lines, default 500) are
-summarized instead of flooding the notebook.  Every piece of text goes through
-:func:`html.escape`.
+highlighted nodes (``mod.show(highlight=...)``) coloured.  Large outputs (more than
+``max_lines`` lines, default 500) are summarized instead of flooding the notebook.  Every
+piece of text goes through :func:`html.escape`.
 """
 
 from __future__ import annotations
