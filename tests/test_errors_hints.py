@@ -96,3 +96,10 @@ def test_a_pass_returning_something_else_is_a_pass_error():
     with pytest.raises(pyir.PassError, match="_Forgetful"):
         Sequential([SimplifyExpr(), _Forgetful()])(m)
     assert SimplifyExpr()(m) is m  # a pass that returns its input is fine
+
+
+def test_item_assignment_points_to_with_function():
+    """(Module.__setitem__ comes from the Relay API work; the hint is what issue 15 asks.)"""
+    m = pyir.Module.from_expr(op.nn.relu(pyir.var("x", shape=(2,))))
+    with pytest.raises(pyir.ImmutableError, match="with_function"):
+        m["main"] = m["main"]
