@@ -1456,25 +1456,25 @@ class _Back:
         return target in _forward(self.recs[last], cur)[1]
 
 
-def origins(mod: Any, x: Any, since: int = 0) -> set[bytes]:
+def origins(mod: Any, x: Any, since: int = 0, into: Callable[[Any], Any] = set) -> Any:
     """Root origin ids of ``x``: the ids, before the first pass (or before record
-    number ``since``), it derives from."""
+    number ``since``), it derives from (a set, or ``into(ids)``: one copy of the answer)."""
     records = mod.pass_records
     if isinstance(since, bool) or not isinstance(since, int) or not 0 <= since <= len(records):
         raise LineageError(f"since must be a pass record number in [0, {len(records)}], got {since!r}")
     recs = list(records[since:] if since else records)
-    return _origins(recs, _id_of(x))
+    return _origins(recs, _id_of(x), into)
 
 
-def _origins(recs: list[PassRecord], target: bytes) -> set[bytes]:
+def _origins(recs: list[PassRecord], target: bytes, into: Callable[[Any], Any] = set) -> Any:
     if not any(r.edges._typed for r in recs):  # unions only: one walk per record
         cur = {target}
         for rec in reversed(recs):
             back = rec.back
             if back:
                 cur = _roots_within(back, cur)
-        return cur
-    return set(_Back(recs).origins(target, len(recs) - 1))
+        return cur if into is set else into(cur)
+    return into(_Back(recs).origins(target, len(recs) - 1))
 
 
 def _roots_within(back: Mapping[bytes, tuple[bytes, ...]], ids: set[bytes]) -> set[bytes]:

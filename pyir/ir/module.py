@@ -303,7 +303,8 @@ class Module:
         An :class:`~pyir.ir.answers.Origins`: a set of ids that resolves them to nodes of the
         original module (``nodes()``, while it is alive) and to what a frontend recorded
         (``sources()``, ``source_names()``: ONNX node names), with a text and an HTML table."""
-        return Origins(_origins(self, expr_or_id, since), self, _id_of(expr_or_id), since)
+        q = _id_of(expr_or_id)
+        return _origins(self, q, since, lambda ids: Origins(ids, self, q, since))
 
     def history(self, expr_or_id: Any) -> History:
         """The steps (pass name, before id, after id, the rewrite rule that fired) that led to
