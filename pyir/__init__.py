@@ -19,6 +19,7 @@ from .errors import (
     FinalKindError,
     FrontendError,
     GraphvizNotFoundError,
+    IllTypedProgramError,
     ImmutableError,
     InternalError,
     LineageError,
@@ -85,7 +86,7 @@ __all__ = [
     "PyIRError", "ImmutableError", "AttrError", "UnknownOpError", "TypeCheckError", "WellFormedError",
     "EvaluationError", "PassError", "RewriteLoopError", "LineageError", "ParseError",
     "SerializationError", "PatternError", "FinalKindError", "FrontendError", "GraphvizNotFoundError",
-    "InternalError", "AlphaEqualityError",
+    "InternalError", "AlphaEqualityError", "IllTypedProgramError",
     # nodes, types, expressions
     "op", "Node", "Attrs", "live_node_count",
     "Type", "TensorType", "TupleType", "FuncType", "dims", "Dim", "sym", "Any",

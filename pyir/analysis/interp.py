@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EvaluationError, InternalError, PyIRError
+from ..errors import EvaluationError, IllTypedProgramError, InternalError, PyIRError, TypeCheckError
 from ..ir import hooks
 from ..ir.expr import (
     Call,
@@ -392,8 +392,12 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
             env.vars[p] = _check_input(i, p, v)
         symbolic = not all(p.type_annotation is None or _static(p.type_annotation) for p in params)
         binds = _bind_inputs(params, [env.vars[p] for p in params]) if symbolic else {}
-        with Progress("evaluate"):
-            out = _run(program.body, _Frame(env), mod)
+        try:
+            with Progress("evaluate"):
+                out = _run(program.body, _Frame(env), mod)
+        except EvaluationError as e:
+            _explain_failure(program, mod, e)
+            raise
         rt = _result_type(program, mod, symbolic)
         if rt is not None:
             _check_result(rt, out, binds)
@@ -404,6 +408,26 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
         with Progress("evaluate"):
             return _run(program, _Frame(_Env()), mod)
     raise EvaluationError(f"cannot evaluate {type(program).__name__}")
+
+
+def _explain_failure(f: Function, mod: Module | None, err: EvaluationError) -> None:
+    """A kernel failed while running ``f``: if ``f`` is ill-typed, raise the type checker's
+    error instead (an :class:`~pyir.errors.IllTypedProgramError`, both a TypeCheckError and an
+    EvaluationError), which names the node, the operator and the shapes, rather than a numpy
+    error from deep in a kernel.  (The interpreter does not type-check a program that runs:
+    a declared result type is checked on the result.)  Functions with unannotated parameters
+    and well-typed ones keep the kernel's error."""
+    if cached_type(f) is not None or any(p.type_annotation is None for p in f.params):
+        return
+    try:
+        if mod is not None and "main" in mod and mod["main"] is f:
+            mod.global_type("main")
+        else:
+            hooks.infer_type(f, mod)
+    except TypeCheckError as e:
+        raise IllTypedProgramError(f"the program is ill-typed: {e}") from err
+    except PyIRError:
+        return
 
 
 def _result_type(f: Function, mod: Module | None, symbolic: bool) -> Type | None:

@@ -61,7 +61,7 @@ from ..ir.expr import (
     Var,
 )
 from ..ir.kinds import info
-from ..ir.node import Attrs, Node, _typed_equal
+from ..ir.node import Attrs, Node, _typed_equal, cached_type
 from ..ir.traverse import ScopeTree
 from ..ir.types import FuncType, TensorType, TupleType, Type, dtype_kind
 from ..op.registry import REQUIRED
@@ -460,8 +460,10 @@ class _Plan:
     functions survives the text.  Iterative, linear in the body's size.
     """
 
-    def __init__(self, root: Node) -> None:
-        # 1. The order: post-order, with a marker where each let's value is complete.  A node
+    def __init__(self, root: Node, top_down: bool = False) -> None:
+        # 1. The order: post-order, with a marker where each let's value is complete (with
+        # ``top_down``, a call's callee expression after its arguments: a fused function is
+        # printed just before its first call, not above the arguments' whole upstream program).  A node
         # popped again after its expansion is its own post-order marker: a copy of it pushed
         # by another parent cannot sit above that marker (it would be its own descendant).
         pos: dict[Node, int] = {}
@@ -489,8 +491,10 @@ class _Plan:
             add(it)
             push(it)
             if k is Call:
+                if top_down and type(it.op) is not Op:
+                    push(it.op)
                 extend(reversed(it.args))
-                if type(it.op) is not Op:
+                if not top_down and type(it.op) is not Op:
                     push(it.op)
             elif k is Let:
                 has_let = True
@@ -625,8 +629,14 @@ class _Plan:
 
 
 class _Printer:
-    def __init__(self, inline_limit: int) -> None:
+    def __init__(self, inline_limit: int, top_down: bool = False, show_types: bool = False,
+                 names_out: list[Any] | None = None) -> None:
         self.inline_limit = inline_limit
+        self.top_down = top_down
+        self.show_types = show_types
+        self.names_out = names_out  # receives (node, function, label, line) for each printed binding
+        self.function = ""  # the definition being printed
+        self.owner: list[str] = []  # labels of the enclosing scopes (a tail is "<owner>.return")
         self.lines: list[str] = []
         self.names: dict[Node, str] = {}
         self.used: set[str] = set()
@@ -759,6 +769,11 @@ class _Printer:
                 i += 1
             value = let.value
             head = f"let {self.param(let.var)} = "
+            if self.names_out is not None:
+                vn = self.names[let.var]
+                self.names_out.append((let.var, self.function, vn, len(self.lines)))
+                if value in inline:
+                    self.names_out.append((value, self.function, vn, len(self.lines)))
             if value in inline:
                 yield from self.line(plan, value, indent, head, ";")
             else:
@@ -772,10 +787,18 @@ class _Printer:
             else:  # ``self.emit``, inlined for the common case
                 name = f"%{self.counter}"
                 self.counter += 1
-                lines_append(f"{indent}{name} = {flat(n)};")
+                if self.names_out is not None:
+                    self.names_out.append((n, self.function, name, len(self.lines)))
+                if self.show_types:
+                    lines_append(f"{indent}{name} = {flat(n)}{self.type_comment(n)};")
+                else:
+                    lines_append(f"{indent}{name} = {flat(n)};")
                 names[n] = name
         tail = plan.tail[s]
         if tail in inline:
+            if self.names_out is not None:
+                label = (self.owner[-1] if self.owner else "") + ".return"
+                self.names_out.append((tail, self.function, label, len(self.lines)))
             yield from self.line(plan, tail, indent, "", "")
         else:
             lines_append(indent + self.ref(tail))
@@ -784,40 +807,67 @@ class _Printer:
         """Bind ``n`` to the next ``%N``."""
         name = f"%{self.counter}"
         self.counter += 1
+        if self.names_out is not None:
+            self.names_out.append((n, self.function, name, len(self.lines)))
         yield from self.line(plan, n, indent, f"{name} = ", ";")
         self.names[n] = name
 
     def line(self, plan: _Plan, n: Node, indent: str, prefix: str, suffix: str) -> Generator[Any, None, None]:
         """Print ``n`` (its children already named) after ``prefix``; blocks open nested scopes."""
         inner = indent + "  " if len(indent) < 2 * MAX_INDENT else indent
-        if type(n) is If:
+        k = type(n)
+        if k is not If and k is not Function and k is not Let:
+            ty = self.type_comment(n) if self.show_types else ""
+            self.lines.append(f"{indent}{prefix}{self.flat(n)}{ty}{suffix}")
+            return
+        owner = self.owner
+        if self.names_out is not None:  # the label of the nested scopes: "%3", "%x" or "<owner>.return"
+            owner.append(prefix[:-3].removeprefix("let ") if prefix else
+                         (owner[-1] if owner else "") + ".return")
+        if k is If:
             t, f = plan.inner[n]
-            self.lines.append(f"{indent}{prefix}if ({self.ref(n.cond)}) {{")
+            self.lines.append(f"{indent}{prefix}if ({self.ref(n.cond)}) {{")  # type: ignore[attr-defined]
+            if self.names_out is not None:
+                owner[-1] += ".then"
             yield self.scope(plan, t, inner)
             self.lines.append(f"{indent}}} else {{")
+            if self.names_out is not None:
+                owner[-1] = owner[-1][:-5] + ".else"
             yield self.scope(plan, f, inner)
             self.lines.append(f"{indent}}}{suffix}")
-        elif type(n) is Function:
-            self.lines.append(indent + self.fn_header(n, prefix + "fn "))
+        elif k is Function:
+            self.lines.append(indent + self.fn_header(n, prefix + "fn "))  # type: ignore[arg-type]
             yield self.scope(plan, plan.inner[n][0], inner)
             self.lines.append(f"{indent}}}{suffix}")
-        elif type(n) is Let:  # a let block used as a value
+        else:  # a let block used as a value
             self.lines.append(f"{indent}{prefix}{{")
             yield self.scope(plan, plan.inner[n][0], inner)
             self.lines.append(f"{indent}}}{suffix}")
-        else:
-            self.lines.append(f"{indent}{prefix}{self.flat(n)}{suffix}")
+        if self.names_out is not None:
+            owner.pop()
+
+    def type_comment(self, n: Node) -> str:
+        """`` /* ty=T */`` for a node whose type is known (``show_types``), else ""."""
+        t = cached_type(n)
+        return "" if t is None else f" /* ty={self.type_text(t)} */"
 
     def fn_header(self, f: Function, head: str) -> str:
         parts = [self.param(p) for p in f.params]
+        if self.names_out is not None:
+            line = len(self.lines)
+            self.names_out.extend((p, self.function, self.names[p], line) for p in f.params)
         parts += _attr_items_text(f.attrs.items(), self.type_text)
         ret = f" -> {self.type_text(f.ret_type)}" if f.ret_type is not None else ""
         return f"{head}({', '.join(parts)}){ret} {{"
 
     def definition(self, name: str, f: Function) -> Generator[Any, None, None]:
         self.counter = 0
+        self.function = name
+        if self.names_out is not None:
+            self.names_out.append((f, name, quote_name("@", name), len(self.lines)))
+            self.owner = [quote_name("@", name)]
         self.lines.append(self.fn_header(f, "def " + quote_name("@", name)))
-        yield self.scope(_Plan(f.body), 0, "  ")
+        yield self.scope(_Plan(f.body, self.top_down), 0, "  ")
         self.lines.append("}")
 
     def run(self, gen: Generator[Any, None, None]) -> None:
@@ -839,7 +889,8 @@ class _Printer:
         return out
 
 
-def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_LIMIT) -> str:
+def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_LIMIT, order: str = "post",
+           show_types: bool = False, names_out: list[Any] | None = None) -> str:
     """Relay-like text of a module, function, expression, type or ``Attrs``.
 
     An ``Attrs`` prints as ``{axis=1, keepdims=True}``; anything else that is not a
@@ -850,22 +901,39 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
     section, so that :func:`pyir.parse` rebuilds the module exactly;
     ``show_meta_data=False`` replaces the section by a one-line note (that is
     what ``str()`` and notebooks show).
+
+    Options for reading (:func:`pyir.parse` reads every variant back to the same module):
+
+    * ``order="top-down"`` prints a call's callee expression after its arguments, so a fused
+      module reads top-down with its calls (each primitive function just before its first
+      call); ``"post"`` (the default) prints callees first.
+    * ``show_types=True`` prints each binding's type, when known (after type inference), as a
+      comment: ``%0 = nn.conv2d(%x, %w) /* ty=Tensor[(1, 4, 6, 6), float32] */;``.
+    * ``names_out``, a list, receives ``(node, function name, label, line index)`` for every
+      printed binding, parameter and function (the line index counts from the text's first
+      line): ``label`` is the printed name (``%3``, ``%x``, ``@main``), or
+      ``<scope>.return`` for the result of a scope printed without a name (``@main.return``,
+      ``%1.return`` for the body of the function bound to ``%1``, ``%4.then.return``).
+      :meth:`pyir.Module.name_of` / :meth:`~pyir.Module.node_at` are built on it.
     """
     from ..ir.module import Module
 
+    if order not in ("post", "top-down"):
+        raise TypeCheckError(f"astext: order is 'post' or 'top-down', got {order!r}")
     if isinstance(obj, Type):
         types = _TypeAliases()
         return types.resolve(types.text(obj))
     if type(obj) is Attrs:
         return "{" + ", ".join(_attr_items_text(obj.items())) + "}"
-    p = _Printer(inline_limit)
+    start = 0 if names_out is None else len(names_out)
+    p = _Printer(inline_limit, order == "top-down", bool(show_types), names_out)
     if isinstance(obj, Module):
         for i, (name, f) in enumerate(obj.items()):
             if i:
                 p.lines.append("")
             p.run(p.definition(name, f))
     elif isinstance(obj, Expr):
-        p.run(p.scope(_Plan(obj), 0, ""))
+        p.run(p.scope(_Plan(obj, order == "top-down"), 0, ""))
     else:
         raise TypeCheckError(f"astext: cannot print a {type(obj).__name__} (expected a Module, an "
                              "expression, a type or Attrs)")
@@ -875,7 +943,12 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
         else:
             p.lines.append(f"/* {len(p.meta)} large constant(s) elided: astext() "
                            "includes them */")
-    return p.types.resolve("\n".join(p.lines) + "\n")
+    text = p.types.resolve("\n".join(p.lines) + "\n")
+    if names_out is not None and p.types.roots:
+        off = text.count("\n") - len(p.lines)  # the type alias declarations come first
+        if off:
+            names_out[start:] = [(n, f, label, line + off) for n, f, label, line in names_out[start:]]
+    return text
 
 
 def _arg_summary(a: Node) -> str:
