@@ -60,6 +60,24 @@ from ..ir.expr import (
     TupleGetItem,
     Var,
 )
+from ..ir.adt import (
+    Clause,
+    Constructor,
+    GlobalTypeVar,
+    Match,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    RefCreate,
+    RefRead,
+    RefType,
+    RefWrite,
+    TypeCall,
+    TypeData,
+    TypeVar,
+    type_vars_of,
+)
 from ..ir.kinds import info
 from ..ir.node import Attrs, Node, _typed_equal
 from ..ir.traverse import ScopeTree
@@ -162,9 +180,85 @@ def _type_text(t: Type, names: dict[Type, str] | None) -> str:
                 if i:
                     push(", ")
             emit("fn (")
+        elif k is TypeVar:
+            emit("_" if x.name_hint.startswith("?") else x.name_hint)
+        elif k is TypeCall:
+            push("]")
+            args = x.args
+            for i in range(len(args) - 1, -1, -1):
+                push(args[i])
+                if i:
+                    push(", ")
+            emit(x.func.name_hint + "[")
+        elif k is RefType:
+            push(")")
+            push(x.value)
+            emit("ref(")
+        elif k is GlobalTypeVar:
+            emit(x.name_hint)
         else:
             emit(repr(x))
     return "".join(out)
+
+
+def type_data_text(td: TypeData, type_text: Any = type_str) -> str:
+    """``type List[A] {\n  Cons(A, List[A]),\n  Nil,\n}`` (TVM's layout)."""
+    head = f"type {td.header.name_hint}" + (f"[{', '.join(td.type_vars)}]" if td.type_vars else "")
+    lines = [head + " {"]
+    for c in td.constructors:
+        fields = f"({', '.join(type_text(t) for t in c.inputs)})" if c.inputs else ""
+        lines.append(f"  {c.name_hint}{fields},")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def pattern_text(p: Pattern, var_names: list[str]) -> str:
+    """Text of a pattern, its variables named (in order) from ``var_names``; iterative."""
+    out: list[str] = []
+    names = iter(var_names)
+    stack: list[Any] = [p]
+    while stack:
+        x = stack.pop()
+        if type(x) is str:
+            out.append(x)
+            continue
+        k = type(x)
+        if k is PatternVar:
+            out.append(next(names))
+        elif k is PatternConstructor:
+            out.append(x.constructor.name_hint)
+            if x.patterns:
+                out.append("(")
+                stack.append(")")
+                for i in range(len(x.patterns) - 1, -1, -1):
+                    stack.append(x.patterns[i])
+                    if i:
+                        stack.append(", ")
+        elif k is PatternTuple:
+            out.append("(")
+            stack.append(")")
+            for i in range(len(x.patterns) - 1, -1, -1):
+                stack.append(x.patterns[i])
+                if i:
+                    stack.append(", ")
+        else:
+            out.append("_")
+    return "".join(out)
+
+
+def function_type_params(f: Function, outer: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """The type parameters of ``f``: the type variables of its annotations (parameters, then the
+    return type) in order of first appearance, but those of ``outer`` (an enclosing function's)
+    and the unknowns of inference."""
+    out: list[str] = []
+    for t in [p.type_annotation for p in f.params] + [f.ret_type]:
+        if t is None:
+            continue
+        for v in type_vars_of(t):
+            n = v.name_hint
+            if n not in out and n not in outer and not n.startswith("?"):
+                out.append(n)
+    return out
 
 
 def _subtypes(t: Type) -> tuple[Type, ...]:
@@ -434,7 +528,7 @@ def _op_attr_text(call: Call, type_text: Any = type_str) -> list[str]:
     return out
 
 
-_ATOMS = (Var, GlobalVar, Op, Constant)
+_ATOMS = (Var, GlobalVar, Op, Constant, Constructor)
 _ATOMS_SET = frozenset(_ATOMS)
 _USE, _ROOT, _CONT = 0, 1, 2
 
@@ -448,6 +542,8 @@ def _relations(n: Node) -> tuple[tuple[Node, int], ...]:
         return ((n.body, _ROOT),)
     if type(n) is Let:
         return ((n.value, _USE), (n.body, _CONT))
+    if type(n) is Match:  # like an If: each clause body is a nested scope
+        return ((n.data, _USE), *[(c.rhs.body, _ROOT) for c in n.clauses])
     return tuple((c, _USE) for c in n.children())
 
 
@@ -497,6 +593,8 @@ class _Plan:
                 push(it.body)
                 push((it,))
                 push(it.value)
+            elif k is Match:  # its clauses and their functions print as part of it
+                extend(reversed([it.data, *[c.rhs.body for c in it.clauses]]))
             else:
                 extend(reversed(it.children()))
         # 2. Lets printed as a line of a scope's let chain, unless claimed twice or used as values.
@@ -596,6 +694,12 @@ class _Plan:
                 self.spine[b] = [n]
                 use(n.value, b)  # type: ignore[attr-defined]
                 continue_chain(b, n.body)  # type: ignore[attr-defined]
+            elif k is Match:
+                scopes = tuple([new(h) for _ in n.clauses])  # type: ignore[attr-defined]
+                self.inner[n] = scopes
+                use(n.data, h)  # type: ignore[attr-defined]
+                for sc, c in zip(scopes, n.clauses):  # type: ignore[attr-defined]
+                    open_scope(sc, c.rhs.body)
             else:
                 for c in n.children():
                     use(c, h)
@@ -638,6 +742,8 @@ class _Printer:
         self.types = _TypeAliases()
         self.type_text = self.types.text
         self.attr_text: dict[tuple[Node, Attrs], list[str]] = {}  # (callee, attrs) -> printed attributes
+        self.has_tvars = False  # the printed program has type variables (function type parameters)
+        self.outer_tvars: set[str] = set()  # the type parameters of the definition being printed
 
     # -- names ----------------------------------------------------------------------
     def var_name(self, v: Var) -> str:
@@ -664,6 +770,8 @@ class _Printer:
             return quote_name("@", n.name_hint)  # type: ignore[attr-defined]
         if k is Op:
             return n.name  # type: ignore[attr-defined]
+        if k is Constructor:
+            return n.name_hint  # type: ignore[attr-defined]
         if k is Constant:
             s = self.const_text.get(n)
             if s is not None:
@@ -714,6 +822,8 @@ class _Printer:
                     if not any("\x00" in x for x in at):  # no alias placeholder (those are counted)
                         self.attr_text[key] = at
                 parts += at
+            if not parts and type(op) is Constructor and not op.inputs:
+                return callee  # a nullary constructor: ``Nil`` (TVM's text)
             return f"{callee}({', '.join(parts)})"
         if k is Tuple:
             fs = [self.ref(f) for f in n.fields]  # type: ignore[attr-defined]
@@ -722,6 +832,12 @@ class _Printer:
             return f"{self.ref(n.tuple_value)}.{n.index}"  # type: ignore[attr-defined]
         if k in _ATOMS_SET:
             return self.ref(n)
+        if k is RefCreate:
+            return f"ref({self.ref(n.value)})"  # type: ignore[attr-defined]
+        if k is RefRead:
+            return f"ref_read({self.ref(n.ref)})"  # type: ignore[attr-defined]
+        if k is RefWrite:
+            return f"ref_write({self.ref(n.ref)}, {self.ref(n.value)})"  # type: ignore[attr-defined]
         return self.generic(n)
 
     def generic(self, n: Node) -> str:
@@ -805,6 +921,16 @@ class _Printer:
             self.lines.append(f"{indent}{prefix}{{")
             yield self.scope(plan, plan.inner[n][0], inner)
             self.lines.append(f"{indent}}}{suffix}")
+        elif type(n) is Match:  # TVM's layout: ``match (%x) {`` then ``pattern => {...},`` lines
+            q = "?" if not n.complete else ""
+            self.lines.append(f"{indent}{prefix}match{q} ({self.ref(n.data)}) {{")
+            arm = inner + "  " if len(inner) < 2 * MAX_INDENT else inner
+            for sc, c in zip(plan.inner[n], n.clauses):
+                pat = pattern_text(c.lhs, [self.param(v) for v in c.rhs.params])
+                self.lines.append(f"{inner}{pat} => {{")
+                yield self.scope(plan, sc, arm)
+                self.lines.append(f"{inner}}},")
+            self.lines.append(f"{indent}}}{suffix}")
         else:
             self.lines.append(f"{indent}{prefix}{self.flat(n)}{suffix}")
 
@@ -812,11 +938,18 @@ class _Printer:
         parts = [self.param(p) for p in f.params]
         parts += _attr_items_text(f.attrs.items(), self.type_text)
         ret = f" -> {self.type_text(f.ret_type)}" if f.ret_type is not None else ""
+        tps = function_type_params(f, self.outer_tvars) if self.has_tvars else []
+        if tps:  # ``def @id[A](%x: A)``, ``fn [A](...)``: TVM's type parameters
+            head = head.rstrip() + f"[{', '.join(tps)}]"
         return f"{head}({', '.join(parts)}){ret} {{"
 
     def definition(self, name: str, f: Function) -> Generator[Any, None, None]:
         self.counter = 0
-        self.lines.append(self.fn_header(f, "def " + quote_name("@", name)))
+        self.outer_tvars = set()
+        header = self.fn_header(f, "def " + quote_name("@", name))
+        if self.has_tvars:
+            self.outer_tvars = set(function_type_params(f))
+        self.lines.append(header)
         yield self.scope(_Plan(f.body), 0, "  ")
         self.lines.append("}")
 
@@ -858,10 +991,20 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
         return types.resolve(types.text(obj))
     if type(obj) is Attrs:
         return "{" + ", ".join(_attr_items_text(obj.items())) + "}"
+    if isinstance(obj, Pattern):
+        return pattern_text(obj, [f"%{i}" for i in range(64 + len(obj.children()) * 0 + _npat(obj))])
+    if type(obj) is Clause:
+        obj = Match(obj.rhs.params[0] if obj.rhs.params else Tuple([]), [obj])  # shown in a match
     p = _Printer(inline_limit)
     if isinstance(obj, Module):
-        for i, (name, f) in enumerate(obj.items()):
+        p.has_tvars = _module_has_tvars(obj)
+        tds = obj.type_definitions()
+        for i, tn in enumerate(sorted(tds)):
             if i:
+                p.lines.append("")
+            p.lines.extend(type_data_text(tds[tn], p.type_text).split("\n"))
+        for i, (name, f) in enumerate(obj.items()):
+            if i or tds:
                 p.lines.append("")
             p.run(p.definition(name, f))
     elif isinstance(obj, Expr):
@@ -876,6 +1019,22 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
             p.lines.append(f"/* {len(p.meta)} large constant(s) elided: astext() "
                            "includes them */")
     return p.types.resolve("\n".join(p.lines) + "\n")
+
+
+def _npat(p: Pattern) -> int:
+    from ..ir.adt import pattern_var_count
+
+    return pattern_var_count(p)
+
+
+def _module_has_tvars(mod: Any) -> bool:
+    """Whether a function signature of ``mod`` holds a type variable (then headers print their
+    type parameters; other modules skip the scan of their signatures)."""
+    for f in mod.functions().values():
+        for t in [p.type_annotation for p in f.params] + [f.ret_type]:
+            if t is not None and type(t) is not TensorType and type_vars_of(t):
+                return True
+    return False
 
 
 def _arg_summary(a: Node) -> str:
