@@ -251,6 +251,7 @@ class Parser:
         self.type_defs: dict[str, TypeData] = {}
         self.type_params: list[str] = []  # the type parameters in scope (``def @f[A]``, ``fn [A]``)
         self.types_used: dict[str, int] = {}  # type definition name -> offset of a first use
+        self._defining_types = False
 
     # -- token stream ------------------------------------------------------------------------------
     def _refill(self, i: int) -> int:
@@ -463,8 +464,9 @@ class Parser:
             return self.build(TypeVar, p, s)
         if s == "_":
             return fresh_unknown()
-        if not s.isidentifier():
-            raise self.error(f"unknown type {s!r}", p)
+        if not s.isidentifier() or (s not in self.type_defs and not self._defining_types):
+            raise self.error(f"expected a type, found {s!r} (not a type definition read so far, nor a type "
+                             "parameter in scope)", p)
         self.types_used.setdefault(s, p)
         k, t, _ = self.tok
         if k == "NUMLIST" and t[1:-1].strip() == "":  # ``Nat[]``
@@ -509,6 +511,7 @@ class Parser:
         tvs = self.parse_type_params()
         saved = self.type_params
         self.type_params = saved + tvs
+        self._defining_types = True  # field types may name definitions that follow
         ctors: list[tuple[str, list[Type], int]] = []
         self.parse_token("LC", "opening the constructors of a type definition")
         while self.tok[0] != "RC":
@@ -543,6 +546,7 @@ class Parser:
                 break
         self.parse_token("RC", "closing a type definition")
         self.type_params = saved
+        self._defining_types = False
         cs = [self.build(Constructor, cp, cname, fields, name, tvs) for cname, fields, cp in ctors]
         td: TypeData = self.build(TypeData, p, name, tvs, cs)
         self.type_defs[name] = td
@@ -1180,8 +1184,8 @@ class Parser:
                     attrs[key] = self.parse_attr_value()
                 elif attrs is not None:
                     raise self.expected("an attribute 'name=value' (arguments come before attributes)")
-                else:
-                    e = self.parse_optional_expr()
+                else:  # a block argument (``@f(fn (%x) { ... })``, TVM's text) or a flat one
+                    e = self.run(self.value()) if self._is_block() else self.parse_optional_expr()
                     if e is None:
                         raise self.expected("an argument or ')'")
                     args.append(e)
@@ -1523,7 +1527,7 @@ class Parser:
                 self.parse_type_definition()
                 continue
             if self.tok[0] != "IDENT" or self.tok[1] != "def":
-                raise self.expected("'def', 'type' or end of input")
+                raise self.expected("'def' or end of input")
             name, f, p = self.run(self.definition())
             if name in funcs:
                 raise self.error(f"@{name} is defined twice", p)
