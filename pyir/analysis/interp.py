@@ -23,6 +23,16 @@ import numpy as np
 
 from ..errors import EvaluationError, InternalError, PyIRError
 from ..ir import hooks
+from ..ir.adt import (
+    Constructor,
+    Match,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    RefCreate,
+    RefRead,
+    RefWrite,
+)
 from ..ir.expr import (
     Call,
     Constant,
@@ -35,16 +45,6 @@ from ..ir.expr import (
     Tuple,
     TupleGetItem,
     Var,
-)
-from ..ir.adt import (
-    Constructor,
-    Match,
-    PatternConstructor,
-    PatternTuple,
-    PatternVar,
-    RefCreate,
-    RefRead,
-    RefWrite,
 )
 from ..ir.module import Module
 from ..ir.node import Node, cached_type

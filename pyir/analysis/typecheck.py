@@ -22,24 +22,10 @@ from typing import Any
 
 from ..errors import InternalError, PyIRError, TypeCheckError, UnknownOpError, WellFormedError
 from ..ir import hooks
-from ..ir.expr import (
-    Call,
-    Constant,
-    Expr,
-    Function,
-    GlobalVar,
-    If,
-    Let,
-    Op,
-    Tuple,
-    TupleGetItem,
-    Var,
-)
 from ..ir.adt import (
     F_MATCH,
     Clause,
     Constructor,
-    GlobalTypeVar,
     Match,
     PatternConstructor,
     PatternTuple,
@@ -53,7 +39,19 @@ from ..ir.adt import (
     fresh_unknown,
     is_unknown,
     type_vars_of,
-    walk_pattern,
+)
+from ..ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
 from ..ir.node import F_GLOBAL, F_LET, F_UNTYPED, Node, _set_ty, cached_type
 from ..ir.traverse import post_order
@@ -390,7 +388,7 @@ def subst_tvars(t: Type, mapping: dict[Type, Type]) -> Type:
                 active.add(x)
                 stack.append(b)
             continue
-        kids = x.children()
+        kids: Any = x.children()
         todo = [c for c in kids if c not in memo]
         if todo:
             stack.extend(todo)
@@ -502,22 +500,20 @@ def pattern_types(p: Any, data_type: Type, clause: Node) -> list[Type]:
             c = q.constructor
             if is_unknown(t):
                 t = instantiate(c.result_type)
-            if type(t) is not TypeCall or t.func is not c.belong_to or len(t.args) != len(c.type_vars):  # type: ignore[attr-defined]
+            if type(t) is not TypeCall or t.func is not c.belong_to or len(t.args) != len(c.type_vars):
                 raise TypeCheckError(f"{_where(clause)}: pattern {c.name_hint}(...) of type "
                                      f"{c.belong_to.name_hint} cannot match a value of type {_fmt(t)}")
-            m: dict[Type, Type] = {TypeVar(v): a for v, a in zip(c.type_vars, t.args)}  # type: ignore[attr-defined]
+            m: dict[Type, Type] = {TypeVar(v): a for v, a in zip(c.type_vars, t.args)}
             for sub, it in reversed(list(zip(q.patterns, c.inputs))):
                 stack.append((sub, subst_tvars(it, m)))
         elif k is PatternTuple:
-            if type(t) is not TupleType or len(t.fields) != len(q.patterns):  # type: ignore[attr-defined]
+            if type(t) is not TupleType or len(t.fields) != len(q.patterns):
                 raise TypeCheckError(f"{_where(clause)}: a tuple pattern of {len(q.patterns)} cannot match a "
                                      f"value of type {_fmt(t)}")
-            for sub, ft in reversed(list(zip(q.patterns, t.fields))):  # type: ignore[attr-defined]
+            for sub, ft in reversed(list(zip(q.patterns, t.fields))):
                 stack.append((sub, ft))
     return out
 
-
-_ = (GlobalTypeVar, walk_pattern)  # re-exported names of the ADT kinds used by other layers
 
 
 # -- the typing context of passes ----------------------------------------------------------------

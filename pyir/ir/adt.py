@@ -97,7 +97,7 @@ class TypeVar(Type, final=True):
     name_hint: str
 
     def __new__(cls, name_hint: str) -> TypeVar:
-        return build(cls, (_name(name_hint, "TypeVar name"),))  # type: ignore[no-any-return]
+        return build(cls, (_name(name_hint, "TypeVar name"),))
 
     def __repr__(self) -> str:
         return f"TypeVar({self.name_hint!r})"
@@ -129,7 +129,7 @@ class GlobalTypeVar(Type, final=True):
     name_hint: str
 
     def __new__(cls, name_hint: str) -> GlobalTypeVar:
-        return build(cls, (_name(name_hint, "GlobalTypeVar name"),))  # type: ignore[no-any-return]
+        return build(cls, (_name(name_hint, "GlobalTypeVar name"),))
 
     def __repr__(self) -> str:
         return f"GlobalTypeVar({self.name_hint!r})"
@@ -152,7 +152,7 @@ class TypeCall(Type, final=True):
         f = GlobalTypeVar(func) if isinstance(func, str) else func
         if type(f) is not GlobalTypeVar:
             raise WellFormedError(f"TypeCall applies a GlobalTypeVar, got {f!r:.80}")
-        return build(cls, (f, _types(args, "TypeCall arguments")))  # type: ignore[no-any-return]
+        return build(cls, (f, _types(args, "TypeCall arguments")))
 
     def __repr__(self) -> str:
         return f"TypeCall({self.func.name_hint!r}, {list(self.args)!r})"
@@ -175,7 +175,7 @@ class RefType(Type, final=True):
     def __new__(cls, value: Type) -> RefType:
         if not isinstance(value, Type):
             raise WellFormedError(f"RefType holds a type, got {value!r:.80}")
-        return build(cls, (value,))  # type: ignore[no-any-return]
+        return build(cls, (value,))
 
     def __repr__(self) -> str:
         return f"RefType({self.value!r})"
@@ -219,7 +219,7 @@ class Constructor(Expr, final=True):
                      for v in type_vars])
         if len(set(tvs)) != len(tvs):
             raise WellFormedError(f"Constructor {name}: type parameters must be distinct, got {list(tvs)}")
-        return build(cls, (name, _types(inputs, f"Constructor {name} inputs"), b, tvs))  # type: ignore[no-any-return]
+        return build(cls, (name, _types(inputs, f"Constructor {name} inputs"), b, tvs))
 
     @property
     def result_type(self) -> TypeCall:
@@ -264,7 +264,7 @@ class TypeData(Type, final=True):
                     if v.name_hint not in tvs:
                         raise WellFormedError(f"type {h.name_hint}: constructor {c.name_hint} uses the type "
                                               f"variable {v.name_hint}, which is not a parameter of the type")
-        return build(cls, (h, tvs, cs))  # type: ignore[no-any-return]
+        return build(cls, (h, tvs, cs))
 
     @classmethod
     def define(cls, name: str, type_vars: Sequence[str], constructors: Sequence[tuple[str, Sequence[Any]]]
@@ -334,7 +334,7 @@ class PatternWildcard(Pattern, final=True):
     _fields = ()
 
     def __new__(cls) -> PatternWildcard:
-        return build(cls, ())  # type: ignore[no-any-return]
+        return build(cls, ())
 
     def __repr__(self) -> str:
         return "PatternWildcard()"
@@ -350,7 +350,7 @@ class PatternVar(Pattern, final=True):
     _fields = ()
 
     def __new__(cls) -> PatternVar:
-        return build(cls, ())  # type: ignore[no-any-return]
+        return build(cls, ())
 
     def __repr__(self) -> str:
         return "PatternVar()"
@@ -377,7 +377,7 @@ class PatternConstructor(Pattern, final=True):
         if len(ps) != len(constructor.inputs):
             raise WellFormedError(f"pattern {constructor.name_hint}(...) has {len(ps)} sub-pattern(s); the "
                                   f"constructor has {len(constructor.inputs)} field(s)")
-        return build(cls, (constructor, ps))  # type: ignore[no-any-return]
+        return build(cls, (constructor, ps))
 
     def __repr__(self) -> str:
         return f"PatternConstructor({self.constructor.name_hint}, {list(self.patterns)!r})"
@@ -397,7 +397,7 @@ class PatternTuple(Pattern, final=True):
         for p in ps:
             if not isinstance(p, Pattern):
                 raise WellFormedError(f"PatternTuple: sub-patterns must be patterns, got {p!r:.80}")
-        return build(cls, (ps,))  # type: ignore[no-any-return]
+        return build(cls, (ps,))
 
     def __repr__(self) -> str:
         return f"PatternTuple({list(self.patterns)!r})"
@@ -457,7 +457,7 @@ class Clause(Expr, final=True):
         if len(rhs.params) != n:
             raise WellFormedError(f"a clause's pattern binds {n} variable(s), its function takes "
                                   f"{len(rhs.params)}")
-        return build(cls, (lhs, rhs))  # type: ignore[no-any-return]
+        return build(cls, (lhs, rhs))
 
     @property
     def body(self) -> Expr:
@@ -493,7 +493,7 @@ class Match(Expr, final=True):
                 raise WellFormedError(f"Match clauses must be Clauses, got {c!r:.80}")
         if type(complete) is not bool:
             raise WellFormedError(f"Match complete must be a bool, got {complete!r:.80}")
-        return build(cls, (d, cs, complete))  # type: ignore[no-any-return]
+        return build(cls, (d, cs, complete))
 
 
 # -- references ------------------------------------------------------------------------------------
@@ -510,7 +510,7 @@ class RefCreate(Expr, final=True):
     value: Expr
 
     def __new__(cls, value: Expr) -> RefCreate:
-        return build(cls, (as_expr(value),))  # type: ignore[no-any-return]
+        return build(cls, (as_expr(value),))
 
 
 class RefRead(Expr, final=True):
@@ -524,7 +524,7 @@ class RefRead(Expr, final=True):
     ref: Expr
 
     def __new__(cls, ref: Expr) -> RefRead:
-        return build(cls, (as_expr(ref),))  # type: ignore[no-any-return]
+        return build(cls, (as_expr(ref),))
 
 
 class RefWrite(Expr, final=True):
@@ -539,4 +539,4 @@ class RefWrite(Expr, final=True):
     value: Expr
 
     def __new__(cls, ref: Expr, value: Expr) -> RefWrite:
-        return build(cls, (as_expr(ref), as_expr(value)))  # type: ignore[no-any-return]
+        return build(cls, (as_expr(ref), as_expr(value)))

@@ -162,7 +162,7 @@ class Module:
         td = self._types.get(key)
         if td is None:
             raise WellFormedError(f"module has no type definition {key}; it has {sorted(self._types)}")
-        return td  # type: ignore[no-any-return]
+        return td
 
     def constructor(self, name: str) -> Constructor:
         """The constructor ``name`` of one of the module's type definitions."""

@@ -60,21 +60,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import ParseError, PyIRError
-from ..ir.dims import Any as AnyDim
-from ..ir.dims import DimLike, Sym, dim_add, dim_floordiv, dim_mod, dim_mul, dim_sub, dim_sum
-from ..ir.expr import (
-    Call,
-    Constant,
-    Expr,
-    Function,
-    GlobalVar,
-    If,
-    Let,
-    Op,
-    Tuple,
-    TupleGetItem,
-    Var,
-)
 from ..ir.adt import (
     Clause,
     Constructor,
@@ -91,6 +76,21 @@ from ..ir.adt import (
     TypeData,
     TypeVar,
     fresh_unknown,
+)
+from ..ir.dims import Any as AnyDim
+from ..ir.dims import DimLike, Sym, dim_add, dim_floordiv, dim_mod, dim_mul, dim_sub, dim_sum
+from ..ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
 from ..ir.module import Module
 from ..ir.node import gc_paused as _gc_paused
@@ -1119,12 +1119,12 @@ class Parser:
             raise self.error(f"{name}(...) takes no attributes", pos)
         c = self.ctors.get(name)
         if c is not None:
-            return self.build(Call, pos, c, args)  # type: ignore[no-any-return]
+            return self.build(Call, pos, c, args)
         want = {"ref": 1, "ref_read": 1, "ref_write": 2}[name]
         if len(args) != want:
             raise self.error(f"{name} takes {want} argument(s), got {len(args)}", pos)
         ctor: Any = RefCreate if name == "ref" else RefRead if name == "ref_read" else RefWrite
-        return self.build(ctor, pos, *args)  # type: ignore[no-any-return]
+        return self.build(ctor, pos, *args)
 
     def _op_call(self, name: str, pos: int) -> Any:
         """The rest of ``name(args, attrs)`` after ``name(``: a call of an operator."""
@@ -1317,7 +1317,7 @@ class Parser:
             pat, pvars = self.parse_pattern()
             for key, v in pvars:
                 self.bind(key, v, undo)
-            k, s, ap = self.tok
+            k, s, _ = self.tok
             if s == "=>":
                 self.advance()
             elif k == "EQ" and self.peek()[1].startswith(">"):

@@ -46,20 +46,6 @@ import numpy as np
 
 from ..errors import InternalError, TypeCheckError
 from ..ir import hooks
-from ..ir.dims import dim_str
-from ..ir.expr import (
-    Call,
-    Constant,
-    Expr,
-    Function,
-    GlobalVar,
-    If,
-    Let,
-    Op,
-    Tuple,
-    TupleGetItem,
-    Var,
-)
 from ..ir.adt import (
     Clause,
     Constructor,
@@ -77,6 +63,20 @@ from ..ir.adt import (
     TypeData,
     TypeVar,
     type_vars_of,
+)
+from ..ir.dims import dim_str
+from ..ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
 )
 from ..ir.kinds import info
 from ..ir.node import Attrs, Node, _typed_equal
