@@ -443,10 +443,13 @@ def _run(expr: Expr, frame: _Frame, mod: Module | None) -> Any:
             for c in n.clauses:
                 bound: list[Any] = []
                 if _match(c.lhs, data, bound):
-                    env = _Env(fr.env)
-                    env.vars.update(zip(c.rhs.params, bound))
                     push((_MEMO, n, fr))
-                    push((_EVAL, c.rhs.body, _Frame(env)))
+                    if bound:  # the pattern variables in a scope of their own
+                        env = _Env(fr.env)
+                        env.vars.update(zip(c.rhs.params, bound))
+                        push((_EVAL, c.rhs.body, _Frame(env)))
+                    else:  # nothing bound: the clause runs in this frame (its memo stays valid)
+                        push((_EVAL, c.rhs.body, fr))
                     break
             else:
                 from ..text.printer import short_repr

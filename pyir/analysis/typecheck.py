@@ -458,6 +458,10 @@ def _poly_call_type(n: Node, ft: FuncType, arg_types: tuple[Type, ...], fresh: b
     """The type of a call whose callee or arguments hold type variables: the callee's type
     parameters instantiated afresh (``fresh``: a global function, constructor or function
     literal), then unified with the argument types."""
+    key = (ft, arg_types, fresh)
+    t = _poly_memo.get(key)
+    if t is not None:  # a pure function of the types (fresh unknowns are fresh only once: harmless)
+        return t
     fi: Any = instantiate(ft) if fresh else ft
     s: dict[Type, Type] = {}
     for i, (want, got) in enumerate(zip(fi.arg_types, arg_types)):
@@ -465,7 +469,14 @@ def _poly_call_type(n: Node, ft: FuncType, arg_types: tuple[Type, ...], fresh: b
             return TypeCheckError(f"{_where(n)}: argument {i} has type {_fmt(got)}, expected {_fmt(want)} "
                                   f"({msg})")
         unify(want, got, s, err)
-    return subst_tvars(fi.ret_type, s)
+    t = subst_tvars(fi.ret_type, s)
+    if len(_poly_memo) > _REL_MEMO_MAX:
+        _poly_memo.clear()
+    _poly_memo[key] = t
+    return t
+
+
+_poly_memo: dict[tuple[Any, ...], Type] = {}
 
 
 def join_types(n: Node, types: Sequence[Type]) -> Type:
@@ -489,6 +500,10 @@ def pattern_types(p: Any, data_type: Type, clause: Node) -> list[Type]:
     """The types of the variables of pattern ``p`` (in the order of the clause's parameters)
     matching a value of ``data_type``; a TypeCheckError naming the clause where the pattern
     cannot match such a value."""
+    key = (p, data_type)
+    memo = _pattern_memo.get(key)
+    if memo is not None:
+        return memo
     out: list[Type] = []
     stack: list[tuple[Any, Type]] = [(p, data_type)]
     while stack:
@@ -512,7 +527,13 @@ def pattern_types(p: Any, data_type: Type, clause: Node) -> list[Type]:
                                      f"value of type {_fmt(t)}")
             for sub, ft in reversed(list(zip(q.patterns, t.fields))):
                 stack.append((sub, ft))
+    if len(_pattern_memo) > _REL_MEMO_MAX:
+        _pattern_memo.clear()
+    _pattern_memo[key] = out
     return out
+
+
+_pattern_memo: dict[tuple[Any, Type], list[Type]] = {}
 
 
 

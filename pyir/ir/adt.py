@@ -40,7 +40,7 @@ from typing import Any
 from ..errors import WellFormedError
 from .expr import Expr, Function, Var, as_expr
 from .kinds import Child, Children, Scalar, sized_text_key, text_key
-from .node import Node, build, check_text
+from .node import Node, build, check_text, digest, intern
 from .types import Type
 
 __all__ = ["TypeVar", "GlobalTypeVar", "TypeCall", "RefType", "TypeData", "Constructor", "Pattern",
@@ -325,6 +325,10 @@ class Pattern(Node):
         return hooks.astext(self)
 
 
+_WILDCARD: Any = None  # the singletons, set once their classes exist
+_PVAR: Any = None
+
+
 class PatternWildcard(Pattern, final=True):
     """``_``: matches anything, binds nothing."""
 
@@ -334,7 +338,7 @@ class PatternWildcard(Pattern, final=True):
     _fields = ()
 
     def __new__(cls) -> PatternWildcard:
-        return build(cls, ())
+        return _WILDCARD if _WILDCARD is not None else build(cls, ())
 
     def __repr__(self) -> str:
         return "PatternWildcard()"
@@ -350,10 +354,14 @@ class PatternVar(Pattern, final=True):
     _fields = ()
 
     def __new__(cls) -> PatternVar:
-        return build(cls, ())
+        return _PVAR if _PVAR is not None else build(cls, ())
 
     def __repr__(self) -> str:
         return "PatternVar()"
+
+
+_WILDCARD = PatternWildcard()  # the one wildcard (kept alive: a singleton)
+_PVAR = PatternVar()
 
 
 class PatternConstructor(Pattern, final=True):
@@ -401,6 +409,9 @@ class PatternTuple(Pattern, final=True):
 
     def __repr__(self) -> str:
         return f"PatternTuple({list(self.patterns)!r})"
+
+
+_var_counts: dict[Pattern, int] = {}  # pattern -> its number of variables (bounded memo)
 
 
 def pattern_var_count(p: Pattern) -> int:
@@ -453,11 +464,19 @@ class Clause(Expr, final=True):
         if type(rhs) is not Function:
             raise WellFormedError("Clause rhs must be a Function over the pattern variables (or give the "
                                   f"body and params=...), got {rhs!r:.80}")
-        n = pattern_var_count(lhs)
+        n = _var_counts.get(lhs)
+        if n is None:
+            n = pattern_var_count(lhs)
+            if len(_var_counts) > 4096:
+                _var_counts.clear()
+            _var_counts[lhs] = n
         if len(rhs.params) != n:
             raise WellFormedError(f"a clause's pattern binds {n} variable(s), its function takes "
                                   f"{len(rhs.params)}")
-        return build(cls, (lhs, rhs))
+        # build(cls, (lhs, rhs)), inlined (the key of the declaration: tag, lhs id, rhs id)
+        return intern(cls, digest(b"xl" + lhs.id + rhs.id),  # type: ignore[no-any-return]
+                      lambda m: type(m) is Clause and m.lhs is lhs and m.rhs is rhs,
+                      {"lhs": lhs, "rhs": rhs}, F_MATCH | rhs._mask)
 
     @property
     def body(self) -> Expr:
@@ -493,7 +512,14 @@ class Match(Expr, final=True):
                 raise WellFormedError(f"Match clauses must be Clauses, got {c!r:.80}")
         if type(complete) is not bool:
             raise WellFormedError(f"Match complete must be a bool, got {complete!r:.80}")
-        return build(cls, (d, cs, complete))
+        mask = F_MATCH | d._mask
+        for c in cs:
+            mask |= c._mask
+        # build(cls, (d, cs, complete)), inlined (the key of the declaration: tag, complete, data, clauses)
+        return intern(cls, digest(b"".join([b"xm1" if complete else b"xm0", d.id, *[c.id for c in cs]])),
+                      lambda m: (type(m) is Match and m.data is d and m.clauses == cs
+                                 and m.complete is complete),
+                      {"data": d, "clauses": cs, "complete": complete}, mask)
 
 
 # -- references ------------------------------------------------------------------------------------

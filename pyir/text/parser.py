@@ -252,6 +252,7 @@ class Parser:
         self.type_params: list[str] = []  # the type parameters in scope (``def @f[A]``, ``fn [A]``)
         self.types_used: dict[str, int] = {}  # type definition name -> offset of a first use
         self._defining_types = False
+        self._patterns: dict[tuple[Any, ...], Any] = {}  # (constructor or None, sub-patterns) -> pattern
 
     # -- token stream ------------------------------------------------------------------------------
     def _refill(self, i: int) -> int:
@@ -1378,9 +1379,12 @@ class Parser:
                         break
                 self.parse_token("RP", "closing a pattern")
                 self.depth -= 1
-            if c is None:
-                return self.build(PatternTuple, p, subs)
-            return self.build(PatternConstructor, p, c, subs)
+            key = (c, tuple(subs))
+            pat = self._patterns.get(key)
+            if pat is None:
+                pat = self._patterns[key] = (self.build(PatternTuple, p, subs) if c is None
+                                             else self.build(PatternConstructor, p, c, subs))
+            return pat
 
         return one(), pvars
 
