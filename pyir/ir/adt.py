@@ -474,7 +474,7 @@ class Clause(Expr, final=True):
             raise WellFormedError(f"a clause's pattern binds {n} variable(s), its function takes "
                                   f"{len(rhs.params)}")
         # build(cls, (lhs, rhs)), inlined (the key of the declaration: tag, lhs id, rhs id)
-        return intern(cls, digest(b"xl" + lhs.id + rhs.id),  # type: ignore[no-any-return]
+        return intern(cls, digest(b"xl" + lhs.id + rhs.id),
                       lambda m: type(m) is Clause and m.lhs is lhs and m.rhs is rhs,
                       {"lhs": lhs, "rhs": rhs}, F_MATCH | rhs._mask)
 

@@ -1379,11 +1379,11 @@ class Parser:
                         break
                 self.parse_token("RP", "closing a pattern")
                 self.depth -= 1
-            key = (c, tuple(subs))
-            pat = self._patterns.get(key)
+            pkey = (c, tuple(subs))
+            pat = self._patterns.get(pkey)
             if pat is None:
-                pat = self._patterns[key] = (self.build(PatternTuple, p, subs) if c is None
-                                             else self.build(PatternConstructor, p, c, subs))
+                pat = self._patterns[pkey] = (self.build(PatternTuple, p, subs) if c is None
+                                              else self.build(PatternConstructor, p, c, subs))
             return pat
 
         return one(), pvars
