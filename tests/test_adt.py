@@ -18,7 +18,6 @@ from pyir.ir.adt import (
     Constructor,
     Match,
     PatternConstructor,
-    PatternTuple,
     PatternVar,
     PatternWildcard,
     TypeCall,
@@ -84,7 +83,8 @@ def test_definitions_and_constructors_are_hash_consed_nodes() -> None:
     assert cons.inputs == (TypeVar("A"), TypeCall("List", [TypeVar("A")])) and nil.inputs == ()
     assert pyir.infer_type(cons) is pyir.FuncType(cons.inputs, TypeCall("List", [TypeVar("A")]))
     assert lst.constructor("Nil") is nil and Constructor("Nil", [], "List", ["A"]) is nil
-    for n in (lst, cons, TypeCall("List", [F32]), PatternConstructor(cons, [PatternVar(), PatternWildcard()])):
+    pat = PatternConstructor(cons, [PatternVar(), PatternWildcard()])
+    for n in (lst, cons, TypeCall("List", [F32]), pat):
         assert kinds.content_id(n) == n.id  # the declaration is the specification of the id
     with pytest.raises(pyir.WellFormedError, match="uses the type variable B"):
         TypeData.define("Bad", ["A"], [("Mk", [TypeVar("B")])])
@@ -137,9 +137,9 @@ def @main(%a: Tensor[(), int32], %b: Tensor[(), int32]) {
     opt = mod.type_definition("Opt")
     yes, no = opt.constructors
     v = pyir.var("v", TypeCall("Opt", [I32]))
-    miss = pyir.Function([v], Match(v, [Clause(PatternConstructor(yes, [PatternWildcard()]), pyir.const(1), [])],
-                                    complete=False))
-    with pytest.raises(pyir.EvaluationError, match="no clause of .*Match"):
+    only_yes = Clause(PatternConstructor(yes, [PatternWildcard()]), pyir.const(1), [])
+    miss = pyir.Function([v], Match(v, [only_yes], complete=False))
+    with pytest.raises(pyir.EvaluationError, match=r"no clause of .*Match"):
         pyir.evaluate(pyir.Module({"main": miss}, [opt]), ConstructorValue(no))
 
 
@@ -151,18 +151,21 @@ def test_type_errors_name_the_node() -> None:
     x = pyir.var("x", F32)
     i = pyir.var("i", I32)
     bad = pyir.Call(cons, [x, pyir.Call(cons, [i, pyir.Call(nil, [])])])
-    with pytest.raises(TypeError, match=r"Call Constructor.*argument 1 has type List\[Tensor\[\(\), int32\]\]"):
+    with pytest.raises(TypeError,
+                       match=r"Call Constructor.*argument 1 has type List\[Tensor\[\(\), int32\]\]"):
         pyir.infer_type(bad)
     opt = TypeData.define("Opt", ["A"], [("Yes", [lambda me, a: a[0]]), ("No", [])])
     yes = opt.constructors[0]
     m = Match(pyir.Call(cons, [x, pyir.Call(nil, [])]),
               [Clause(PatternConstructor(yes, [PatternVar()]), x, [pyir.var("y")])])
-    with pytest.raises(pyir.TypeCheckError, match=r"Clause.*pattern Yes\(...\) of type Opt cannot match a value "
+    with pytest.raises(pyir.TypeCheckError,
+                       match=r"Clause.*pattern Yes\(...\) of type Opt cannot match a value "
                                                   r"of type List\[Tensor\[\(\), float32\]\]"):
         pyir.infer_type(pyir.Function([x], m))
-    m2 = Match(pyir.Call(nil, []), [Clause(PatternConstructor(cons, [PatternWildcard(), PatternWildcard()]), x, []),
+    both = PatternConstructor(cons, [PatternWildcard(), PatternWildcard()])
+    m2 = Match(pyir.Call(nil, []), [Clause(both, x, []),
                                    Clause(PatternWildcard(), i, [])])
-    with pytest.raises(pyir.TypeCheckError, match="Match.*branches have different types"):
+    with pytest.raises(pyir.TypeCheckError, match=r"Match.*branches have different types"):
         pyir.infer_type(pyir.Function([x, i], m2))
 
 
@@ -182,7 +185,8 @@ def test_formats_and_pickle_keep_type_definitions() -> None:
     """Binary, JSON and pickle round trips give the very definitions and functions; a module
     without type definitions keeps its bytes (the types flag is unset)."""
     mod = pyir.parse(SHAPES)
-    for back in (pyir.loads(pyir.dumps(mod)), pyir.from_json(pyir.to_json(mod)), pickle.loads(pickle.dumps(mod))):
+    for back in (pyir.loads(pyir.dumps(mod)), pyir.from_json(pyir.to_json(mod)),
+                 pickle.loads(pickle.dumps(mod))):
         assert back["area"] is mod["area"] and back.type_definitions() == mod.type_definitions()
     assert pyir.dumps(pyir.loads(pyir.dumps(mod))) == pyir.dumps(mod)
     plain = pyir.testing.elementwise_chain(3)
@@ -224,7 +228,8 @@ def @main(%n: Tensor[(), int32]) {
   (@length(%l), @sum(%d), @nth(%d, 3), @sum(@rev(@concat(%l, %d))), @size(%t),
    @get_or(@head_opt(@filter(fn (%v: Tensor[(), int32]) { greater(%v, 5) }, %d)), -1),
    @size(@tmap(fn (%v: Tensor[(), int32]) { (%v, %v) }, %t)), @length(@zip(%l, @tl(%l))),
-   @hd(@foldr(fn (%a: Tensor[(), int32], %acc: List[Tensor[(), int32]]) { Cons(add(%a, 100), %acc) }, Nil, %l)),
+   @hd(@foldr(fn (%a: Tensor[(), int32], %acc: List[Tensor[(), int32]]) { Cons(add(%a, 100), %acc) },
+              Nil, %l)),
    @foldl(fn (%a: Tensor[(), int32], %b: Tensor[(), int32]) { subtract(%a, %b) }, 0, %l),
    @hd(@update(%l, 0, 7)), @get_or(@omap(fn (%v: Tensor[(), int32]) { add(%v, 1) }, @head_opt(Nil)), 9))
 }
@@ -255,8 +260,9 @@ def @main(%x: Tensor[(3), float32], %n: Tensor[(), int32]) {
 """)
 
 
-_PASSES = [T.InferType(), T.SimplifyInference(), T.FoldConstant(), T.SimplifyExpr(), T.EliminateCommonSubexpr(),
-           T.DeadCodeElimination(), T.FuseOps(), T.DefuseOps(), T.ToANormalForm(), T.ToBasicBlockNormalForm(),
+_PASSES = [T.InferType(), T.SimplifyInference(), T.FoldConstant(), T.SimplifyExpr(),
+           T.EliminateCommonSubexpr(), T.DeadCodeElimination(), T.FuseOps(), T.DefuseOps(), T.ToANormalForm(),
+           T.ToBasicBlockNormalForm(),
            T.ToGraphNormalForm(), T.Inline(), T.DynamicToStatic(), T.BindShapes({}),
            T.PatternRewrite([pyir.Rule(pyir.is_op("nn.relu")(pyir.wildcard()),
                                        lambda m: pyir.op.maximum(m.expr.args[0], pyir.const(0.0)))])]

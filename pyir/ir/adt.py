@@ -38,8 +38,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..errors import WellFormedError
-from .expr import Expr, Function, Var, as_expr
-from .kinds import Child, Children, Scalar, sized_text_key, text_key
+from .expr import Expr, Function, Var, as_expr, fresh_uid
+from .kinds import Child, Children, Scalar, raw_key, sized_text_key, text_key
 from .node import Node, build, check_text, digest, intern
 from .types import Type
 
@@ -525,44 +525,63 @@ class Match(Expr, final=True):
 # -- references ------------------------------------------------------------------------------------
 
 
-class RefCreate(Expr, final=True):
-    """``ref(value)``: a new mutable cell holding ``value`` (of type ``ref(T)``)."""
+def _uid(uid: bytes | None) -> bytes:
+    if uid is None:
+        return fresh_uid()
+    if type(uid) is not bytes or len(uid) != 16:
+        raise WellFormedError("a reference operation's uid must be 16 bytes")
+    return uid
 
-    __slots__ = ("value",)
+
+class RefCreate(Expr, final=True):
+    """``ref(value)``: a new mutable cell holding ``value`` (of type ``ref(T)``).
+
+    Reference operations have effects, so each one is a node of its own: it carries a unique
+    ``uid`` (drawn like a variable's; the formats keep it), and two ``ref(%x)`` are two cells,
+    never one hash-consed node.  Alpha-equality ignores the uid (``_identity``)."""
+
+    __slots__ = ("uid", "value")
     _kind = b"xR"
     _code = 31
     _bit = F_REF
-    _fields = (Child("value"),)
+    _fields = (Child("value"), Scalar("uid", bytes, key=raw_key))
+    _identity = ("uid",)
     value: Expr
+    uid: bytes
 
-    def __new__(cls, value: Expr) -> RefCreate:
-        return build(cls, (as_expr(value),))
+    def __new__(cls, value: Expr, uid: bytes | None = None) -> RefCreate:
+        return build(cls, (as_expr(value), _uid(uid)))
 
 
 class RefRead(Expr, final=True):
-    """``ref_read(ref)``: the value in the cell."""
+    """``ref_read(ref)``: the value in the cell (each read a node of its own, see RefCreate)."""
 
-    __slots__ = ("ref",)
+    __slots__ = ("ref", "uid")
     _kind = b"xD"
     _code = 32
     _bit = F_REF
-    _fields = (Child("ref"),)
+    _fields = (Child("ref"), Scalar("uid", bytes, key=raw_key))
+    _identity = ("uid",)
     ref: Expr
+    uid: bytes
 
-    def __new__(cls, ref: Expr) -> RefRead:
-        return build(cls, (as_expr(ref),))
+    def __new__(cls, ref: Expr, uid: bytes | None = None) -> RefRead:
+        return build(cls, (as_expr(ref), _uid(uid)))
 
 
 class RefWrite(Expr, final=True):
-    """``ref_write(ref, value)``: store ``value`` in the cell; evaluates to ``()``."""
+    """``ref_write(ref, value)``: store ``value`` in the cell; evaluates to ``()`` (each write a
+    node of its own, see RefCreate)."""
 
-    __slots__ = ("ref", "value")
+    __slots__ = ("ref", "uid", "value")
     _kind = b"xW"
     _code = 33
     _bit = F_REF
-    _fields = (Child("ref"), Child("value"))
+    _fields = (Child("ref"), Child("value"), Scalar("uid", bytes, key=raw_key))
+    _identity = ("uid",)
     ref: Expr
     value: Expr
+    uid: bytes
 
-    def __new__(cls, ref: Expr, value: Expr) -> RefWrite:
-        return build(cls, (as_expr(ref), as_expr(value)))
+    def __new__(cls, ref: Expr, value: Expr, uid: bytes | None = None) -> RefWrite:
+        return build(cls, (as_expr(ref), as_expr(value), _uid(uid)))

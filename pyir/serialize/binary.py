@@ -161,6 +161,7 @@ _GENERIC: dict[int, KindInfo] = {  # the kinds stored generically, by code
 
 # attribute value tags (in the ints column)
 V_NONE, V_FALSE, V_TRUE, V_INT, V_BIGINT, V_FLOAT, V_STR, V_TUPLE, V_REF = range(9)
+V_BYTES = 9  # a bytes scalar of a node record (a reference operation's uid), as hex text; never an attribute
 _MAX_ATTR_DEPTH = MAX_ATTR_DEPTH  # what Attrs accepts, so whatever saves loads
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -301,6 +302,8 @@ def _encode_value(v: Any, ix: dict[Node, int], S: _Strings, out: list[int]) -> N
             stack.extend(reversed(x))
         elif isinstance(x, Node):
             out += (V_REF, ix[x])
+        elif t is bytes:
+            out += (V_BYTES, S(x.hex()))
         else:
             raise SerializationError(f"cannot serialize attribute value {x!r}")
 
@@ -1175,6 +1178,14 @@ def _read_value(ints: list[int], p: int, i: int, nodes: list[Node], strs: list[s
         return int(txt), p + 2
     if tag == V_REF:
         return nodes[_idx(ints[p + 1], i)], p + 2
+    if tag == V_BYTES:
+        s = ints[p + 1]
+        if not 0 <= s < len(strs):
+            raise _Bad(f"string reference {s} out of range")
+        try:
+            return bytes.fromhex(strs[s]), p + 2
+        except ValueError:
+            raise _Bad(f"invalid bytes {strs[s][:40]!r}") from None
     if tag == V_TUPLE:
         n = ints[p + 1]
         if not 0 <= n <= len(ints) or depth >= _MAX_ATTR_DEPTH:

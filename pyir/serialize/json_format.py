@@ -78,6 +78,7 @@ from .binary import (
     KIND_NAMES,
     SYMBOLIC_FORMAT_VERSION,
     V_BIGINT,
+    V_BYTES,
     V_FALSE,
     V_FLOAT,
     V_INT,
@@ -131,6 +132,8 @@ def _json_value(v: Any, ix: dict[Node, int]) -> Any:
         return ["tuple", [_json_value(x, ix) for x in v]]
     if isinstance(v, Node):
         return ["ref", ix[v]]
+    if t is bytes:
+        return ["bytes", v.hex()]
     raise SerializationError(f"cannot serialize attribute value {v!r}")
 
 
@@ -809,6 +812,8 @@ class _JsonColumns:
             out += (V_STR, self.S(x))
         elif tag == "ref":
             out += (V_REF, _int(x, "attribute node reference"))
+        elif tag == "bytes" and type(x) is str:
+            out += (V_BYTES, self.S(x))
         elif tag == "tuple" and type(x) is list:
             out += (V_TUPLE, len(x))
             for y in x:
