@@ -246,13 +246,44 @@ def pattern_text(p: Pattern, var_names: list[str]) -> str:
     return "".join(out)
 
 
-def function_type_params(f: Function, outer: set[str] | frozenset[str] = frozenset()) -> list[str]:
+def _has_tvars(t: Type, memo: dict[Type, bool]) -> bool:
+    """Whether ``t`` holds a type variable: bottom-up over the types not in ``memo`` (iterative,
+    each type node once per printer, so deeply nested function types cost their size)."""
+    if type(t) is TensorType:
+        return False
+    r = memo.get(t)
+    if r is not None:
+        return r
+    stack: list[Any] = [t]
+    while stack:
+        x = stack[-1]
+        if x in memo:
+            stack.pop()
+            continue
+        if type(x) is TypeVar:
+            memo[x] = True
+            stack.pop()
+            continue
+        kids = [c for c in x.children() if type(c) is not TensorType]
+        todo = [c for c in kids if c not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        memo[x] = any(memo[c] for c in kids)
+        stack.pop()
+    return memo[t]
+
+
+def function_type_params(f: Function, outer: set[str] | frozenset[str] = frozenset(),
+                         memo: dict[Type, bool] | None = None) -> list[str]:
     """The type parameters of ``f``: the type variables of its annotations (parameters, then the
     return type) in order of first appearance, but those of ``outer`` (an enclosing function's)
     and the unknowns of inference."""
     out: list[str] = []
+    if memo is None:
+        memo = {}
     for t in [p.type_annotation for p in f.params] + [f.ret_type]:
-        if t is None:
+        if t is None or not _has_tvars(t, memo):
             continue
         for v in type_vars_of(t):
             n = v.name_hint
@@ -742,7 +773,7 @@ class _Printer:
         self.types = _TypeAliases()
         self.type_text = self.types.text
         self.attr_text: dict[tuple[Node, Attrs], list[str]] = {}  # (callee, attrs) -> printed attributes
-        self.has_tvars = False  # the printed program has type variables (function type parameters)
+        self.tv_memo: dict[Type, bool] = {}  # type -> whether it holds a type variable
         self.outer_tvars: set[str] = set()  # the type parameters of the definition being printed
 
     # -- names ----------------------------------------------------------------------
@@ -938,17 +969,16 @@ class _Printer:
         parts = [self.param(p) for p in f.params]
         parts += _attr_items_text(f.attrs.items(), self.type_text)
         ret = f" -> {self.type_text(f.ret_type)}" if f.ret_type is not None else ""
-        tps = function_type_params(f, self.outer_tvars) if self.has_tvars else []
+        tps = function_type_params(f, self.outer_tvars, self.tv_memo)
         if tps:  # ``def @id[A](%x: A)``, ``fn [A](...)``: TVM's type parameters
-            head = head.rstrip() + f"[{', '.join(tps)}]"
+            head = (head if head.endswith("fn ") else head.rstrip()) + f"[{', '.join(tps)}]"
         return f"{head}({', '.join(parts)}){ret} {{"
 
     def definition(self, name: str, f: Function) -> Generator[Any, None, None]:
         self.counter = 0
         self.outer_tvars = set()
         header = self.fn_header(f, "def " + quote_name("@", name))
-        if self.has_tvars:
-            self.outer_tvars = set(function_type_params(f))
+        self.outer_tvars = set(function_type_params(f, memo=self.tv_memo))
         self.lines.append(header)
         yield self.scope(_Plan(f.body), 0, "  ")
         self.lines.append("}")
@@ -997,7 +1027,6 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
         obj = Match(obj.rhs.params[0] if obj.rhs.params else Tuple([]), [obj])  # shown in a match
     p = _Printer(inline_limit)
     if isinstance(obj, Module):
-        p.has_tvars = _module_has_tvars(obj)
         tds = obj.type_definitions()
         for i, tn in enumerate(sorted(tds)):
             if i:
@@ -1025,16 +1054,6 @@ def _npat(p: Pattern) -> int:
     from ..ir.adt import pattern_var_count
 
     return pattern_var_count(p)
-
-
-def _module_has_tvars(mod: Any) -> bool:
-    """Whether a function signature of ``mod`` holds a type variable (then headers print their
-    type parameters; other modules skip the scan of their signatures)."""
-    for f in mod.functions().values():
-        for t in [p.type_annotation for p in f.params] + [f.ret_type]:
-            if t is not None and type(t) is not TensorType and type_vars_of(t):
-                return True
-    return False
 
 
 def _arg_summary(a: Node) -> str:
