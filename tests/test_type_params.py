@@ -104,3 +104,28 @@ def test_closures_called_in_place_and_free_var() -> None:
                      "  @ap(fn (%v: Tensor[(), int32]) { add(%v, %a) }, 2)\n}\n"
                      "def @ap[A, B](%f: fn (A) -> B, %x: A) -> B { %f(%x) }")
     assert pyir.evaluate(arg, np.int32(40)) == 42
+
+
+def test_called_literals_type_their_parameters_and_generic_values_instantiate() -> None:
+    """A function literal called in place types its unannotated parameters from the arguments
+    (TVM's `(fn (%x, %y) { ... })(%a, %b)`); a generic function literal or constructor passed as a
+    value is instantiated where it is passed."""
+    mod = pyir.parse("def @main(%a: Tensor[(2), float32], %b: Tensor[(2), float32]) {\n"
+                     "  %0 = (fn (%x, %y, Compiler=\"foo\") { (add(%x, %y), %y) })(%a, %b);\n"
+                     "  %0.0\n}")
+    t2 = "Tensor[(2), float32]"
+    assert str(mod.type_of(mod["main"])) == f"fn ({t2}, {t2}) -> {t2}"
+    out = pyir.transform.InferType()(mod)
+    assert pyir.evaluate(out, np.ones(2, "float32"), np.ones(2, "float32")).tolist() == [2, 2]
+    gen = pyir.parse("def @ap[A, B](%f: fn (A) -> B, %x: A) -> B { %f(%x) }\n"
+                     "def @main(%l: Tensor[(3), float32]) {\n"
+                     "  %0 = fn [A](%v: A) -> A { %v };\n"
+                     "  (@ap(%0, %l), @ap(%0, 1))\n}")
+    assert str(gen.type_of(gen["main"]).ret_type) == "(Tensor[(3), float32], Tensor[(), int32])"
+    boxed = pyir.parse(pyir.prelude().astext() + "def @main() { @map(Some, Cons(1, Nil)) }")
+    assert str(boxed.type_of(boxed["main"]).ret_type) == "List[Option[Tensor[(), int32]]]"
+    assert pyir.evaluate(boxed).fields[0].name == "Some"
+    m = pyir.parse("type T { A, B(T), }\ndef @main(%t: T[]) { match %t { B(_) => 1, A => 0, } }")
+    assert pyir.evaluate(m, pyir.analysis.interp.ConstructorValue(m.constructor("A"))) == 0
+    m2 = pyir.parse("type T { A, B(T), }\ndef @main(%t: T[]) { match(%t) { B(_) => 1, A => 0, } }")
+    assert pyir.alpha_equal(m2["main"], m["main"])

@@ -53,7 +53,7 @@ from ..ir.expr import (
     TupleGetItem,
     Var,
 )
-from ..ir.node import F_GLOBAL, F_LET, F_UNTYPED, Node, _set_ty, cached_type
+from ..ir.node import F_FUNC, F_GLOBAL, F_LET, F_UNTYPED, Node, _set_ty, cached_type
 from ..ir.traverse import post_order
 from ..ir.types import FuncType, TensorType, TupleType, Type
 
@@ -199,6 +199,14 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
                 push((n, 2))
                 push((n, 3))
                 push((n.data, 0))  # type: ignore[attr-defined]
+            elif k is Call and type(n.op) is Function and n.op._mask & F_UNTYPED and any(  # type: ignore[attr-defined]
+                    p.type_annotation is None for p in n.op.params):  # type: ignore[attr-defined]
+                # a function literal called in place, its parameters typed by the arguments (TVM's
+                # ``(fn (%x, %y) { ... })(%a, %b)``): the arguments, then its body, then the call
+                push((n, 2))
+                push((n, 4))
+                for c in reversed(n.args):  # type: ignore[attr-defined]
+                    push((c, 0))
             else:
                 push((n, 2))
                 for c in n.children():
@@ -220,6 +228,23 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
                 if not has_unknowns(v.type_annotation):
                     vt = v.type_annotation  # a ? in the annotation: the variable has the declared type
             env[v] = vt
+            continue
+        if state == 4:  # the arguments of a called function literal are typed: bind its parameters
+            fn = n.op  # type: ignore[attr-defined]
+            if len(fn.params) != len(n.args):  # type: ignore[attr-defined]
+                raise TypeCheckError(f"{_where(n)}: the function takes {len(fn.params)} argument(s), got "
+                                     f"{len(n.args)}")  # type: ignore[attr-defined]
+            for v, a in zip(fn.params, n.args):  # type: ignore[attr-defined]
+                if v.type_annotation is None:
+                    env[v] = tyof(a)
+            push((fn, 5))
+            push((fn.body, 0))
+            continue
+        if state == 5:  # the body of a function literal called in place is typed: its type
+            if known(n) is None:
+                lit: Any = n
+                pts = [p.type_annotation or env[p] for p in lit.params]
+                store(lit, _compute_in_place(lit, pts, tyof))
             continue
         if state == 3:  # a Match's data is typed: bind its pattern variables, then type the clauses
             dt = tyof(n.data)  # type: ignore[attr-defined]
@@ -292,6 +317,18 @@ def _compute(n: Node, tyof: Callable[[Node], Type]) -> Type:
             return join_types(n, [tt, ft2])
         return _join_branches(n, tt, ft2)
     return _compute_adt(n, k, tyof)
+
+
+def _compute_in_place(n: Function, param_types: list[Type], tyof: Callable[[Node], Type]) -> Type:
+    """The type of a function literal whose unannotated parameters the call's arguments typed."""
+    body_t = tyof(n.body)
+    rt = n.ret_type
+    if rt is not None and rt is not body_t:
+        if not accepts(rt, body_t):
+            raise TypeCheckError(f"{_where(n)}: declared return type {_fmt(rt)} but the body has type "
+                                 f"{_fmt(body_t)}")
+        body_t = rt
+    return FuncType(param_types, body_t)
 
 
 _GENERIC_CALLEES = (GlobalVar, Constructor, Function)  # callees whose type parameters each call instantiates
@@ -458,12 +495,16 @@ def _poly_call_type(n: Node, ft: FuncType, arg_types: tuple[Type, ...], fresh: b
     """The type of a call whose callee or arguments hold type variables: the callee's type
     parameters instantiated afresh (``fresh``: a global function, constructor or function
     literal), then unified with the argument types."""
-    key = (ft, arg_types, fresh)
+    args = n.args  # type: ignore[attr-defined]
+    generic = tuple([type(a) in _GENERIC_CALLEES and has_type_vars(t) for a, t in zip(args, arg_types)])
+    key = (ft, arg_types, fresh, generic)
     t = _poly_memo.get(key)
     if t is not None:  # a pure function of the types (fresh unknowns are fresh only once: harmless)
         return t
     fi: Any = instantiate(ft) if fresh else ft
     s: dict[Type, Type] = {}
+    if any(generic):  # a generic function or constructor passed as a value: instantiated there too
+        arg_types = tuple([instantiate(t) if g else t for t, g in zip(arg_types, generic)])
     for i, (want, got) in enumerate(zip(fi.arg_types, arg_types)):
         def err(msg: str, i: int = i, want: Type = want, got: Type = got) -> TypeCheckError:
             return TypeCheckError(f"{_where(n)}: argument {i} has type {_fmt(got)}, expected {_fmt(want)} "
@@ -705,7 +746,7 @@ class TypeContext:
         if self.mod is None:
             return
         for f in self.mod.functions().values():
-            if not f._mask & (F_LET | F_MATCH):
+            if not f._mask & (F_LET | F_MATCH | F_UNTYPED):
                 continue
             env: dict[Var, Type] = {}
             try:
@@ -720,7 +761,9 @@ class TypeContext:
         the module (:meth:`var_type`)."""
         known = self.known
         cache = self._facts.cache
-        if e._mask & F_MATCH:  # clause functions bind their pattern variables: the driver's walk
+        if e._mask & F_MATCH or (e._mask & F_FUNC and e._mask & F_UNTYPED):
+            # clause functions bind their pattern variables, called function literals their
+            # parameters: the driver's walk
             return infer_type(e, self.mod, cache=cache, env=dict(self._facts.env))
 
         def tyof(n: Node) -> Type:

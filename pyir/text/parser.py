@@ -1201,7 +1201,10 @@ class Parser:
         return tuple(args), attrs, span
 
     def _paren(self) -> Expr:
-        p = self.advance()[2]
+        return self._paren_rest(self.advance()[2])
+
+    def _paren_rest(self, p: int) -> Expr:
+        """A parenthesized expression or tuple after its ``(`` (at offset ``p``)."""
         self._nest()
         fields: list[Expr] = []
         trailing = False
@@ -1285,7 +1288,8 @@ class Parser:
 
     def _is_block(self) -> bool:
         k, s, _ = self.tok
-        return k == "LC" or (k == "IDENT" and (s == "fn" or s == "if" or s == "match"))
+        return k == "LC" or (k == "IDENT" and (s == "fn" or s == "if" or s == "match")) or \
+            (k == "CALLEE" and s == "match(")
 
     def value(self) -> Generator[Any, Any, Expr]:
         """A statement's value: ``fn``/``if``/``{ ... }`` block or flat expression (a generator)."""
@@ -1299,17 +1303,19 @@ class Parser:
             return (yield from self.function())
         if s == "if":
             return (yield from self.if_())
-        if s == "match":
+        if s == "match" or s == "match(":
             return (yield from self.match_())
         return self.parse_expr()
 
     def match_(self) -> Generator[Any, Any, Match]:
         """``match (data) { pattern => { body }, ... }`` or ``match?`` (a generator)."""
-        p = self.advance()[2]
-        complete = self.parse_optional_token("QMARK") is None
-        if self.tok[0] != "LP":
-            raise self.expected("'(' after 'match'")
-        data = self._paren()
+        k, s, p = self.advance()
+        if k == "CALLEE":  # ``match(%x)``: the '(' was lexed with the keyword
+            complete = True
+            data = self._paren_rest(p)
+        else:
+            complete = self.parse_optional_token("QMARK") is None
+            data = self._paren() if self.tok[0] == "LP" else self.parse_expr()  # TVM: an atomic expression
         self.parse_token("LC", "opening the clauses of a match")
         clauses: list[Clause] = []
         while self.tok[0] != "RC":
