@@ -347,3 +347,26 @@ def test_deep_match_nesting() -> None:
     for _ in range(depth + 3):
         v = ConstructorValue(cons, (np.float32(1), v))
     assert len(adt_to_list(pyir.evaluate(mod, v))) == 3
+
+
+def test_match_must_be_exhaustive_match_question_need_not() -> None:
+    """A `match` whose clauses miss some values is a TypeCheckError (as in TVM); nested patterns
+    covering every case together are exhaustive; `match?` is never checked."""
+    def program(q: str, data: str, clauses: str) -> str:
+        return ("type T { A, B(T), C(T, T), }\ndef @main(%t: T[], %u: T[]) {\n  match" + q + " (" + data
+                + ") {\n" + clauses + "  }\n}\n")
+    cases = [
+        ("%t", "    B(A) => 1,\n    A => 0,\n    C(_, _) => 2,\n", False),  # B(B(_)) and B(C(_, _)) missed
+        ("%t", "    B(A) => 1,\n    B(B(_)) => 3,\n    B(C(_, %x)) => 4,\n    A => 0,\n"
+               "    C(_, _) => 2,\n", True),
+        ("(%t, %u)", "    (A, _) => 0,\n    (_, A) => 1,\n", False),
+        ("(%t, %u)", "    (A, _) => 0,\n    (_, A) => 1,\n    (%p, %q) => 2,\n", True),
+    ]
+    for data, clauses, exhaustive in cases:
+        for q in ("", "?"):
+            mod = pyir.parse(program(q, data, clauses))
+            if exhaustive or q == "?":
+                assert mod.type_of(mod["main"]).ret_type is I32
+            else:
+                with pytest.raises(pyir.TypeCheckError, match=r"Match.*match is not exhaustive"):
+                    mod.type_of(mod["main"])

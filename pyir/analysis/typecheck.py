@@ -30,6 +30,7 @@ from ..ir.adt import (
     PatternConstructor,
     PatternTuple,
     PatternVar,
+    PatternWildcard,
     RefCreate,
     RefRead,
     RefType,
@@ -247,6 +248,8 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
                 store(lit, _compute_in_place(lit, pts, tyof))
             continue
         if state == 3:  # a Match's data is typed: bind its pattern variables, then type the clauses
+            if mod is not None and n.complete:  # type: ignore[attr-defined]
+                check_exhaustive(n, mod)  # type: ignore[arg-type]
             dt = tyof(n.data)  # type: ignore[attr-defined]
             for c in reversed(n.clauses):  # type: ignore[attr-defined]
                 for v, t in zip(c.rhs.params, pattern_types(c.lhs, dt, c)):
@@ -575,6 +578,69 @@ def pattern_types(p: Any, data_type: Type, clause: Node) -> list[Type]:
 
 
 _pattern_memo: dict[tuple[Any, Type], list[Type]] = {}
+
+_MAX_PATTERN_DEPTH = 64  # deeper patterns are not checked for exhaustiveness (the check recurses)
+_exhaustive_checked: set[bytes] = set()
+
+
+def check_exhaustive(m: Match, mod: Any) -> None:
+    """Raise TypeCheckError if some value escapes every clause of ``m`` (a ``match``, not a
+    ``match?``), as TVM's type checker does.  The constructors of each type come from ``mod``'s
+    definitions (a type it does not define counts as open: its values need a wildcard).
+    Maranget's usefulness check of a row of wildcards, recursing on patterns only."""
+    if m.id in _exhaustive_checked:
+        return
+    rows = [(c.lhs,) for c in m.clauses]
+    if any(_pattern_depth(c.lhs) > _MAX_PATTERN_DEPTH for c in m.clauses):
+        return
+    tds = mod.type_definitions()
+
+    def ctors(c: Constructor) -> tuple[Constructor, ...] | None:
+        td = tds.get(c.belong_to.name_hint)
+        return None if td is None or c not in td.constructors else td.constructors
+
+    if _useful(rows, 1, ctors):
+        raise TypeCheckError(f"{_where(m)}: match is not exhaustive: some values match no clause (add "
+                             "clauses, a wildcard clause `_ => ...`, or write match? for a partial match)")
+    if len(_exhaustive_checked) > _REL_MEMO_MAX:
+        _exhaustive_checked.clear()
+    _exhaustive_checked.add(m.id)
+
+
+def _pattern_depth(p: Any) -> int:
+    depth, stack = 0, [(p, 1)]
+    while stack:
+        q, d = stack.pop()
+        depth = max(depth, d)
+        stack.extend((c, d + 1) for c in q.children())
+    return depth
+
+
+def _useful(rows: list[tuple[Any, ...]], n: int, ctors: Callable[[Any], Any]) -> bool:
+    """Whether a vector of ``n`` wildcards matches a value no row of ``rows`` matches."""
+    if n == 0:
+        return not rows
+    wild = PatternWildcard()
+    heads = [r[0] for r in rows]
+    tup = next((h for h in heads if type(h) is PatternTuple), None)
+    if tup is not None:
+        k = len(tup.patterns)
+        spec = [(*r[0].patterns, *r[1:]) if type(r[0]) is PatternTuple else (wild,) * k + r[1:] for r in rows]
+        return _useful(spec, k + n - 1, ctors)
+    used = {h.constructor for h in heads if type(h) is PatternConstructor}
+    if used:
+        every = ctors(next(iter(used)))
+        if every is not None and used == set(every):  # all constructors present: split on each
+            for c in every:
+                k = len(c.inputs)
+                spec = [(*r[0].patterns, *r[1:]) if type(r[0]) is PatternConstructor
+                        else (wild,) * k + r[1:]
+                        for r in rows if type(r[0]) is not PatternConstructor or r[0].constructor is c]
+                if _useful(spec, k + n - 1, ctors):
+                    return True
+            return False
+    default = [r[1:] for r in rows if type(r[0]) not in (PatternConstructor, PatternTuple)]
+    return _useful(default, n - 1, ctors)
 
 
 
