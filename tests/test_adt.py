@@ -339,8 +339,11 @@ def test_deep_match_nesting() -> None:
             t = pyir.var("t")
             e = Match(e, [Clause(pat, t, [t])], complete=False)
     mod = pyir.Module({"main": pyir.Function([l0], e)}, [lst])
+    del e, t
     assert mod.type_of(mod["main"]).ret_type is lt
-    assert pyir.alpha_equal(pyir.parse(mod.astext())["main"], mod["main"])
+    text = mod.astext()
+    assert pyir.alpha_equal(pyir.parse(text)["main"], mod["main"])
+    del text  # each phase's data freed before the next (peak memory)
     assert pyir.loads(pyir.dumps(mod))["main"] is mod["main"]
     assert pyir.from_json(pyir.to_json(mod))["main"] is mod["main"]
     v = ConstructorValue(nil)
