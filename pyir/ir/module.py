@@ -17,6 +17,7 @@ from pyrsistent import PMap, PVector, pmap, pvector
 
 from ..errors import ImmutableError, InternalError, PyIRError, TypeCheckError, WellFormedError
 from . import hooks
+from .adt import Constructor, TypeData
 from .answers import FindResult, History, Listing, Origins, Table, table_rows
 from .expr import Call, Expr, Function, GlobalVar, Let, Op, Var
 from .lineage import _id_of, module_index
@@ -45,12 +46,14 @@ class Module:
     names in sorted order with ``main`` first.
     """
 
-    __slots__ = ("_cache", "_funcs", "_history")
+    __slots__ = ("_cache", "_funcs", "_history", "_types")
     _funcs: PMap
     _history: PVector
     _cache: dict[str, Any]
+    _types: PMap  # name -> TypeData: the module's type definitions (``type List[A] {...}``)
 
-    def __init__(self, functions: Mapping[str | GlobalVar, Function] | None = None) -> None:
+    def __init__(self, functions: Mapping[str | GlobalVar, Function] | None = None,
+                 types: Iterable[TypeData] | Mapping[str, TypeData] | None = None) -> None:
         funcs: dict[str, Function] = {}
         for k, f in (functions or {}).items():
             if not isinstance(f, Function):
@@ -59,6 +62,8 @@ class Module:
         _check_functions(funcs, funcs)
         pm = pmap(funcs)
         _init(self, pm, pvector())
+        if types:
+            object.__setattr__(self, "_types", _type_map(types))
         if len(funcs) > 1:
             self._cache["owners"] = _build_owners(pm)
 
@@ -148,10 +153,44 @@ class Module:
             raise WellFormedError(f"module has no function @{name}")
         return GlobalVar(name)
 
+    # -- type definitions (ADTs) ------------------------------------------------------------
+    def type_definitions(self) -> PMap:
+        """The persistent name -> :class:`~pyir.ir.adt.TypeData` map of the module's type
+        definitions (``type List[A] { Cons(A, List[A]), Nil }``)."""
+        return self._types
+
+    def type_definition(self, name: str | Any) -> TypeData:
+        """The definition of the type ``name`` (a str or a GlobalTypeVar)."""
+        key = name if isinstance(name, str) else getattr(name, "name_hint", name)
+        td = self._types.get(key)
+        if td is None:
+            raise WellFormedError(f"module has no type definition {key}; it has {sorted(self._types)}")
+        return td
+
+    def constructor(self, name: str) -> Constructor:
+        """The constructor ``name`` of one of the module's type definitions."""
+        for td in self._types.values():
+            for c in td.constructors:
+                if c.name_hint == name:
+                    return c
+        raise WellFormedError(f"module has no constructor {name}")
+
+    def with_type_definition(self, td: TypeData) -> Module:
+        """A new module with the type definition ``td`` added (or replacing the one of its name)."""
+        if type(td) is not TypeData:
+            raise WellFormedError(f"a type definition must be a TypeData, got {type(td).__name__}")
+        name = td.header.name_hint
+        if self._types.get(name) is td:
+            return self
+        m = self._derive(self._funcs)
+        object.__setattr__(m, "_types", self._types.set(name, td))
+        return m
+
     # -- functional updates --------------------------------------------------------------
     def _derive(self, funcs: PMap, history: PVector | None = None) -> Module:
         m = object.__new__(Module)
         _init(m, funcs, self._history if history is None else history)
+        object.__setattr__(m, "_types", self._types)
         if funcs is self._funcs and "owners" in self._cache:  # same functions: same owner index
             m._cache["owners"] = self._cache["owners"]
         return m
@@ -710,7 +749,31 @@ def _update_owners(index: Owners, funcs: PMap, removed: list[Function],
     return owners.persistent(), refs.persistent()
 
 
+_NO_TYPES: PMap = pmap()
+
+
+def _type_map(types: Iterable[TypeData] | Mapping[str, TypeData]) -> PMap:
+    """The name -> TypeData map of a module's type definitions (checked: TypeData values, one
+    per name, constructor names unique across the module)."""
+    tds = list(types.values()) if isinstance(types, Mapping) else list(types)
+    out: dict[str, TypeData] = {}
+    ctors: dict[str, str] = {}
+    for td in tds:
+        if type(td) is not TypeData:
+            raise WellFormedError(f"module type definitions must be TypeData, got {type(td).__name__}")
+        name = td.header.name_hint
+        if name in out and out[name] is not td:
+            raise WellFormedError(f"type {name} is defined twice")
+        out[name] = td
+        for c in td.constructors:
+            other = ctors.setdefault(c.name_hint, name)
+            if other != name:
+                raise WellFormedError(f"constructor {c.name_hint} is defined by types {other} and {name}")
+    return pmap(out)
+
+
 def _init(m: Module, funcs: PMap, history: PVector) -> None:
+    object.__setattr__(m, "_types", _NO_TYPES)
     object.__setattr__(m, "_funcs", funcs)
     object.__setattr__(m, "_history", history)
     object.__setattr__(m, "_cache", {})

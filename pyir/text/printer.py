@@ -46,6 +46,24 @@ import numpy as np
 
 from ..errors import InternalError, TypeCheckError
 from ..ir import hooks
+from ..ir.adt import (
+    Clause,
+    Constructor,
+    GlobalTypeVar,
+    Match,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    RefCreate,
+    RefRead,
+    RefType,
+    RefWrite,
+    TypeCall,
+    TypeData,
+    TypeVar,
+    type_vars_of,
+)
 from ..ir.dims import dim_str
 from ..ir.expr import (
     Call,
@@ -162,9 +180,116 @@ def _type_text(t: Type, names: dict[Type, str] | None) -> str:
                 if i:
                     push(", ")
             emit("fn (")
+        elif k is TypeVar:
+            emit("_" if x.name_hint.startswith("?") else x.name_hint)
+        elif k is TypeCall:
+            push("]")
+            args = x.args
+            for i in range(len(args) - 1, -1, -1):
+                push(args[i])
+                if i:
+                    push(", ")
+            emit(x.func.name_hint + "[")
+        elif k is RefType:
+            push(")")
+            push(x.value)
+            emit("ref(")
+        elif k is GlobalTypeVar:
+            emit(x.name_hint)
         else:
             emit(repr(x))
     return "".join(out)
+
+
+def type_data_text(td: TypeData, type_text: Any = type_str) -> str:
+    """``type List[A] {\n  Cons(A, List[A]),\n  Nil,\n}`` (TVM's layout)."""
+    head = f"type {td.header.name_hint}" + (f"[{', '.join(td.type_vars)}]" if td.type_vars else "")
+    lines = [head + " {"]
+    for c in td.constructors:
+        fields = f"({', '.join(type_text(t) for t in c.inputs)})" if c.inputs else ""
+        lines.append(f"  {c.name_hint}{fields},")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def pattern_text(p: Pattern, var_names: list[str]) -> str:
+    """Text of a pattern, its variables named (in order) from ``var_names``; iterative."""
+    out: list[str] = []
+    names = iter(var_names)
+    stack: list[Any] = [p]
+    while stack:
+        x = stack.pop()
+        if type(x) is str:
+            out.append(x)
+            continue
+        k = type(x)
+        if k is PatternVar:
+            out.append(next(names))
+        elif k is PatternConstructor:
+            out.append(x.constructor.name_hint)
+            if x.patterns:
+                out.append("(")
+                stack.append(")")
+                for i in range(len(x.patterns) - 1, -1, -1):
+                    stack.append(x.patterns[i])
+                    if i:
+                        stack.append(", ")
+        elif k is PatternTuple:
+            out.append("(")
+            stack.append(")")
+            for i in range(len(x.patterns) - 1, -1, -1):
+                stack.append(x.patterns[i])
+                if i:
+                    stack.append(", ")
+        else:
+            out.append("_")
+    return "".join(out)
+
+
+def _has_tvars(t: Type, memo: dict[Type, bool]) -> bool:
+    """Whether ``t`` holds a type variable: bottom-up over the types not in ``memo`` (iterative,
+    each type node once per printer, so deeply nested function types cost their size)."""
+    if type(t) is TensorType:
+        return False
+    r = memo.get(t)
+    if r is not None:
+        return r
+    stack: list[Any] = [t]
+    while stack:
+        x = stack[-1]
+        if x in memo:
+            stack.pop()
+            continue
+        if type(x) is TypeVar:
+            memo[x] = True
+            stack.pop()
+            continue
+        kids = [c for c in x.children() if type(c) is not TensorType]
+        todo = [c for c in kids if c not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        memo[x] = any(memo[c] for c in kids)
+        stack.pop()
+    return memo[t]
+
+
+def function_type_params(f: Function, outer: set[str] | frozenset[str] = frozenset(),
+                         memo: dict[Type, bool] | None = None) -> list[str]:
+    """The type parameters of ``f``: the type variables of its annotations (parameters, then the
+    return type) in order of first appearance, but those of ``outer`` (an enclosing function's)
+    and the unknowns of inference."""
+    out: list[str] = []
+    if memo is None:
+        memo = {}
+    for t in [p.type_annotation for p in f.params] + [f.ret_type]:
+        if t is None or not _has_tvars(t, memo):
+            continue
+        for v in type_vars_of(t):
+            n = v.name_hint
+            if n not in out and n not in outer and not n.startswith("?"):
+                out.append(n)
+    return out
 
 
 def _subtypes(t: Type) -> tuple[Type, ...]:
@@ -434,7 +559,7 @@ def _op_attr_text(call: Call, type_text: Any = type_str) -> list[str]:
     return out
 
 
-_ATOMS = (Var, GlobalVar, Op, Constant)
+_ATOMS = (Var, GlobalVar, Op, Constant, Constructor)
 _ATOMS_SET = frozenset(_ATOMS)
 _USE, _ROOT, _CONT = 0, 1, 2
 
@@ -448,6 +573,8 @@ def _relations(n: Node) -> tuple[tuple[Node, int], ...]:
         return ((n.body, _ROOT),)
     if type(n) is Let:
         return ((n.value, _USE), (n.body, _CONT))
+    if type(n) is Match:  # like an If: each clause body is a nested scope
+        return ((n.data, _USE), *[(c.rhs.body, _ROOT) for c in n.clauses])
     return tuple((c, _USE) for c in n.children())
 
 
@@ -501,6 +628,8 @@ class _Plan:
                 push(it.body)
                 push((it,))
                 push(it.value)
+            elif k is Match:  # its clauses and their functions print as part of it
+                extend(reversed([it.data, *[c.rhs.body for c in it.clauses]]))
             else:
                 extend(reversed(it.children()))
         # 2. Lets printed as a line of a scope's let chain, unless claimed twice or used as values.
@@ -600,6 +729,12 @@ class _Plan:
                 self.spine[b] = [n]
                 use(n.value, b)  # type: ignore[attr-defined]
                 continue_chain(b, n.body)  # type: ignore[attr-defined]
+            elif k is Match:
+                scopes = tuple([new(h) for _ in n.clauses])  # type: ignore[attr-defined]
+                self.inner[n] = scopes
+                use(n.data, h)  # type: ignore[attr-defined]
+                for sc, c in zip(scopes, n.clauses):  # type: ignore[attr-defined]
+                    open_scope(sc, c.rhs.body)
             else:
                 for c in n.children():
                     use(c, h)
@@ -648,6 +783,8 @@ class _Printer:
         self.types = _TypeAliases()
         self.type_text = self.types.text
         self.attr_text: dict[tuple[Node, Attrs], list[str]] = {}  # (callee, attrs) -> printed attributes
+        self.tv_memo: dict[Type, bool] = {}  # type -> whether it holds a type variable
+        self.outer_tvars: set[str] = set()  # the type parameters of the definition being printed
 
     # -- names ----------------------------------------------------------------------
     def var_name(self, v: Var) -> str:
@@ -674,6 +811,8 @@ class _Printer:
             return quote_name("@", n.name_hint)  # type: ignore[attr-defined]
         if k is Op:
             return n.name  # type: ignore[attr-defined]
+        if k is Constructor:
+            return n.name_hint  # type: ignore[attr-defined]
         if k is Constant:
             s = self.const_text.get(n)
             if s is not None:
@@ -724,6 +863,8 @@ class _Printer:
                     if not any("\x00" in x for x in at):  # no alias placeholder (those are counted)
                         self.attr_text[key] = at
                 parts += at
+            if not parts and type(op) is Constructor and not op.inputs:
+                return callee  # a nullary constructor: ``Nil`` (TVM's text)
             return f"{callee}({', '.join(parts)})"
         if k is Tuple:
             fs = [self.ref(f) for f in n.fields]  # type: ignore[attr-defined]
@@ -732,6 +873,12 @@ class _Printer:
             return f"{self.ref(n.tuple_value)}.{n.index}"  # type: ignore[attr-defined]
         if k in _ATOMS_SET:
             return self.ref(n)
+        if k is RefCreate:
+            return f"ref({self.ref(n.value)})"  # type: ignore[attr-defined]
+        if k is RefRead:
+            return f"ref_read({self.ref(n.ref)})"  # type: ignore[attr-defined]
+        if k is RefWrite:
+            return f"ref_write({self.ref(n.ref)}, {self.ref(n.value)})"  # type: ignore[attr-defined]
         return self.generic(n)
 
     def generic(self, n: Node) -> str:
@@ -816,7 +963,7 @@ class _Printer:
         """Print ``n`` (its children already named) after ``prefix``; blocks open nested scopes."""
         inner = indent + "  " if len(indent) < 2 * MAX_INDENT else indent
         k = type(n)
-        if k is not If and k is not Function and k is not Let:
+        if k is not If and k is not Function and k is not Let and k is not Match:
             ty = self.type_comment(n) if self.show_types else ""
             self.lines.append(f"{indent}{prefix}{self.flat(n)}{ty}{suffix}")
             return
@@ -839,6 +986,16 @@ class _Printer:
             self.lines.append(indent + self.fn_header(n, prefix + "fn "))  # type: ignore[arg-type]
             yield self.scope(plan, plan.inner[n][0], inner)
             self.lines.append(f"{indent}}}{suffix}")
+        elif k is Match:  # TVM's layout: ``match (%x) {`` then ``pattern => {...},`` lines
+            q = "?" if not n.complete else ""  # type: ignore[attr-defined]
+            self.lines.append(f"{indent}{prefix}match{q} ({self.ref(n.data)}) {{")  # type: ignore[attr-defined]
+            arm = inner + "  " if len(inner) < 2 * MAX_INDENT else inner
+            for sc, c in zip(plan.inner[n], n.clauses):  # type: ignore[attr-defined]
+                pat = pattern_text(c.lhs, [self.param(v) for v in c.rhs.params])
+                self.lines.append(f"{inner}{pat} => {{")
+                yield self.scope(plan, sc, arm)
+                self.lines.append(f"{inner}}},")
+            self.lines.append(f"{indent}}}{suffix}")
         else:  # a let block used as a value
             self.lines.append(f"{indent}{prefix}{{")
             yield self.scope(plan, plan.inner[n][0], inner)
@@ -858,6 +1015,9 @@ class _Printer:
             self.names_out.extend((p, self.function, self.names[p], line) for p in f.params)
         parts += _attr_items_text(f.attrs.items(), self.type_text)
         ret = f" -> {self.type_text(f.ret_type)}" if f.ret_type is not None else ""
+        tps = function_type_params(f, self.outer_tvars, self.tv_memo)
+        if tps:  # ``def @id[A](%x: A)``, ``fn [A](...)``: TVM's type parameters
+            head = (head if head.endswith("fn ") else head.rstrip()) + f"[{', '.join(tps)}]"
         return f"{head}({', '.join(parts)}){ret} {{"
 
     def definition(self, name: str, f: Function) -> Generator[Any, None, None]:
@@ -866,7 +1026,10 @@ class _Printer:
         if self.names_out is not None:
             self.names_out.append((f, name, quote_name("@", name), len(self.lines)))
             self.owner = [quote_name("@", name)]
-        self.lines.append(self.fn_header(f, "def " + quote_name("@", name)))
+        self.outer_tvars = set()
+        header = self.fn_header(f, "def " + quote_name("@", name))
+        self.outer_tvars = set(function_type_params(f, memo=self.tv_memo))
+        self.lines.append(header)
         yield self.scope(_Plan(f.body, self.top_down), 0, "  ")
         self.lines.append("}")
 
@@ -925,11 +1088,20 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
         return types.resolve(types.text(obj))
     if type(obj) is Attrs:
         return "{" + ", ".join(_attr_items_text(obj.items())) + "}"
+    if isinstance(obj, Pattern):
+        return pattern_text(obj, [f"%{i}" for i in range(64 + len(obj.children()) * 0 + _npat(obj))])
+    if type(obj) is Clause:
+        obj = Match(obj.rhs.params[0] if obj.rhs.params else Tuple([]), [obj])  # shown in a match
     start = 0 if names_out is None else len(names_out)
     p = _Printer(inline_limit, order == "top-down", bool(show_types), names_out)
     if isinstance(obj, Module):
-        for i, (name, f) in enumerate(obj.items()):
+        tds = obj.type_definitions()
+        for i, tn in enumerate(sorted(tds)):
             if i:
+                p.lines.append("")
+            p.lines.extend(type_data_text(tds[tn], p.type_text).split("\n"))
+        for i, (name, f) in enumerate(obj.items()):
+            if i or tds:
                 p.lines.append("")
             p.run(p.definition(name, f))
     elif isinstance(obj, Expr):
@@ -949,6 +1121,12 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
         if off:
             names_out[start:] = [(n, f, label, line + off) for n, f, label, line in names_out[start:]]
     return text
+
+
+def _npat(p: Pattern) -> int:
+    from ..ir.adt import pattern_var_count
+
+    return pattern_var_count(p)
 
 
 def _arg_summary(a: Node) -> str:

@@ -12,6 +12,7 @@ from xxhash import xxh3_128_digest
 
 from ..analysis.typecheck import TypeContext
 from ..errors import WellFormedError
+from ..ir.adt import F_MATCH, F_REF, Constructor
 from ..ir.expr import Call, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.lineage import current_recorder, derive, eliminate
 from ..ir.module import Module
@@ -424,9 +425,14 @@ class _Bind(Rewriter):
         return out
 
     def visit_Call(self, new: Expr) -> Expr:
+        if not new.args and type(new.op) is Constructor:  # type: ignore[attr-defined]
+            return new  # a nullary constructor (``Nil``) is a value, an atom like a constant
         return self.bind(new, self.original)
 
-    visit_Tuple = visit_TupleGetItem = visit_Call
+    def visit_Tuple(self, new: Expr) -> Expr:
+        return self.bind(new, self.original)
+
+    visit_TupleGetItem = visit_Tuple
 
     def visit_If(self, new: If) -> Expr:
         n = self.original
@@ -450,6 +456,8 @@ def normalize_function(func: Function, mod: Module, *, bind_all: bool) -> Functi
     value's type when the body type-checks (the module's typing context).  Returns
     ``func`` itself when nothing changes; records lineage only then.
     """
+    if func.body._mask & (F_MATCH | F_REF):
+        return func  # matches (scopes of their own) and references (effects): left as they are
     with gc_paused():
         return _normalize(func, mod, bind_all)
 

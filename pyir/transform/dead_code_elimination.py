@@ -44,6 +44,7 @@ from __future__ import annotations
 import dataclasses
 from typing import cast
 
+from ..ir.adt import F_REF
 from ..ir.expr import Expr, Function, Let, Var
 from ..ir.lineage import eliminate
 from ..ir.module import Module
@@ -76,7 +77,10 @@ def _dead_lets(func: Function) -> tuple[set[Let], list[Node]]:
         if t is Let:
             let = cast(Let, n)
             reached.append(let)
-            if let.var in live:
+            if let.value._mask & F_REF and let.var not in live:  # a reference operation: an effect,
+                live.add(let.var)  # kept even when its variable is unused
+                push(let.value)
+            elif let.var in live:
                 push(let.value)
             else:
                 waiting.setdefault(let.var, []).append(let)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..analysis.interp import evaluate
 from ..errors import EvaluationError, PyIRError
+from ..ir.adt import ADT_BITS
 from ..ir.expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem, const
 from ..ir.lineage import derive, eliminate
 from ..ir.module import Module
@@ -41,8 +42,9 @@ from .base import FunctionPass
 __all__ = ["FoldConstant"]
 
 #: A node whose mask has none of these bits can be evaluated on its own (the annotation
-#: operators ``on_device`` / ``device_copy`` count as open: they are kept, as TVM keeps them).
-_OPEN = F_VAR | F_GLOBAL | F_FUNC | F_LET | F_IF
+#: operators ``on_device`` / ``device_copy`` count as open: they are kept, as TVM keeps them;
+#: so do ADT values, matches and references: left as they are).
+_OPEN = F_VAR | F_GLOBAL | F_FUNC | F_LET | F_IF | ADT_BITS
 for _name in ANNOTATION_OPS:
     _OPEN |= get_op_def(_name).mask
 #: A closed node whose mask has only these bits is already a constant (tuple).

@@ -50,6 +50,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..ir.adt import F_REF
 from ..ir.expr import Call, Expr, Function, GlobalVar
 from ..ir.lineage import current_recorder
 from ..ir.module import Module
@@ -138,7 +139,9 @@ class Inline(ModulePass):
     """Inline every function whose attributes mark it ``Inline=1`` (see the module docstring)."""
 
     def run(self, mod: Module) -> Module:
-        inline = {n for n, f in mod.items() if f.attrs.get("Inline")}
+        # (a function with reference operations is not inlined: its copies at two calls with the
+        # same arguments would be one hash-consed node, one effect where there were two)
+        inline = {n for n, f in mod.items() if f.attrs.get("Inline") and not f.body._mask & F_REF}
         if not inline:
             return mod
         # Functions no other function refers to are entries: they stay, as in TVM.
