@@ -7,6 +7,7 @@ renders as HTML).
 """
 
 # %% Build a small ResNet-style model
+import sys
 from typing import Any
 
 import pyir
@@ -23,16 +24,11 @@ from pyir.viz import viz
 
 def show(obj: Any) -> None:
     """Display ``obj``: HTML in a notebook, its text in a terminal."""
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-    except ImportError:
-        print(obj)
-        return
-    if get_ipython() is None:
+    ipython: Any = sys.modules.get("IPython")  # loaded only when running under IPython/Jupyter
+    if ipython is None or ipython.get_ipython() is None:
         print(obj)
     else:
-        display(obj)
+        ipython.display.display(obj)
 
 
 pyir.display.install()
