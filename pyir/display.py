@@ -217,31 +217,33 @@ def module_html(mod: Module, *, max_lines: int = MAX_LINES, first_lines: int = 1
         mod._typed()
         text, entries = mod._printed()
         return _wrap(head + _printed_html(mod, text, entries))
-    parts = [f"<div><b>Module</b> with {len(mod)} function(s), {total} node(s)"
-             + (f", {len(mod.pass_records)} pass record(s)" if len(mod.pass_records) else "") + "</div>"]
-    large = total > max_lines
-    if large:
-        parts.append(_note(f"more than {max_lines} nodes: showing a summary (function list, node counts, "
-                           f"first {first_lines} lines); use print(mod) for the full text"))
-        parts.append(table_html(["function", "nodes", "params"],
-                                [(f"@{n}", counts[n], len(f.params)) for n, f in mod.items()]))
+    from .summaries import summary, summary_parts
+
+    parts = summary_parts(summary(mod))
+    parts.append(_note(f"more than {max_lines} nodes: a summary, and each function's first {first_lines} "
+                       f"lines (more in the folded parts); print(mod) gives the full text"))
     for name, f in mod.items():
-        if large and counts[name] > 4 * max_lines:
-            summary = highlight(_header(name, f))
-            inner = _note(f"{counts[name]} nodes; kinds: {_op_histogram(orders[name])}")
+        if counts[name] > 4 * max_lines:
+            head = highlight(_header(name, f))
+            inner = _note(f"{counts[name]:,} nodes (too many to print here); operators: "
+                          f"{_op_histogram(orders[name])}")
         else:
             lines = astext(Module({name: f}), show_meta_data=False).rstrip().splitlines()
             i = next(j for j, ln in enumerate(lines) if ln.startswith("def "))
             # the printer's own header (its unique parameter names) is the summary; aliases stay
-            summary = highlight(lines.pop(i).removesuffix(" {"))
-            more = ""
-            if large and len(lines) > first_lines:
-                more = _note(f"... {len(lines) - first_lines} more line(s)")
-                lines = lines[:first_lines]
-            inner = f"<pre>{highlight(chr(10).join(lines))}</pre>{more}"
-        is_open = "" if large or f.attrs.get("Primitive") else " open"
-        parts.append(f"<details{is_open}><summary>{summary}</summary>{inner}</details>")
+            head = highlight(lines.pop(i).removesuffix(" {"))
+            inner = f"<pre>{highlight(chr(10).join(lines[:first_lines]))}</pre>"
+            rest = lines[first_lines:first_lines + _MORE_LINES]
+            if rest:
+                inner += (f"<details><summary>{len(rest)} more line(s)</summary>"
+                          f"<pre>{highlight(chr(10).join(rest))}</pre></details>")
+            if len(lines) > first_lines + _MORE_LINES:
+                inner += _note(f"... {len(lines) - first_lines - _MORE_LINES} more line(s): print(mod)")
+        parts.append(f"<details><summary>{head}</summary>{inner}</details>")
     return _wrap("".join(parts))
+
+
+_MORE_LINES = 300  # lines of a large module's function in its folded part
 
 
 # -- lineage ------------------------------------------------------------------------------------
@@ -546,6 +548,17 @@ def _expr_repr_html(self: Expr) -> str:
     return expr_html(self)
 
 
+def _module_repr_pretty(self: Module, p: Any, cycle: bool) -> None:
+    """The text a notebook stores beside the HTML: the program, or for a large module its
+    summary (so the notebook file stays small)."""
+    if self._node_count() > MAX_LINES:
+        from .summaries import summary
+
+        p.text(str(summary(self)) + "\n(print(mod) gives the full text)")
+    else:
+        p.text(str(self))
+
+
 def _module_repr_html(self: Module) -> str:
     return module_html(self)
 
@@ -577,6 +590,7 @@ def install() -> None:
         setattr(cls, "_repr_pretty_", _text_pretty)  # noqa: B010 (attached to several classes)
     Expr._repr_html_ = _expr_repr_html  # type: ignore[attr-defined]
     Module._repr_html_ = _module_repr_html  # type: ignore[attr-defined]
+    Module._repr_pretty_ = _module_repr_pretty  # type: ignore[method-assign]
     PassRecord._repr_html_ = _record_repr_html  # type: ignore[attr-defined]
     PassRecord._repr_pretty_ = _record_repr_pretty  # type: ignore[attr-defined]
     Step._repr_html_ = _step_repr_html  # type: ignore[attr-defined]

@@ -183,6 +183,13 @@ def _table(header: list[str], rows: list[list[Any]], total: int | None = None) -
 
 def summary_html(s: Summary) -> str:
     """The HTML of a :class:`Summary` (bounded: at most ``MAX_ROWS`` rows per table)."""
+    from .display import _wrap
+
+    return _wrap('<div class="pyir-summary">' + "".join(summary_parts(s)) + "</div>")
+
+
+def summary_parts(s: Summary) -> list[str]:
+    """The HTML parts of a summary: a heading line and one ``<details>`` per part."""
     m = s.main
     head = (f"<div><b>Module</b> with {len(s.functions)} function(s), {s.nodes:,} nodes, "
             f"{sum(f.constants for f in s.functions):,} constants ({_esc(_nbytes(s.weight_bytes))})"
@@ -210,6 +217,4 @@ def summary_html(s: Summary) -> str:
         rows = [[p, e, f"{1e3 * t:.1f}"] for p, e, t in s.history]
         parts.append(f"<details open><summary>pass history ({len(s.history)})</summary>"
                      f"{_table(['pass', 'lineage edges', 'ms'], rows)}</details>")
-    from .display import _wrap
-
-    return _wrap('<div class="pyir-summary">' + "".join(parts) + "</div>")
+    return parts

@@ -77,3 +77,21 @@ def test_summary_of_a_function_and_bad_input():
         assert "Module or a Function" in str(e)
     else:
         raise AssertionError("summary(42) did not raise")
+
+
+def test_large_module_display_is_a_summary_with_folded_parts():
+    """A large module's HTML leads with its summary (histogram, inputs, weights) and folds the
+    rest of each function; its text form in a notebook is the summary (the file stays small)."""
+    from IPython.lib.pretty import pretty
+
+    big = pyir.testing.elementwise_chain(20_000)
+    h = big._repr_html_()
+    assert "operators: 20,000 calls of 4 kind(s)" in h and "main: 1 input(s)" in h
+    assert len(h) < 20_000 and "too many to print here" in h
+    mid = pyir.testing.elementwise_chain(700)  # large, but printable: first lines, the rest folded
+    h2 = mid._repr_html_()
+    assert "more line(s)</summary>" in h2 and len(h2) < 120_000
+    _parse(h2)
+    text = pretty(big)
+    assert text.startswith("Module: 1 function(s), 20,003 nodes") and len(text) < 2_000
+    assert pretty(pyir.testing.resnet(1)).startswith("def @main")  # small: the program itself
