@@ -124,8 +124,9 @@ def type_str(t: Type | None) -> str:
     return _type_text(t, None)
 
 
-def _type_text(t: Type, names: dict[Type, str] | None) -> str:
-    """Text of ``t``; its proper subtypes found in ``names`` print as their alias."""
+def _type_text(t: Type, names: dict[Type, str] | None, scalar: bool = False) -> str:
+    """Text of ``t``; its proper subtypes found in ``names`` print as their alias; ``scalar``:
+    a 0-d tensor type prints as its dtype (TVM's form: ``float32``)."""
     out: list[str] = []
     emit = out.append
     stack: list[Any] = [t]
@@ -143,6 +144,9 @@ def _type_text(t: Type, names: dict[Type, str] | None) -> str:
         k = type(x)
         if k is TensorType:
             shape = x.shape
+            if scalar and not shape:
+                emit(x.dtype)
+                continue
             emit("Tensor[(%s), %s]" % (", ".join([str(d) if type(d) is int else dim_str(d, text=True)
                                                   for d in shape]), x.dtype))
         elif k is TupleType:
@@ -345,10 +349,11 @@ def format_scalar(v: Any, dtype: str) -> str:
     return str(int(v))
 
 
-def format_attr_value(v: Any, type_text: Any = type_str) -> str:
+def format_attr_value(v: Any, type_text: Any = type_str, tvm: bool = False) -> str:
     """Text of an attribute value (typed: ``1``, ``1.0``, ``True`` differ; floats bit-exact).
 
     Types in the value print with ``type_text`` (the printer passes its alias-aware one).
+    ``tvm``: TVM's spelling of floats, ``%g`` and ``f`` (``alpha=0.1f``; not bit-exact).
     """
     out: list[str] = []
     emit = out.append
@@ -365,7 +370,7 @@ def format_attr_value(v: Any, type_text: Any = type_str) -> str:
         elif t is int:
             emit(str(x))
         elif t is float:
-            emit(_float_text(x))
+            emit(_tvm_float(x) + "f" if tvm else _float_text(x))
         elif t is str:
             emit(json.dumps(x))
         elif t is tuple:
@@ -392,8 +397,37 @@ class _Raw:
 _CLOSE, _SEP = _Raw("]"), _Raw(", ")
 
 
-def _attr_items_text(items: Any, type_text: Any = type_str) -> list[str]:
-    return [f"{_key_text(k)}={format_attr_value(v, type_text)}" for k, v in items]
+def _attr_items_text(items: Any, type_text: Any = type_str, tvm: bool = False) -> list[str]:
+    return [f"{_key_text(k)}={format_attr_value(v, type_text, tvm)}" for k, v in items]
+
+
+def _tvm_float(v: float) -> str:
+    """A float as TVM's printer writes it (C++ ``ostream <<``: ``%g``, 6 significant digits)."""
+    return "%g" % v
+
+
+_TVM_SUFFIX = {"float32": "f", "float64": "f64", "float16": "f16", "int32": "", "int64": "i64",
+               "int16": "i16"}
+
+
+def _tvm_inline_const(c: Constant) -> str | None:
+    """TVM's inline form of a constant: the 0-d ones of simple dtypes (``1f``, ``2i64``,
+    ``True``); None: it goes to the metadata section."""
+    data = c.data
+    if data.ndim:
+        return None
+    dt = data.dtype.name
+    if dt == "bool":
+        return "True" if data.item() else "False"
+    suffix = _TVM_SUFFIX.get(dt)
+    if suffix is None:
+        return None
+    v = data.item()
+    if dt[0] == "f":
+        if not np.isfinite(v):
+            return None
+        return _tvm_float(float(v)) + suffix
+    return f"{int(v)}{suffix}"
 
 
 def _inline_const(c: Constant, limit: int) -> str | None:
@@ -418,19 +452,19 @@ def _inline_const(c: Constant, limit: int) -> str | None:
     return f"tensor({nest(data)}, {dt})"
 
 
-def _op_attr_text(call: Call, type_text: Any = type_str) -> list[str]:
+def _op_attr_text(call: Call, type_text: Any = type_str, tvm: bool = False) -> list[str]:
     attrs = call.attrs
     if not attrs:
         return []
     if type(call.op) is not Op:
-        return _attr_items_text(attrs.items(), type_text)
+        return _attr_items_text(attrs.items(), type_text, tvm)
     specs = call.op.op_def._specs
     out = []
     for k, v in attrs.items():
         spec = specs.get(k)
         if spec is not None and spec.default is not REQUIRED and _typed_equal(spec.default, v):
             continue
-        out.append(f"{_key_text(k)}={format_attr_value(v, type_text)}")
+        out.append(f"{_key_text(k)}={format_attr_value(v, type_text, tvm)}")
     return out
 
 
@@ -625,8 +659,9 @@ class _Plan:
 
 
 class _Printer:
-    def __init__(self, inline_limit: int) -> None:
+    def __init__(self, inline_limit: int, tvm: bool = False) -> None:
         self.inline_limit = inline_limit
+        self.tvm = tvm
         self.lines: list[str] = []
         self.names: dict[Node, str] = {}
         self.used: set[str] = set()
@@ -637,6 +672,15 @@ class _Printer:
         self.next_suffix: dict[str, int] = {}
         self.types = _TypeAliases()
         self.type_text = self.types.text
+        if tvm:  # TVM's form: scalar types as their dtype, no type aliases (TVM has none)
+            memo: dict[Type, str] = {}
+
+            def tvm_type(t: Type) -> str:
+                r = memo.get(t)
+                if r is None:
+                    r = memo[t] = _type_text(t, None, True)
+                return r
+            self.type_text = tvm_type
         self.attr_text: dict[tuple[Node, Attrs], list[str]] = {}  # (callee, attrs) -> printed attributes
 
     # -- names ----------------------------------------------------------------------
@@ -668,7 +712,8 @@ class _Printer:
             s = self.const_text.get(n)
             if s is not None:
                 return s
-            s = _inline_const(n, self.inline_limit)  # type: ignore[arg-type]
+            s = (_tvm_inline_const(n) if self.tvm  # type: ignore[arg-type]
+                 else _inline_const(n, self.inline_limit))  # type: ignore[arg-type]
             if s is not None:
                 self.const_text[n] = s
                 return s
@@ -676,7 +721,7 @@ class _Printer:
             if i is None:
                 i = self.meta_index[n] = len(self.meta)  # type: ignore[index]
                 self.meta.append(n)  # type: ignore[arg-type]
-            return f"meta[Constant][{i}]"
+            return f"meta[relay.Constant][{i}]" if self.tvm else f"meta[Constant][{i}]"
         return None
 
     def ref(self, n: Node) -> str:
@@ -710,7 +755,7 @@ class _Printer:
                 key = (op, attrs)
                 at = self.attr_text.get(key)
                 if at is None:
-                    at = _op_attr_text(n, self.type_text)  # type: ignore[arg-type]
+                    at = _op_attr_text(n, self.type_text, self.tvm)  # type: ignore[arg-type]
                     if not any("\x00" in x for x in at):  # no alias placeholder (those are counted)
                         self.attr_text[key] = at
                 parts += at
@@ -810,7 +855,7 @@ class _Printer:
 
     def fn_header(self, f: Function, head: str) -> str:
         parts = [self.param(p) for p in f.params]
-        parts += _attr_items_text(f.attrs.items(), self.type_text)
+        parts += _attr_items_text(f.attrs.items(), self.type_text, self.tvm)
         ret = f" -> {self.type_text(f.ret_type)}" if f.ret_type is not None else ""
         return f"{head}({', '.join(parts)}){ret} {{"
 
@@ -831,6 +876,9 @@ class _Printer:
             stack.append(item)
 
     def metadata(self) -> list[str]:
+        if self.tvm:
+            from .tvm_meta import dump
+            return ["#[metadata]", dump(self.meta)]
         out = ["#[metadata]"]
         for i, c in enumerate(self.meta):
             shape = "(%s)" % ", ".join(str(d) for d in c.data.shape)
@@ -839,7 +887,8 @@ class _Printer:
         return out
 
 
-def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_LIMIT) -> str:
+def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_LIMIT,
+           tvm: bool = False) -> str:
     """Relay-like text of a module, function, expression, type or ``Attrs``.
 
     An ``Attrs`` prints as ``{axis=1, keepdims=True}``; anything else that is not a
@@ -850,25 +899,43 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
     section, so that :func:`pyir.parse` rebuilds the module exactly;
     ``show_meta_data=False`` replaces the section by a one-line note (that is
     what ``str()`` and notebooks show).
+
+    An expression's free variables are declared first, ``free_var %x: T;`` (as TVM prints
+    them; :func:`pyir.parse_expr` requires the declaration).
+
+    ``tvm=True`` writes the text TVM's Relay printer writes (``mod.astext()`` of TVM 0.18, which
+    ``tvm.relay.parse`` reads): the ``#[version = "0.0.5"]`` header, the functions in name
+    order, scalar types as their dtype (``float32``), only 0-d constants inline (``1f``,
+    ``2i64``, floats with TVM's 6 significant digits), the others as ``meta[relay.Constant][i]``
+    with TVM's JSON metadata section (:mod:`pyir.text.tvm_meta`), float attributes as
+    ``alpha=0.1f``, no type aliases.  TVM's ``/* ty=... */`` comments are not written.
     """
     from ..ir.module import Module
 
     if isinstance(obj, Type):
+        if tvm:
+            return _type_text(obj, None, True)
         types = _TypeAliases()
         return types.resolve(types.text(obj))
     if type(obj) is Attrs:
-        return "{" + ", ".join(_attr_items_text(obj.items())) + "}"
-    p = _Printer(inline_limit)
+        return "{" + ", ".join(_attr_items_text(obj.items(), type_str, tvm)) + "}"
+    p = _Printer(inline_limit, tvm)
     if isinstance(obj, Module):
-        for i, (name, f) in enumerate(obj.items()):
+        items = sorted(obj.items()) if tvm else obj.items()
+        for i, (name, f) in enumerate(items):
             if i:
                 p.lines.append("")
             p.run(p.definition(name, f))
     elif isinstance(obj, Expr):
+        from ..ir.traverse import free_vars
+        for v in free_vars(obj):
+            p.lines.append(f"free_var {p.param(v)};")
         p.run(p.scope(_Plan(obj), 0, ""))
     else:
         raise TypeCheckError(f"astext: cannot print a {type(obj).__name__} (expected a Module, an "
                              "expression, a type or Attrs)")
+    if tvm:
+        p.lines.insert(0, '#[version = "0.0.5"]')
     if p.meta:
         if show_meta_data:
             p.lines.extend(p.metadata())
