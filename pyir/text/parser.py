@@ -113,7 +113,7 @@ _TOKEN_RE = re.compile(
     r"|(?P<IDENT>[A-Za-z_][A-Za-z0-9_.]*)"
     r"|(?P<GLOBAL>@(?:[A-Za-z_][A-Za-z0-9_.]*|" + _STRING + r"))"
     r"|(?P<ALIAS>\$[A-Za-z_][A-Za-z0-9_]*)"
-    r"|(?P<CMP>==|!=|<=|>=|<|>)|(?P<SLASH>/)"
+    r"|(?P<CMP>==|!=|<=|>=|<|>)|(?P<SLASH>/(?!\*))"
     r"|(?P<LP>\()|(?P<EQ>=)|(?P<LB>\[)|(?P<RB>\])"
     r"|(?P<LC>\{)|(?P<RC>\})|(?P<COLON>:)|(?P<ARROW>->)|(?P<DOT>\.)"
     r"|(?P<STR>" + _STRING + r")"
@@ -1373,8 +1373,10 @@ class Parser:
                 if key in self.free:
                     raise self.error(f"free variable {_shown_local(name)} is declared twice", vp)
                 ty = self.parse_annotation() if self.parse_optional_token("COLON") else None
-                v = self.free[key] = self.build(Var, vp, name, ty)
                 self.parse_optional_token("SEMI")
+                if key in self.env:  # a name given in ``env`` stands for what env maps it to
+                    continue
+                v = self.free[key] = self.build(Var, vp, name, ty)
                 self.bind(key, v, undo)
             else:
                 if self._is_block():
