@@ -1728,10 +1728,18 @@ def parse_expr(text: str, env: Mapping[str, Expr] | None = None, *, free_vars: b
     is a ParseError, unless ``free_vars=True`` (then each becomes a fresh untyped free variable).
     ``@names`` are not checked (there is no module).
 
-    >>> print(parse_expr("free_var %a: float32;\\n%0 = add(%a, 1.5f);\\nnegative(%0)"), end="")
+    >>> import pyir
+    >>> e = parse_expr("free_var %a: float32;\\n%0 = add(%a, 1.5f);\\nnegative(%0)")
+    >>> print(pyir.astext(e), end="")
     free_var %a: Tensor[(), float32];
     %0 = add(%a, 1.5f);
     negative(%0)
+    >>> print(pyir.astext(parse_expr("%a * 2f + 1f < 5f", free_vars=True), tvm=True), end="")
+    #[version = "0.0.5"]
+    free_var %a;
+    %0 = multiply(%a, 2f);
+    %1 = add(%0, 1f);
+    less(%1, 5f)
     """
     with _gc_paused():
         end, meta = _split(text)

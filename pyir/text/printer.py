@@ -901,7 +901,8 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
     what ``str()`` and notebooks show).
 
     An expression's free variables are declared first, ``free_var %x: T;`` (as TVM prints
-    them; :func:`pyir.parse_expr` requires the declaration).
+    them; :func:`pyir.parse_expr` requires the declaration), except in the display form
+    (``show_meta_data=False``: ``str()``, notebooks, diffs), which is not meant to be parsed.
 
     ``tvm=True`` writes the text TVM's Relay printer writes (``mod.astext()`` of TVM 0.18, which
     ``tvm.relay.parse`` reads): the ``#[version = "0.0.5"]`` header, the functions in name
@@ -927,9 +928,10 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
                 p.lines.append("")
             p.run(p.definition(name, f))
     elif isinstance(obj, Expr):
-        from ..ir.traverse import free_vars
-        for v in free_vars(obj):
-            p.lines.append(f"free_var {p.param(v)};")
+        if show_meta_data or tvm:
+            from ..ir.traverse import free_vars
+            for v in free_vars(obj):
+                p.lines.append(f"free_var {p.param(v)};")
         p.run(p.scope(_Plan(obj), 0, ""))
     else:
         raise TypeCheckError(f"astext: cannot print a {type(obj).__name__} (expected a Module, an "
