@@ -104,7 +104,8 @@ class _Extractor(ast.NodeVisitor):
         self.used: set[int] = set()  # ids of string nodes consumed by a parse call
         tree = ast.parse(source)
         for node in tree.body:  # module-level string constants
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                    isinstance(node.targets[0], ast.Name):
                 s = self.const_str(node.value, {})
                 if s is not None:
                     self.module_consts[node.targets[0].id] = s
@@ -261,21 +262,21 @@ def measure(progs: list[Program]) -> None:
         except PyIRError as e:
             p.result, p.error = "parse", f"{type(e).__name__}: {e}"
             continue
-        except Exception as e:  # noqa: BLE001 - a crash is a finding
+        except Exception as e:
             p.result, p.error = "crash", f"{type(e).__name__}: {e}"
             continue
         try:
             if p.mode == "module":
                 InferType()(obj)
             else:
-                obj.checked_type
+                _ = obj.checked_type
             p.extra["typed"] = "yes"
         except PyIRError as e:
             p.extra["typed"] = f"{type(e).__name__}: {e}"
             if p.mode == "module" or not p.accepted:
                 p.result, p.error = "type", p.extra["typed"]
                 continue
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             p.result, p.error = "crash", f"{type(e).__name__}: {e}"
             continue
         if not p.accepted:
@@ -290,7 +291,8 @@ def measure(progs: list[Program]) -> None:
         p.result = "ok"
 
 
-_META_TY = re.compile(r"meta\[relay\.Constant\]\[([0-9]+)\]\s*/\*\s*ty=(Tensor\[\([^)]*\),\s*[a-z0-9]+\]|[a-z0-9]+)")
+_META_TY = re.compile(r"meta\[relay\.Constant\]\[([0-9]+)\]\s*/\*\s*ty="
+                      r"(Tensor\[\([^)]*\),\s*[a-z0-9]+\]|[a-z0-9]+)")
 
 
 def _meta_table(pyir: Any, text: str) -> dict[str, list[Any]] | None:
@@ -317,7 +319,7 @@ def _roundtrip(pyir: Any, obj: Any, mode: str) -> str:
             text = obj.astext(tvm=tvm) if mode == "module" else pyir.astext(obj, tvm=tvm)
             back = pyir.parse(text) if mode == "module" else pyir.parse_expr(text)
             again = back.astext(tvm=tvm) if mode == "module" else pyir.astext(back, tvm=tvm)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             return f"{'TVM form' if tvm else 'pyir form'}: {type(e).__name__}: {e}"
         if not pyir.alpha_equal(back, obj, map_free_vars=True):
             return f"{'TVM form' if tvm else 'pyir form'}: printed text parses to a different program"
@@ -344,7 +346,8 @@ def report(progs: list[Program], skipped: int, failures: bool) -> dict[str, int]
           f"expressions parse {sum(p.result in good for p in exprs)}/{len(exprs)} "
           f"(and type-check {n_typed_expr}: TVM's parse_expr does not type-check)")
     print(f"  modules that parse but do not type-check: {sum(p.result == 'type' for p in mods)}; "
-          f"no parse: {sum(p.result == 'parse' for p in acc)}; crash: {sum(p.result == 'crash' for p in acc)}")
+          f"no parse: {sum(p.result == 'parse' for p in acc)}; "
+          f"crash: {sum(p.result == 'crash' for p in acc)}")
     same = sum(p.extra.get("same_text") == "yes" for p in acc)
     print(f"  printed in TVM's form, equal to the original text up to whitespace and comments: {same}")
     print(f"rejected: pyir rejects {n_rej}/{len(rej)}")
@@ -360,14 +363,16 @@ def report(progs: list[Program], skipped: int, failures: bool) -> dict[str, int]
                 others += n
             print(f"  {n:4d}  {b}")
         print(f"  ({others} of them on constructs or operators the relaylang/relayops branches add: "
-              f"{n_ok + others}/{len(acc)} = {100.0 * (n_ok + others) / max(len(acc), 1):.1f}% if they all pass)")
+              f"{n_ok + others}/{len(acc)} = {100.0 * (n_ok + others) / max(len(acc), 1):.1f}% "
+              "if they all pass)")
     rt = [p for p in acc if p.result == "roundtrip"]
     if rt:
         print(f"round-trip failures: {len(rt)}")
     if failures:
         for p in acc:
             if p.result != "ok":
-                print(f"--- {p.file}:{p.line} [{p.mode}, {p.result}] {p.error.splitlines()[0] if p.error else ''}")
+                first = p.error.splitlines()[0] if p.error else ""
+                print(f"--- {p.file}:{p.line} [{p.mode}, {p.result}] {first}")
         for p in rej:
             if p.result not in ("parse", "type"):
                 print(f"--- REJECTED BY TVM, accepted by pyir: {p.file}:{p.line}\n{p.text.strip()[:300]}")

@@ -438,7 +438,7 @@ class Parser:
                 t = items[0] if len(items) == 1 and not comma else self.build(TupleType, fp, items)
 
     def parse_annotation(self) -> Type | None:
-        """A type annotation after ``:``: a type, or TVM's incomplete type ``_`` (None: no annotation)."""
+        """A type annotation after ``:``: a type, or TVM's incomplete type ``_`` (None)."""
         k, s, p = self.tok
         if k == "IDENT" and s == "_":
             self.advance()
@@ -948,17 +948,18 @@ class Parser:
             while ops and ops[-1][1] >= prec:
                 self._reduce(vals, ops.pop())
             ops.append((name, prec, p))
+            rhs: Expr | None
             if k == "NUM":
                 self.advance()
-                rhs: Expr | None = self._literal(s[1:], p + 1)
+                rhs = self._literal(s[1:], p + 1)
                 nk = self.tok[0]
                 if nk == "LP" or nk == "DOT":
-                    rhs = self._postfix(rhs)  # type: ignore[arg-type]
+                    rhs = self._postfix(rhs)
             else:
                 self.advance()
                 rhs = self.parse_operand()
-                if rhs is None:
-                    raise self.expected(f"an expression after '{sym}'")
+            if rhs is None:
+                raise self.expected(f"an expression after '{sym}'")
             vals.append(rhs)
         while ops:
             self._reduce(vals, ops.pop())
