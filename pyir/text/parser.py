@@ -439,7 +439,7 @@ class Parser:
 
     def parse_annotation(self) -> Type | None:
         """A type annotation after ``:``: a type, or TVM's incomplete type ``_`` (None)."""
-        k, s, p = self.tok
+        k, s, _ = self.tok
         if k == "IDENT" and s == "_":
             self.advance()
             return None
