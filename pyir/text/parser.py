@@ -807,13 +807,13 @@ class Parser:
         """``num`` as a 0-d ``dtype`` array; out of range (a float that overflows to inf, an
         integer that does not fit) is a ParseError, never a silent inf or wrap-around."""
         try:
-            if is_int:
+            if dtype[0] in "iu":
                 v = self._int(num, pos)
-                info = np.iinfo(dtype) if dtype[0] in "iu" else None
-                if info is not None and not info.min <= v <= info.max:
+                info = np.iinfo(dtype)
+                if not info.min <= v <= info.max:
                     raise OverflowError
                 return np.array(v, dtype=dtype)
-            f = float(num)
+            f = float(self._int(num, pos)) if is_int else float(num)
             if abs(f) > float(np.finfo(dtype).max) and not np.isinf(f):
                 raise OverflowError  # (TVM's rule: beyond the largest finite value)
             return np.array(f, dtype=dtype)

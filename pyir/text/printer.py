@@ -460,7 +460,11 @@ def _op_attr_text(call: Call, type_text: Any = type_str, tvm: bool = False) -> l
         return _attr_items_text(attrs.items(), type_text, tvm)
     specs = call.op.op_def._specs
     out = []
-    for k, v in attrs.items():
+    items: Any = attrs.items()
+    if tvm:  # TVM prints the fields in their declaration order (the operator's schema order)
+        order = {k: i for i, k in enumerate(specs)}
+        items = sorted(items, key=lambda kv: order.get(kv[0], len(order)))
+    for k, v in items:
         spec = specs.get(k)
         if spec is not None and spec.default is not REQUIRED and _typed_equal(spec.default, v):
             continue
