@@ -370,7 +370,7 @@ def format_attr_value(v: Any, type_text: Any = type_str, tvm: bool = False) -> s
         elif t is int:
             emit(str(x))
         elif t is float:
-            emit(_tvm_float(x) + "f" if tvm else _float_text(x))
+            emit(_tvm_float(x) + "f" if tvm and x - x == 0 else _float_text(x))  # (inf, nan: exact)
         elif t is str:
             emit(json.dumps(x))
         elif t is tuple:
