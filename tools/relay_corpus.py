@@ -209,7 +209,10 @@ def extract(repo: str, commit: str) -> tuple[list[Program], int]:
 
 
 _CATEGORIES = [  # (category, regex over the error message or the text)
-    ("ADT/match (relaylang)", r"\btype [A-Z]|\bmatch\b|Cons|Nil\b|undefined .*constructor|List\["),
+    ("constants from Python (init_meta_table, not in the text)",
+     r"refers to the metadata section, which is missing"),
+    ("globals from Python (init_module: PrimFuncs, externals)", r"undefined global function"),
+    ("ADT/match (relaylang)", r"\btype [A-Z]|\bmatch\b|\bCons\b|\bNil\b|undefined .*constructor|List\["),
     ("refs (relaylang)", r"\bref\b|ref_read|ref_write|RefCreate"),
     ("type params (relaylang)", r"def @[A-Za-z_0-9]+\["),
     ("on_device/device_copy (relayops)", r"on_device|device_copy"),
