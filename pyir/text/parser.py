@@ -923,7 +923,7 @@ class Parser:
         """An expression: operands (:meth:`parse_operand`) and TVM's infix operators
         (``* /`` before ``+ -`` before ``< > <= >=`` before ``== !=``, left-associative, built as
         calls of multiply, divide, add, ...); None if absent."""
-        e = self.parse_operand()
+        e = self.parse_primary() if self.tok[0] != "MINUS" else self.parse_operand()
         if e is None:
             return None
         k, s, _ = self.tok
@@ -1363,7 +1363,18 @@ class Parser:
                 recursive = self.tok[1] == "fn" and self.tok[0] == "IDENT"
                 if recursive:  # a let-bound function may call itself
                     self.bind(key, v, undo)
-                val = (yield from self.value()) if self._is_block() else self.parse_expr()
+                k, s, q = self.tok
+                if k == "CALLEE":  # the common case, inlined (as for bindings)
+                    self.advance()
+                    val = self._op_call(s[:-1], q)
+                    k, s, _ = self.tok
+                    if k == "LP" or k == "DOT":
+                        val = self._postfix(val)
+                        k, s, _ = self.tok
+                    if k in _INFIX or (k == "NUM" and s[0] == "-"):
+                        val = self._binary(val)
+                else:
+                    val = (yield from self.value()) if self._is_block() else self.parse_expr()
                 self.parse_token("SEMI", "after a let binding")
                 lets.append((v, val, p))
                 if not recursive:
