@@ -19,6 +19,7 @@ from .errors import (
     FinalKindError,
     FrontendError,
     GraphvizNotFoundError,
+    IllTypedProgramError,
     ImmutableError,
     InternalError,
     LineageError,
@@ -32,7 +33,7 @@ from .errors import (
     UnknownOpError,
     WellFormedError,
 )
-from .ir import dims
+from .ir import adt, dims
 from .ir.dims import Any, Dim, sym
 from .ir.expr import (
     Call,
@@ -73,6 +74,7 @@ from .rewrite.scope_builder import ScopeBuilder
 from .serialize import dumps, from_json, load, loads, save, to_json
 from .summaries import Summary, summary
 from .text.parser import parse, parse_expr, parse_type
+from .text.prelude import prelude, with_prelude
 from .text.printer import astext
 from .transform.pattern_rewrite import PatternRewrite
 
@@ -85,7 +87,7 @@ __all__ = [
     "PyIRError", "ImmutableError", "AttrError", "UnknownOpError", "TypeCheckError", "WellFormedError",
     "EvaluationError", "PassError", "RewriteLoopError", "LineageError", "ParseError",
     "SerializationError", "PatternError", "FinalKindError", "FrontendError", "GraphvizNotFoundError",
-    "InternalError", "AlphaEqualityError",
+    "InternalError", "AlphaEqualityError", "IllTypedProgramError",
     # nodes, types, expressions
     "op", "Node", "Attrs", "live_node_count",
     "Type", "TensorType", "TupleType", "FuncType", "dims", "Dim", "sym", "Any",
@@ -100,7 +102,7 @@ __all__ = [
     # lineage
     "derive", "eliminate", "PassRecord", "Step",
     # evaluation, text, serialization
-    "evaluate", "astext", "parse", "parse_expr", "parse_type",
+    "evaluate", "astext", "parse", "parse_expr", "parse_type", "prelude", "with_prelude", "adt",
     "dumps", "loads", "save", "load", "to_json", "from_json",
     # equality, diff, display
     "structural_equal", "structural_hash", "alpha_equal", "alpha_hash", "diff", "Diff",

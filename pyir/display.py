@@ -1,16 +1,19 @@
 """Notebook display: HTML renderings (``_repr_html_``) and IPython pretty-printing.
 
 :func:`install` attaches ``_repr_html_`` to :class:`~pyir.Expr`,
-:class:`~pyir.Module`, :class:`~pyir.ir.lineage.PassRecord` and
-:class:`~pyir.ir.lineage.Step` (it is idempotent).  :class:`~pyir.analysis.diff.Diff` and
-:class:`~pyir.report.ReportInstrument` call into this module themselves.
+:class:`~pyir.Module`, :class:`~pyir.ir.lineage.PassRecord`,
+:class:`~pyir.ir.lineage.Step` and the answers of :mod:`pyir.ir.answers` (``mod.find``,
+``mod.origins``, ``mod.history``, ``mod.show``, ``mod.tabular``; it is idempotent).
+:class:`~pyir.analysis.diff.Diff` and :class:`~pyir.report.ReportInstrument` call into this
+module themselves.
 
 The HTML is self-contained: one inline ``<style>`` per output, the IR text
 syntax-highlighted with ``<span class=...>`` (keywords, operators, variables,
 constants, types, attributes), each module function in a collapsible
-``<details>``.  Large outputs (more than ``max_lines`` lines, default 500) are
-summarized instead of flooding the notebook.  Every piece of text goes through
-:func:`html.escape`.
+``<details>``, a binding's line titled with its name and type (hover), the lines of
+highlighted nodes (``mod.show(highlight=...)``) coloured.  Large outputs (more than
+``max_lines`` lines, default 500) are summarized instead of flooding the notebook.  Every
+piece of text goes through :func:`html.escape`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .ir import hooks
+from .ir.answers import FindResult, History, Listing, Origins, Table, live_node
 from .ir.expr import Call, Expr, Function, Op
 from .ir.lineage import PassRecord, Step
 from .ir.module import Module
@@ -30,7 +34,10 @@ from .ir.node import Node, cached_type, gc_paused
 from .text.printer import _key_text, astext, format_attr_value, quote_name, short_repr, type_str
 
 __all__ = ["install", "highlight", "expr_html", "module_html", "diff_html", "pass_record_html",
-           "nodes_html", "steps_html", "LineageResult", "lineage", "table_html", "MAX_LINES", "STYLE"]
+           "nodes_html", "steps_html", "LineageResult", "lineage", "table_html", "MAX_LINES", "STYLE",
+           "find_html", "origins_html", "history_html", "listing_html", "tabular", "tabular_html", "MAX_ROWS"]
+
+MAX_ROWS = 50  # rows of an answer's HTML table (the rest is counted)
 
 MAX_LINES = 500
 _esc = html.escape
@@ -46,7 +53,8 @@ STYLE = """<style>
 padding:1px 6px;text-align:left;vertical-align:top}.pyir th{background:#f6f8fa}
 .pyir .del{background:#ffebe9}.pyir .ins{background:#dafbe1}.pyir .chg{background:#fff8c5}
 .pyir .note{color:#57606a;font-style:italic;margin:2px 0}.pyir .id{color:#6e7781}
-.pyir td.code{white-space:pre}
+.pyir td.code{white-space:pre}.pyir .hl{background:#ffd33d;outline:1px solid #d4a72c}
+.pyir tr.rep td{background:#fff8c5;font-weight:bold}
 </style>"""
 
 _TOKEN = re.compile(r"""
@@ -71,10 +79,7 @@ def highlight(text: str) -> str:
             out.append(_esc(text[pos:m.start()]))
         cls = m.lastgroup
         tok = _esc(m.group())
-        if cls == "ty":
-            out.append(f'<span class="ty" title="type">{tok}</span>')
-        else:
-            out.append(f'<span class="{cls}">{tok}</span>')
+        out.append(f'<span class="{cls}">{tok}</span>')
         pos = m.end()
     out.append(_esc(text[pos:]))
     return "".join(out)
@@ -142,14 +147,76 @@ def _header(name: str, f: Function) -> str:
     return f"def {quote_name('@', name)}({', '.join(ps)}){ret}"
 
 
+def _line_titles(entries: Iterable[Any]) -> dict[int, str]:
+    """line -> hover text (``%3: Tensor[...]``) for the printed bindings whose type is known."""
+    out: dict[int, str] = {}
+    for n, _fn, label, line in entries:
+        if line in out:
+            continue
+        t = cached_type(n)
+        if t is None and type(n) is not Function:
+            t = getattr(n, "type_annotation", None)
+        if t is not None:
+            out[line] = f"{label}: {type_str(t)}"
+    return out
+
+
+def _printed_html(mod: Module, text: str, entries: list[Any], marked: frozenset[int] = frozenset(),
+                  open_all: bool = False) -> str:
+    """A module's printed text as HTML: one ``<details>`` per function, each line highlighted,
+    a binding's line with its type on hover, the ``marked`` lines coloured."""
+    lines = text.rstrip("\n").split("\n")
+    titles = _line_titles(entries)
+    heads = sorted((line, fn) for n, fn, label, line in entries
+                   if type(n) is Function and label.startswith("@") and line < len(lines)
+                   and lines[line].startswith("def "))
+    heads = [h for i, h in enumerate(heads) if i == 0 or h[0] != heads[i - 1][0]]
+
+    def one(i: int) -> str:
+        body = highlight(lines[i])
+        cls = ' class="hl"' if i in marked else ""
+        t = titles.get(i)
+        if t is None and not cls:
+            return body
+        title = f' title="{_esc(t)}"' if t is not None else ""
+        return f"<span{cls}{title}>{body}</span>"
+
+    parts = []
+    first = heads[0][0] if heads else len(lines)
+    if first:  # type alias declarations
+        parts.append("<pre>" + "\n".join(one(i) for i in range(first)) + "</pre>")
+    for k, (h, fn) in enumerate(heads):
+        end = heads[k + 1][0] - 1 if k + 1 < len(heads) else len(lines)
+        while end > h + 1 and not lines[end - 1].startswith("}"):
+            end -= 1  # a trailing note (elided constants) goes after the last function
+        summary = one(h) if h in marked else highlight(lines[h].removesuffix(" {"))
+        if h not in marked and h in titles:
+            summary = f'<span title="{_esc(titles[h])}">{summary}</span>'
+        inner = "\n".join(one(i) for i in range(h + 1, end))
+        f = mod[fn]
+        has_mark = any(h <= i < end for i in marked)
+        is_open = " open" if open_all or has_mark or not f.attrs.get("Primitive") else ""
+        parts.append(f"<details{is_open}><summary>{summary}</summary><pre>{inner}</pre></details>")
+        if k + 1 == len(heads) and end < len(lines):
+            parts.append("<pre>" + "\n".join(one(i) for i in range(end, len(lines))) + "</pre>")
+    return "".join(parts)
+
+
 def module_html(mod: Module, *, max_lines: int = MAX_LINES, first_lines: int = 12) -> str:
-    """HTML for a module: one collapsible ``<details>`` per function; summarized when large."""
+    """HTML for a module: one collapsible ``<details>`` per function (the text of ``print(mod)``,
+    each binding's type on hover); summarized when large."""
     from .ir.traverse import post_order
 
     with gc_paused():
         orders = {name: post_order(f) for name, f in mod.items()}
     counts = {name: len(o) for name, o in orders.items()}
     total = sum(counts.values())
+    if total <= max_lines:
+        head = (f"<div><b>Module</b> with {len(mod)} function(s), {total} node(s)"
+                + (f", {len(mod.pass_records)} pass record(s)" if len(mod.pass_records) else "") + "</div>")
+        mod._typed()
+        text, entries = mod._printed()
+        return _wrap(head + _printed_html(mod, text, entries))
     parts = [f"<div><b>Module</b> with {len(mod)} function(s), {total} node(s)"
              + (f", {len(mod.pass_records)} pass record(s)" if len(mod.pass_records) else "") + "</div>"]
     large = total > max_lines
@@ -232,11 +299,128 @@ class LineageResult(list):
         return _wrap(f"<div>{_esc(self.title)}: {len(self)}</div>" + table_html(["id"], rows, raw=True))
 
 
-def lineage(mod: Module, x: Any) -> dict[str, LineageResult]:
-    """``find``, ``origins`` and ``history`` of ``x`` in ``mod``, each displayable."""
-    return {"find": LineageResult(mod.find(x), "find"),
-            "origins": LineageResult(sorted(mod.origins(x)), "origins"),
-            "history": LineageResult(mod.history(x), "history")}
+def lineage(mod: Module, x: Any) -> dict[str, Any]:
+    """``find``, ``origins`` and ``history`` of ``x`` in ``mod`` (each displayable)."""
+    return {"find": mod.find(x), "origins": mod.origins(x), "history": mod.history(x)}
+
+
+def _hit_cell(n: Node | None, i: bytes | None = None) -> str:
+    if n is None:
+        return _idref(i) if i is not None else ""
+    return f'<span title="{_esc(n.id.hex())}">{_esc(short_repr(n))}</span>'
+
+
+def _what(n: Node | None, q: bytes | None) -> str:
+    """What an answer is about: the node's summary, or its id."""
+    if n is not None:
+        return short_repr(n)
+    return "#" + q.hex()[:8] if q else "?"
+
+
+def _more(total: int, shown: int, what: str = "row(s)") -> str:
+    return _note(f"... {total - shown} more {what}") if total > shown else ""
+
+
+def find_html(r: FindResult, *, max_rows: int = MAX_ROWS) -> str:
+    """HTML for ``mod.find(x)``: one row per hit (the representative first, marked)."""
+    title = f"find {_what(r.original, r.query)}: {len(r)} hit(s)"
+    if not r:
+        return _wrap(f"<div><b>{_esc(title)}</b></div>"
+                     + _note("not found: eliminated, or not derived from it"))
+    body = []
+    for row in r.rows(max_rows):
+        n = row["node"]
+        cls = ' class="rep"' if row["representative"] else ""
+        mark = "\u2605" if row["representative"] else ""
+        body.append(f'<tr{cls}><td title="the representative">{mark}</td><td><span class="var">'
+                    f'{_esc(row["name"])}</span></td><td>{_esc(row["function"])}</td><td>{_esc(row["kind"])}</td>'
+                    f'<td><span class="op">{_esc(row["op"])}</span></td>'
+                    f'<td><span class="ty">{_esc(row["type"])}</span></td><td>{_hit_cell(n)}</td></tr>')
+    head = "".join(f"<th>{h}</th>" for h in ("", "name", "function", "kind", "op", "type", "node"))
+    return _wrap(f"<div><b>{_esc(title)}</b></div><table><thead><tr>{head}</tr></thead><tbody>"
+                 + "".join(body) + "</tbody></table>" + _more(len(r), max_rows)
+                 + _note("\u2605 the representative: the hit that plays the original's role"))
+
+
+def origins_html(o: Origins, *, max_rows: int = MAX_ROWS) -> str:
+    """HTML for ``mod.origins(e)``: one row per root id, resolved to its node and sources."""
+    q = o.query
+    title = f"origins of {_what(live_node(q) if q is not None else None, q)}: {len(o)}"
+    src = o.sources()
+    rows = []
+    ids = sorted(o)
+    for i in ids[:max_rows]:
+        n = live_node(i)
+        t = cached_type(n) if n is not None else None
+        s = ", ".join(f"{p[0]} ({p[1]})" if isinstance(p, tuple) and len(p) == 2 else str(p)
+                      for p in src.get(i, ()))
+        rows.append((_idref(i), _hit_cell(n, i) if n is not None else "<i>not alive</i>",
+                     _esc(type_str(t)) if t is not None else "", _esc(s)))
+    return _wrap(f"<div><b>{_esc(title)}</b></div>"
+                 + table_html(["id", "origin", "type", "source"], rows, raw=True) + _more(len(ids), max_rows))
+
+
+def history_html(h: History, *, max_rows: int = MAX_ROWS) -> str:
+    """HTML for ``mod.history(x)``: pass, rule, before -> after."""
+    q = h.query
+    title = f"history of {_what(live_node(q) if q is not None else None, q)}: {len(h)} step(s)"
+    rows = []
+    for k, r in enumerate(h.rows(max_rows)):
+        after = "<i>eliminated</i>" if r["after"] is None else _hit_cell(r["after_node"], r["after"])
+        before = _hit_cell(r["before_node"], r["before"])
+        rows.append((str(k), _esc(r["pass"]), _esc(r["rule"] or ""), before, after))
+    return _wrap(f"<div><b>{_esc(title)}</b></div>"
+                 + table_html(["#", "pass", "rule", "before", "after"], rows, raw=True)
+                 + _more(len(h), max_rows))
+
+
+def listing_html(ls: Listing, *, max_lines: int = MAX_LINES, context: int = 2) -> str:
+    """HTML for ``mod.show(...)``: the module's text with the highlighted lines coloured; a long
+    text shows only the highlighted lines with ``context`` lines around them."""
+    mod = ls.module
+    entries = mod._printed()[1]
+    marked = ls.marked
+    n_lines = len(ls.lines)
+    head = f"<div><b>Module</b> with {len(mod)} function(s): {len(marked)} highlighted line(s)</div>"
+    miss = _note(f"{ls.missing} highlighted node(s) on no line of their own") if ls.missing else ""
+    if n_lines <= max_lines:
+        return _wrap(head + _printed_html(mod, ls.text, entries, marked) + miss)
+    titles = _line_titles(entries) if len(entries) <= 4 * max_lines else {}
+    keep = sorted({j for i in marked for j in range(max(0, i - context), min(n_lines, i + context + 1))})
+    out, prev, shown = [], -2, 0
+    for i in keep:
+        if shown >= max_lines:
+            break
+        if i != prev + 1:
+            out.append(f'<span class="note">... (line {i + 1})</span>')
+        body = highlight(ls.lines[i])
+        t = titles.get(i)
+        cls = ' class="hl"' if i in marked else ""
+        title = f' title="{_esc(t)}"' if t else ""
+        out.append(f"<span{cls}{title}>{body}</span>" if cls or title else body)
+        prev = i
+        shown += 1
+    more = _note(f"{n_lines} lines: showing the highlighted ones"
+                 + (f" (the first {max_lines})" if shown >= max_lines else "") + "; print() shows all")
+    return _wrap(head + more + "<pre>" + "\n".join(out) + "</pre>" + miss)
+
+
+def tabular(mod: Module, function: str = "main") -> Table:
+    """A table of ``function``'s bindings (see :meth:`pyir.Module.tabular`)."""
+    return mod.tabular(function)
+
+
+def tabular_html(t: Table, *, max_rows: int = 200) -> str:
+    """HTML for ``mod.tabular()``."""
+    rows = []
+    for r in t.rows[:max_rows]:
+        name, opn, args, ty, attrs, orig = r
+        rows.append((f'<span class="var">{_esc(name)}</span>', f'<span class="op">{_esc(opn)}</span>',
+                     _esc(args),
+                     f'<span class="ty">{_esc(ty)}</span>', f'<span class="at">{_esc(attrs)}</span>',
+                     f'<span class="id">{_esc(orig)}</span>'))
+    return _wrap(f"<div><b>@{_esc(t.function)}</b>: {len(t.rows)} row(s)</div>"
+                 + table_html(list(Table.HEADER), rows, raw=True) + _more(len(t.rows), max_rows))
 
 
 # -- diffs --------------------------------------------------------------------------------------
@@ -322,12 +506,23 @@ def _record_repr_pretty(self: PassRecord, p: Any, cycle: bool) -> None:
     p.text(repr(self))
 
 
+def _text_pretty(self: Any, p: Any, cycle: bool) -> None:
+    p.text(str(self))
+
+
 def _step_repr_html(self: Step) -> str:
     return steps_html([self])
 
 
 def install() -> None:
     """Attach the notebook hooks to the pyir classes (idempotent)."""
+    FindResult._repr_html_ = find_html  # type: ignore[attr-defined]
+    Origins._repr_html_ = origins_html  # type: ignore[attr-defined]
+    History._repr_html_ = history_html  # type: ignore[attr-defined]
+    Listing._repr_html_ = listing_html  # type: ignore[attr-defined]
+    Table._repr_html_ = tabular_html  # type: ignore[attr-defined]
+    for cls in (FindResult, Origins, History, Listing, Table):
+        setattr(cls, "_repr_pretty_", _text_pretty)  # noqa: B010 (attached to several classes)
     Expr._repr_html_ = _expr_repr_html  # type: ignore[attr-defined]
     Module._repr_html_ = _module_repr_html  # type: ignore[attr-defined]
     PassRecord._repr_html_ = _record_repr_html  # type: ignore[attr-defined]

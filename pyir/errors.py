@@ -8,6 +8,8 @@ exception a caller would naturally catch (``TypeError`` for type errors,
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class PyIRError(Exception):
     """Root of every error raised by pyir."""
@@ -38,6 +40,12 @@ class WellFormedError(PyIRError, ValueError):
 
 class EvaluationError(PyIRError, ValueError):
     """The reference interpreter cannot run a program on the given inputs."""
+
+
+class IllTypedProgramError(TypeCheckError, EvaluationError):
+    """``evaluate`` met a program that does not type-check (a kernel failed on it): the type
+    checker's message, naming the node, the operator and the shapes.  Both a TypeCheckError and
+    an EvaluationError."""
 
 
 class PassError(PyIRError, RuntimeError):
@@ -96,7 +104,20 @@ class FinalKindError(PyIRError, TypeError):
     """A node kind was subclassed: node kinds are final (their instances are interned)."""
 
 
+def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str:
+    """``"; did you mean 'a' or 'b'?"`` for the ``choices`` close to ``word`` (difflib), or ""."""
+    import difflib
+
+    if not isinstance(word, str):
+        return ""
+    close = difflib.get_close_matches(word, sorted(set(choices)), n=n, cutoff=0.6)
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(repr(c) for c in close) + "?"
+
+
 __all__ = [
+    "did_you_mean",
     "PyIRError",
     "ImmutableError",
     "AttrError",
@@ -104,6 +125,7 @@ __all__ = [
     "TypeCheckError",
     "WellFormedError",
     "EvaluationError",
+    "IllTypedProgramError",
     "PassError",
     "RewriteLoopError",
     "LineageError",

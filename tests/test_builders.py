@@ -92,7 +92,7 @@ def test_attributes_beyond_the_keyword_parameters_and_unknown_keywords():
     with pytest.raises(pyir.AttrError) as e:
         op.nn.conv2d(x, w, padding=(1, 1), paddding=(1, 1))
     assert str(e.value) == ("operator 'nn.conv2d': unknown attribute(s) ['paddding']; accepted: "
-                            f"{[a.name for a in odef.attrs]}")
+                            f"{[a.name for a in odef.attrs]}; did you mean 'padding'?")
     with pytest.raises(pyir.TypeCheckError, match="takes 2 input"):
         op.nn.conv2d(x, padding="bad")  # arity before attributes, as the generic builder
     with pytest.raises(pyir.TypeCheckError, match="takes 2 input"):

@@ -195,3 +195,36 @@ def test_function_summary_uses_the_printers_parameter_names():
     text = html.unescape(re.sub("<[^>]+>", "", pyir.display.module_html(m).split("</style>")[-1]))
     assert "def @main(%x: Tensor[(2), float32], %x_1: Tensor[(2), float32])" in text
     assert "add(%x, %x_1)" in text
+
+
+def test_answer_objects_render_text_html_and_pretty():
+    """find / origins / history / show / tabular answers: text, balanced escaped HTML, and
+    IPython pretty-printing of their text (issue 15 items 1 and 2)."""
+    m0 = pyir.testing.resnet(1)
+    m = Sequential(_pipeline())(m0)
+    conv = next(n for n in pyir.post_order(m0["main"]) if isinstance(n, pyir.Call)
+                and n.op is pyir.Op("nn.conv2d"))
+    found = m.find(conv)
+    answers = [found, m.origins(found.representative), m.history(conv), m.show(highlight=found), m.tabular()]
+    for a in answers:
+        text = check_html(a._repr_html_())
+        assert text.strip()
+
+        class P:
+            def __init__(self):
+                self.out = []
+
+            def text(self, s):
+                self.out.append(s)
+
+        p = P()
+        a._repr_pretty_(p, False)
+        assert p.out == [str(a)] and str(a).strip()
+    assert display.lineage(m, conv)["find"] == found
+    assert "<script" not in answers[3]._repr_html_()
+    # escaping: a variable named like markup stays text
+    x = pyir.var("<b>x</b>", shape=(2,))
+    mod = pyir.Module.from_expr(op.nn.relu(x))
+    h = mod.show(highlight=mod["main"].body)._repr_html_()
+    assert "<b>x</b>" not in h and "&lt;b&gt;x&lt;/b&gt;" in h
+    check_html(mod.tabular()._repr_html_())

@@ -766,7 +766,7 @@ def test_alias_errors() -> None:
     check_error("type $a = Tensor[(2), float32]\ndef @main() { 1 }", 2, 1,
                 "expected ';' after a type alias declaration")
     check_error("type $a = 1;", 1, 11, "expected a type")
-    check_error("type List[A] { }", 1, 1, "expected 'def' or end of input")  # not an alias
+    check_error("type $a List", 1, 9, "expected '=' in a type alias declaration")  # an alias, malformed
     with pytest.raises(ParseError, match="undefined type alias"):
         parse_expr("let %v: $q = %x;\n%v")
     with pytest.raises(ParseError, match="undefined type alias"):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import pyir
 from pyir import op
 from pyir.errors import FinalKindError
-from pyir.ir import dims
+from pyir.ir import adt, dims
 from pyir.ir.node import MAX_ATTR_DEPTH, MAX_INDEX, Node
 from pyir.ir.types import TENSOR_DTYPES, Type
 
@@ -221,7 +221,11 @@ def test_every_tensor_dtype_round_trips(dtype):
 CONCRETE = [pyir.Var, pyir.GlobalVar, pyir.Constant, pyir.Op, pyir.Call, pyir.Tuple,
             pyir.TupleGetItem, pyir.Function, pyir.Let, pyir.If, pyir.TensorType, pyir.TupleType,
             pyir.FuncType, pyir.Attrs,
-            dims.Sym, dims.AnyDim, dims.DimPoly, dims.DimFloorDiv, dims.DimMod]
+            dims.Sym, dims.AnyDim, dims.DimPoly, dims.DimFloorDiv, dims.DimMod,
+            # pyir.ir.adt (issue 14: ADTs, match, references, type variables)
+            adt.TypeVar, adt.GlobalTypeVar, adt.TypeCall, adt.RefType, adt.TypeData, adt.Constructor,
+            adt.PatternWildcard, adt.PatternVar, adt.PatternConstructor, adt.PatternTuple, adt.Clause,
+            adt.Match, adt.RefCreate, adt.RefRead, adt.RefWrite]
 
 
 def _concrete_kinds() -> set[type]:

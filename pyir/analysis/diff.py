@@ -378,8 +378,8 @@ def _pair_nodes(fd: FunctionDiff, after: Module | None) -> list[tuple[Node, Node
             cands = [h for h in hits if h in new_set and h not in used]
             if not cands:
                 continue
-            rep = getattr(hits, "representative", None)
-            pick = rep if rep in cands else cands[0]
+            rep = hits.representative
+            pick = rep if rep is not None and rep in cands else cands[0]
             used.add(pick)
             out.append((r, pick, "lineage"))
     paired = {o for o, _, _ in out}

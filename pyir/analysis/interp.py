@@ -21,8 +21,18 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EvaluationError, InternalError, PyIRError
+from ..errors import EvaluationError, IllTypedProgramError, InternalError, PyIRError, TypeCheckError
 from ..ir import hooks
+from ..ir.adt import (
+    Constructor,
+    Match,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    RefCreate,
+    RefRead,
+    RefWrite,
+)
 from ..ir.expr import (
     Call,
     Constant,
@@ -42,7 +52,7 @@ from ..ir.types import EXTENDED_DTYPES, FuncType, TensorType, TupleType, Type
 from ..progress import Progress
 from .typecheck import bind_dims, subst_type
 
-__all__ = ["evaluate", "Closure"]
+__all__ = ["evaluate", "Closure", "ConstructorValue", "RefValue"]
 
 
 class _Env:
@@ -78,6 +88,71 @@ class Closure:
         return f"<Closure fn ({', '.join('%' + p.name_hint for p in self.func.params)})>"
 
 
+class ConstructorValue:
+    """A value of a type definition at run time: its constructor and its field values
+    (``Cons(1, Nil)`` is ``ConstructorValue(Cons, (array(1), ConstructorValue(Nil, ())))``).
+    ``tag`` is the constructor's index in its definition when the module is known (else -1)."""
+
+    __slots__ = ("constructor", "fields", "tag")
+
+    def __init__(self, constructor: Constructor, fields: Sequence[Any] = (), tag: int = -1) -> None:
+        self.constructor = constructor
+        self.fields = tuple(fields)
+        self.tag = tag
+
+    @property
+    def name(self) -> str:
+        """The constructor's name."""
+        return self.constructor.name_hint
+
+    def __repr__(self) -> str:  # one level deep: a 10^6-long list prints in constant time
+        inner = ", ".join(type(f).__name__ if not isinstance(f, np.ndarray) else repr(f.tolist())
+                          for f in self.fields)
+        return f"{self.name}({inner})" if self.fields else self.name
+
+
+class RefValue:
+    """A mutable cell at run time (what ``ref(e)`` evaluates to); IR nodes stay immutable."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"<RefValue {type(self.value).__name__}>"
+
+
+def adt_to_list(v: Any) -> list[Any]:
+    """The elements of a list-like ADT value (``Cons(x, rest)`` ... ``Nil``), iteratively: the
+    first field of each cell whose constructor has two fields, until a nullary one."""
+    out: list[Any] = []
+    while isinstance(v, ConstructorValue) and len(v.fields) == 2:
+        out.append(v.fields[0])
+        v = v.fields[1]
+    return out
+
+
+def _match(pattern: Any, value: Any, out: list[Any]) -> bool:
+    """Whether ``value`` matches ``pattern``; the PatternVars' values appended to ``out`` in
+    order (iterative)."""
+    stack: list[tuple[Any, Any]] = [(pattern, value)]
+    while stack:
+        p, v = stack.pop()
+        k = type(p)
+        if k is PatternVar:
+            out.append(v)
+        elif k is PatternConstructor:
+            if type(v) is not ConstructorValue or v.constructor is not p.constructor:
+                return False
+            stack.extend(reversed(list(zip(p.patterns, v.fields))))
+        elif k is PatternTuple:
+            if not isinstance(v, tuple) or len(v) != len(p.patterns):
+                return False
+            stack.extend(reversed(list(zip(p.patterns, v))))
+    return True
+
+
 class _Frame:
     __slots__ = ("env", "memo")
 
@@ -87,7 +162,7 @@ class _Frame:
 
 
 # task codes
-_EVAL, _OP, _TUPLE, _GETITEM, _BIND, _BRANCH, _CALLFN, _MEMO = range(8)
+_EVAL, _OP, _TUPLE, _GETITEM, _BIND, _BRANCH, _CALLFN, _MEMO, _MATCH, _REF = range(10)
 
 
 def _check_input(i: int, p: Var, value: Any) -> Any:
@@ -295,6 +370,18 @@ def _run(expr: Expr, frame: _Frame, mod: Module | None) -> Any:
                 pushv(Closure(mod[n.name_hint], None))
             elif k is Op:
                 raise EvaluationError(f"operator {n.name} used as a value")
+            elif k is Constructor:  # a constructor is a value: it builds when called
+                pushv(n)
+            elif k is Match:
+                push((_MATCH, n, fr))
+                push((_EVAL, n.data, fr))
+            elif k is RefCreate or k is RefRead:
+                push((_REF, n, fr))
+                push((_EVAL, n.value if k is RefCreate else n.ref, fr))
+            elif k is RefWrite:
+                push((_REF, n, fr))
+                push((_EVAL, n.value, fr))
+                push((_EVAL, n.ref, fr))
             else:  # pragma: no cover
                 raise EvaluationError(f"cannot evaluate {k.__name__}")
         elif code == _OP:
@@ -326,6 +413,14 @@ def _run(expr: Expr, frame: _Frame, mod: Module | None) -> Any:
             args = vals[len(vals) - na:]
             del vals[len(vals) - na:]
             clo = vals.pop()
+            if type(clo) is Constructor:  # building a value of a type definition
+                if len(clo.inputs) != na:
+                    raise EvaluationError(f"constructor {clo.name_hint} takes {len(clo.inputs)} field(s), "
+                                          f"got {na}")
+                v = ConstructorValue(clo, args, _tag(clo, mod))
+                fr.memo[n] = v
+                pushv(v)
+                continue
             if not isinstance(clo, Closure):
                 raise EvaluationError(f"calling a non-function value {type(clo).__name__}")
             f = clo.func
@@ -343,11 +438,57 @@ def _run(expr: Expr, frame: _Frame, mod: Module | None) -> Any:
             env.vars.update(zip(f.params, args))
             push((_MEMO, n, fr))
             push((_EVAL, f.body, _Frame(env)))
+        elif code == _MATCH:
+            data = vals.pop()
+            for c in n.clauses:
+                bound: list[Any] = []
+                if _match(c.lhs, data, bound):
+                    push((_MEMO, n, fr))
+                    if bound:  # the pattern variables in a scope of their own
+                        env = _Env(fr.env)
+                        env.vars.update(zip(c.rhs.params, bound))
+                        push((_EVAL, c.rhs.body, _Frame(env)))
+                    else:  # nothing bound: the clause runs in this frame (its memo stays valid)
+                        push((_EVAL, c.rhs.body, fr))
+                    break
+            else:
+                from ..text.printer import short_repr
+
+                raise EvaluationError(f"no clause of {short_repr(n)} matches the value {data!r:.80}")
+        elif code == _REF:
+            k = type(n)
+            if k is RefCreate:
+                v = RefValue(vals.pop())
+            else:
+                r = vals.pop() if k is RefRead else vals[-2]
+                if type(r) is not RefValue:
+                    raise EvaluationError(f"{'ref_read of' if k is RefRead else 'ref_write to'} a "
+                                          f"non-reference value {type(r).__name__}")
+                if k is RefRead:
+                    v = r.value
+                else:
+                    r.value = vals.pop()
+                    vals.pop()
+                    v = ()
+            fr.memo[n] = v
+            pushv(v)
         else:  # _MEMO: the value on top is n's
             fr.memo[n] = vals[-1]
     if len(vals) != 1:
         raise InternalError(f"interpreter finished with {len(vals)} values on its stack, not 1")
     return vals[0]
+
+
+def _tag(c: Constructor, mod: Module | None) -> int:
+    if mod is None:
+        return -1
+    td = mod.type_definitions().get(c.belong_to.name_hint)
+    if td is None:
+        return -1
+    for i, d in enumerate(td.constructors):
+        if d is c:
+            return i
+    return -1
 
 
 def _shape_str(shape: Sequence[Any]) -> str:
@@ -392,8 +533,12 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
             env.vars[p] = _check_input(i, p, v)
         symbolic = not all(p.type_annotation is None or _static(p.type_annotation) for p in params)
         binds = _bind_inputs(params, [env.vars[p] for p in params]) if symbolic else {}
-        with Progress("evaluate"):
-            out = _run(program.body, _Frame(env), mod)
+        try:
+            with Progress("evaluate"):
+                out = _run(program.body, _Frame(env), mod)
+        except EvaluationError as e:
+            _explain_failure(program, mod, e)
+            raise
         rt = _result_type(program, mod, symbolic)
         if rt is not None:
             _check_result(rt, out, binds)
@@ -404,6 +549,26 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
         with Progress("evaluate"):
             return _run(program, _Frame(_Env()), mod)
     raise EvaluationError(f"cannot evaluate {type(program).__name__}")
+
+
+def _explain_failure(f: Function, mod: Module | None, err: EvaluationError) -> None:
+    """A kernel failed while running ``f``: if ``f`` is ill-typed, raise the type checker's
+    error instead (an :class:`~pyir.errors.IllTypedProgramError`, both a TypeCheckError and an
+    EvaluationError), which names the node, the operator and the shapes, rather than a numpy
+    error from deep in a kernel.  (The interpreter does not type-check a program that runs:
+    a declared result type is checked on the result.)  Functions with unannotated parameters
+    and well-typed ones keep the kernel's error."""
+    if cached_type(f) is not None or any(p.type_annotation is None for p in f.params):
+        return
+    try:
+        if mod is not None and "main" in mod and mod["main"] is f:
+            mod.global_type("main")
+        else:
+            hooks.infer_type(f, mod)
+    except TypeCheckError as e:
+        raise IllTypedProgramError(f"the program is ill-typed: {e}") from err
+    except PyIRError:
+        return
 
 
 def _result_type(f: Function, mod: Module | None, symbolic: bool) -> Type | None:

@@ -22,6 +22,25 @@ from typing import Any
 
 from ..errors import InternalError, PyIRError, TypeCheckError, UnknownOpError, WellFormedError
 from ..ir import hooks
+from ..ir.adt import (
+    F_MATCH,
+    Clause,
+    Constructor,
+    Match,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefType,
+    RefWrite,
+    TypeCall,
+    TypeVar,
+    fresh_unknown,
+    is_unknown,
+    type_vars_of,
+)
 from ..ir.expr import (
     Call,
     Constant,
@@ -35,7 +54,7 @@ from ..ir.expr import (
     TupleGetItem,
     Var,
 )
-from ..ir.node import F_GLOBAL, F_LET, F_UNTYPED, Node, _set_ty, cached_type
+from ..ir.node import F_FUNC, F_GLOBAL, F_LET, F_UNTYPED, Node, _set_ty, cached_type
 from ..ir.traverse import post_order
 from ..ir.types import FuncType, TensorType, TupleType, Type
 
@@ -162,7 +181,7 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
             if k is Var or k is GlobalVar or k is Op:
                 continue
             if known(n) is not None:
-                if not (want_env and n._mask & F_LET) or n in rebound:
+                if not (want_env and n._mask & (F_LET | F_MATCH)) or n in rebound:
                     continue
                 rebound.add(n)
             if k is Let:
@@ -177,6 +196,18 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
                             f"parameter %{p.name_hint} of {_where(n)} has no type annotation")
                 push((n, 2))
                 push((n.body, 0))  # type: ignore[attr-defined]
+            elif k is Match:  # the data first, then each clause body with its pattern variables bound
+                push((n, 2))
+                push((n, 3))
+                push((n.data, 0))  # type: ignore[attr-defined]
+            elif k is Call and type(n.op) is Function and n.op._mask & F_UNTYPED and any(  # type: ignore[attr-defined]
+                    p.type_annotation is None for p in n.op.params):  # type: ignore[attr-defined]
+                # a function literal called in place, its parameters typed by the arguments (TVM's
+                # ``(fn (%x, %y) { ... })(%a, %b)``): the arguments, then its body, then the call
+                push((n, 2))
+                push((n, 4))
+                for c in reversed(n.args):  # type: ignore[attr-defined]
+                    push((c, 0))
             else:
                 push((n, 2))
                 for c in n.children():
@@ -195,8 +226,36 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
                 if not accepts(v.type_annotation, vt):
                     raise TypeCheckError(f"let %{v.name_hint}: annotated {_fmt(v.type_annotation)} "
                                          f"but the value has type {_fmt(vt)}")
-                vt = v.type_annotation  # a ? in the annotation: the variable has the declared type
+                if not has_unknowns(v.type_annotation):
+                    vt = v.type_annotation  # a ? in the annotation: the variable has the declared type
             env[v] = vt
+            continue
+        if state == 4:  # the arguments of a called function literal are typed: bind its parameters
+            fn = n.op  # type: ignore[attr-defined]
+            if len(fn.params) != len(n.args):  # type: ignore[attr-defined]
+                raise TypeCheckError(f"{_where(n)}: the function takes {len(fn.params)} argument(s), got "
+                                     f"{len(n.args)}")  # type: ignore[attr-defined]
+            for v, a in zip(fn.params, n.args):  # type: ignore[attr-defined]
+                if v.type_annotation is None:
+                    env[v] = tyof(a)
+            push((fn, 5))
+            push((fn.body, 0))
+            continue
+        if state == 5:  # the body of a function literal called in place is typed: its type
+            if known(n) is None:
+                lit: Any = n
+                pts = [p.type_annotation or env[p] for p in lit.params]
+                store(lit, _compute_in_place(lit, pts, tyof))
+            continue
+        if state == 3:  # a Match's data is typed: bind its pattern variables, then type the clauses
+            if mod is not None and n.complete:  # type: ignore[attr-defined]
+                check_exhaustive(n, mod)  # type: ignore[arg-type]
+            dt = tyof(n.data)  # type: ignore[attr-defined]
+            for c in reversed(n.clauses):  # type: ignore[attr-defined]
+                for v, t in zip(c.rhs.params, pattern_types(c.lhs, dt, c)):
+                    if v.type_annotation is None:
+                        env[v] = t
+                push((c.rhs.body, 0))
             continue
         if n in rebound:  # typed before the walk, re-walked for its let variables
             continue
@@ -219,9 +278,14 @@ def _compute(n: Node, tyof: Callable[[Node], Type]) -> Type:
         if len(ft.arg_types) != len(arg_types):
             raise TypeCheckError(f"{_where(n)}: the function takes {len(ft.arg_types)} argument(s), "
                                  f"got {len(arg_types)}")
+        poly = type(op) in _GENERIC_CALLEES and has_type_vars(ft)
         for want, got in zip(ft.arg_types, arg_types):
             if want is not got:
+                if poly or has_type_vars(want) or has_type_vars(got):
+                    return _poly_call_type(n, ft, arg_types, poly)  # type parameters, unknowns
                 return _call_type(n, ft, arg_types)  # symbolic parameters, or a mismatch
+        if poly:  # every argument as declared: the type parameters the result has, made fresh
+            return _poly_call_type(n, ft, arg_types, poly)
         return ft.ret_type
     if k is Constant:
         return TensorType(n.data.shape, n.data.dtype)  # type: ignore[attr-defined]
@@ -250,8 +314,334 @@ def _compute(n: Node, tyof: Callable[[Node], Type]) -> Type:
         if type(ct) is not TensorType or ct.dtype != "bool" or ct.size != 1:
             raise TypeCheckError(f"{_where(n)}: the condition must be a bool scalar, got {_fmt(ct)}")
         tt, ft2 = tyof(n.true_branch), tyof(n.false_branch)  # type: ignore[attr-defined]
-        return tt if tt is ft2 else _join_branches(n, tt, ft2)
+        if tt is ft2:
+            return tt
+        if has_type_vars(tt) or has_type_vars(ft2):
+            return join_types(n, [tt, ft2])
+        return _join_branches(n, tt, ft2)
+    return _compute_adt(n, k, tyof)
+
+
+def _compute_in_place(n: Function, param_types: list[Type], tyof: Callable[[Node], Type]) -> Type:
+    """The type of a function literal whose unannotated parameters the call's arguments typed."""
+    body_t = tyof(n.body)
+    rt = n.ret_type
+    if rt is not None and rt is not body_t:
+        if not accepts(rt, body_t):
+            raise TypeCheckError(f"{_where(n)}: declared return type {_fmt(rt)} but the body has type "
+                                 f"{_fmt(body_t)}")
+        body_t = rt
+    return FuncType(param_types, body_t)
+
+
+_GENERIC_CALLEES = (GlobalVar, Constructor, Function)  # callees whose type parameters each call instantiates
+
+
+def _compute_adt(n: Node, k: type, tyof: Callable[[Node], Type]) -> Type:
+    """The type rules of constructors, match and references."""
+    if k is Constructor:
+        return FuncType(n.inputs, n.result_type)  # type: ignore[attr-defined]
+    if k is Match:
+        dt = tyof(n.data)  # type: ignore[attr-defined]
+        body_types = []
+        for c in n.clauses:  # type: ignore[attr-defined]
+            for v, t in zip(c.rhs.params, pattern_types(c.lhs, dt, c)):
+                if v.type_annotation is not None and not accepts(v.type_annotation, t) \
+                        and not accepts(t, v.type_annotation):
+                    raise TypeCheckError(f"{_where(n)}: pattern variable %{v.name_hint} is annotated "
+                                         f"{_fmt(v.type_annotation)} but matches a value of type {_fmt(t)}")
+            body_types.append(tyof(c.rhs.body))
+        if not body_types:
+            raise TypeCheckError(f"{_where(n)}: a match needs at least one clause")
+        return join_types(n, body_types)
+    if k is Clause:  # not a value: its function's type (a Match types its clauses itself)
+        return tyof(n.rhs)  # type: ignore[attr-defined]
+    if k is RefCreate:
+        return RefType(tyof(n.value))  # type: ignore[attr-defined]
+    if k is RefRead:
+        rt = tyof(n.ref)  # type: ignore[attr-defined]
+        if type(rt) is RefType:
+            return rt.value
+        if is_unknown(rt):
+            return fresh_unknown()
+        raise TypeCheckError(f"{_where(n)}: ref_read of a non-reference of type {_fmt(rt)}")
+    if k is RefWrite:
+        rt = tyof(n.ref)  # type: ignore[attr-defined]
+        vt = tyof(n.value)  # type: ignore[attr-defined]
+        if type(rt) is not RefType and not is_unknown(rt):
+            raise TypeCheckError(f"{_where(n)}: ref_write to a non-reference of type {_fmt(rt)}")
+        if type(rt) is RefType and rt.value is not vt and not accepts(rt.value, vt):
+            unify(rt.value, vt, {}, lambda m: TypeCheckError(
+                f"{_where(n)}: ref_write of a value of type {_fmt(vt)} to a {_fmt(rt)} ({m})"))
+        return TupleType([])
     raise UnknownOpError(f"cannot type a {k.__name__}")
+
+
+# -- type variables: instantiation, unification ------------------------------------------------------
+
+_TV_MEMO: dict[Type, bool] = {}
+
+
+def has_type_vars(t: Type) -> bool:
+    """Whether ``t`` holds a type variable (a type parameter or an unknown); memoized."""
+    k = type(t)
+    if k is TensorType:
+        return False
+    r = _TV_MEMO.get(t)
+    if r is None:
+        r = bool(type_vars_of(t))
+        if len(_TV_MEMO) > _REL_MEMO_MAX:
+            _TV_MEMO.clear()
+        _TV_MEMO[t] = r
+    return r
+
+
+def has_unknowns(t: Type) -> bool:
+    """Whether ``t`` holds an unknown of inference (``_``)."""
+    return has_type_vars(t) and any(is_unknown(v) for v in type_vars_of(t))
+
+
+def subst_tvars(t: Type, mapping: dict[Type, Type]) -> Type:
+    """``t`` with the type variables of ``mapping`` replaced, bound unknowns resolved through
+    ``mapping`` too (iterative, memoized over the type DAG)."""
+    if not mapping:
+        return t
+    memo: dict[Type, Type] = {}
+    stack: list[Type] = [t]
+    active: set[Type] = set()
+    while stack:
+        x = stack[-1]
+        if x in memo:
+            stack.pop()
+            continue
+        if type(x) is TypeVar:
+            b = mapping.get(x)
+            if b is None or b is x:
+                memo[x] = x
+                stack.pop()
+            elif b in memo:
+                memo[x] = memo[b]
+                stack.pop()
+            else:
+                if x in active:  # pragma: no cover - the occurs check prevents cycles
+                    raise TypeCheckError(f"cyclic type variable binding of {x}")
+                active.add(x)
+                stack.append(b)
+            continue
+        kids: Any = x.children()
+        todo = [c for c in kids if c not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        new = [memo[c] for c in kids]
+        memo[x] = x if all(a is b for a, b in zip(new, kids)) else x.replace_children(new)  # type: ignore[assignment]
+        stack.pop()
+    return memo[t]
+
+
+def instantiate(ft: Type) -> Type:
+    """``ft`` with each of its type variables replaced by a fresh unknown."""
+    tvs = type_vars_of(ft)
+    if not tvs:
+        return ft
+    return subst_tvars(ft, {v: fresh_unknown() for v in tvs})
+
+
+def _walk(t: Type, s: dict[Type, Type]) -> Type:
+    while type(t) is TypeVar and t in s:
+        t = s[t]
+    return t
+
+
+def unify(a: Type, b: Type, s: dict[Type, Type], err: Callable[[str], PyIRError]) -> None:
+    """Unify ``a`` and ``b``, binding unknowns (only) in ``s``; ``err(message)`` on a mismatch.
+    Type parameters are rigid: equal only to themselves.  Tensors must be the same type, up to
+    ``?`` dimensions (either way)."""
+    stack: list[tuple[Type, Type]] = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        x, y = _walk(x, s), _walk(y, s)
+        if x is y:
+            continue
+        if is_unknown(x) or is_unknown(y):
+            u, t = (x, y) if is_unknown(x) else (y, x)
+            if any(v is u for v in type_vars_of(subst_tvars(t, s))):
+                raise err(f"{_fmt(u)} would contain itself in {_fmt(t)}")
+            s[u] = t
+            continue
+        kx = type(x)
+        if kx is not type(y):
+            raise err(f"{_fmt(x)} is not {_fmt(y)}")
+        if kx is TensorType:
+            if not (accepts(x, y) or accepts(y, x)):
+                raise err(f"{_fmt(x)} is not {_fmt(y)}")
+        elif kx is TypeCall:
+            if x.func is not y.func or len(x.args) != len(y.args):  # type: ignore[attr-defined]
+                raise err(f"{_fmt(x)} is not {_fmt(y)}")
+            stack.extend(zip(x.args, y.args))  # type: ignore[attr-defined]
+        elif kx is TupleType:
+            if len(x.fields) != len(y.fields):  # type: ignore[attr-defined]
+                raise err(f"{_fmt(x)} is not {_fmt(y)}")
+            stack.extend(zip(x.fields, y.fields))  # type: ignore[attr-defined]
+        elif kx is FuncType:
+            if len(x.arg_types) != len(y.arg_types):  # type: ignore[attr-defined]
+                raise err(f"{_fmt(x)} is not {_fmt(y)}")
+            stack.extend(zip(x.arg_types, y.arg_types))  # type: ignore[attr-defined]
+            stack.append((x.ret_type, y.ret_type))  # type: ignore[attr-defined]
+        elif kx is RefType:
+            stack.append((x.value, y.value))  # type: ignore[attr-defined]
+        else:
+            raise err(f"{_fmt(x)} is not {_fmt(y)}")
+
+
+def _poly_call_type(n: Node, ft: FuncType, arg_types: tuple[Type, ...], fresh: bool) -> Type:
+    """The type of a call whose callee or arguments hold type variables: the callee's type
+    parameters instantiated afresh (``fresh``: a global function, constructor or function
+    literal), then unified with the argument types."""
+    args = n.args  # type: ignore[attr-defined]
+    generic = tuple([type(a) in _GENERIC_CALLEES and has_type_vars(t) for a, t in zip(args, arg_types)])
+    key = (ft, arg_types, fresh, generic)
+    t = _poly_memo.get(key)
+    if t is not None:  # a pure function of the types (fresh unknowns are fresh only once: harmless)
+        return t
+    fi: Any = instantiate(ft) if fresh else ft
+    s: dict[Type, Type] = {}
+    if any(generic):  # a generic function or constructor passed as a value: instantiated there too
+        arg_types = tuple([instantiate(t) if g else t for t, g in zip(arg_types, generic)])
+    for i, (want, got) in enumerate(zip(fi.arg_types, arg_types)):
+        def err(msg: str, i: int = i, want: Type = want, got: Type = got) -> TypeCheckError:
+            return TypeCheckError(f"{_where(n)}: argument {i} has type {_fmt(got)}, expected {_fmt(want)} "
+                                  f"({msg})")
+        unify(want, got, s, err)
+    t = subst_tvars(fi.ret_type, s)
+    if len(_poly_memo) > _REL_MEMO_MAX:
+        _poly_memo.clear()
+    _poly_memo[key] = t
+    return t
+
+
+_poly_memo: dict[tuple[Any, ...], Type] = {}
+
+
+def join_types(n: Node, types: Sequence[Type]) -> Type:
+    """The common type of the branches of an If or the clauses of a Match (unknowns unified)."""
+    first = types[0]
+    if all(t is first for t in types):
+        return first
+    if not any(has_type_vars(t) for t in types):
+        t = first
+        for u in types[1:]:
+            t = t if t is u else _join_branches(n, t, u)
+        return t
+    s: dict[Type, Type] = {}
+    for t in types[1:]:
+        unify(first, t, s, lambda m: TypeCheckError(
+            f"{_where(n)}: branches have different types {', '.join(_fmt(x) for x in types)} ({m})"))
+    return subst_tvars(first, s)
+
+
+def pattern_types(p: Any, data_type: Type, clause: Node) -> list[Type]:
+    """The types of the variables of pattern ``p`` (in the order of the clause's parameters)
+    matching a value of ``data_type``; a TypeCheckError naming the clause where the pattern
+    cannot match such a value."""
+    key = (p, data_type)
+    memo = _pattern_memo.get(key)
+    if memo is not None:
+        return memo
+    out: list[Type] = []
+    stack: list[tuple[Any, Type]] = [(p, data_type)]
+    while stack:
+        q, t = stack.pop()
+        k = type(q)
+        if k is PatternVar:
+            out.append(t)
+        elif k is PatternConstructor:
+            c = q.constructor
+            if is_unknown(t):
+                t = instantiate(c.result_type)
+            if type(t) is not TypeCall or t.func is not c.belong_to or len(t.args) != len(c.type_vars):
+                raise TypeCheckError(f"{_where(clause)}: pattern {c.name_hint}(...) of type "
+                                     f"{c.belong_to.name_hint} cannot match a value of type {_fmt(t)}")
+            m: dict[Type, Type] = {TypeVar(v): a for v, a in zip(c.type_vars, t.args)}
+            for sub, it in reversed(list(zip(q.patterns, c.inputs))):
+                stack.append((sub, subst_tvars(it, m)))
+        elif k is PatternTuple:
+            if type(t) is not TupleType or len(t.fields) != len(q.patterns):
+                raise TypeCheckError(f"{_where(clause)}: a tuple pattern of {len(q.patterns)} cannot match a "
+                                     f"value of type {_fmt(t)}")
+            for sub, ft in reversed(list(zip(q.patterns, t.fields))):
+                stack.append((sub, ft))
+    if len(_pattern_memo) > _REL_MEMO_MAX:
+        _pattern_memo.clear()
+    _pattern_memo[key] = out
+    return out
+
+
+_pattern_memo: dict[tuple[Any, Type], list[Type]] = {}
+
+_MAX_PATTERN_DEPTH = 64  # deeper patterns are not checked for exhaustiveness (the check recurses)
+_exhaustive_checked: set[bytes] = set()
+
+
+def check_exhaustive(m: Match, mod: Any) -> None:
+    """Raise TypeCheckError if some value escapes every clause of ``m`` (a ``match``, not a
+    ``match?``), as TVM's type checker does.  The constructors of each type come from ``mod``'s
+    definitions (a type it does not define counts as open: its values need a wildcard).
+    Maranget's usefulness check of a row of wildcards, recursing on patterns only."""
+    if m.id in _exhaustive_checked:
+        return
+    rows = [(c.lhs,) for c in m.clauses]
+    if any(_pattern_depth(c.lhs) > _MAX_PATTERN_DEPTH for c in m.clauses):
+        return
+    tds = mod.type_definitions()
+
+    def ctors(c: Constructor) -> tuple[Constructor, ...] | None:
+        td = tds.get(c.belong_to.name_hint)
+        return None if td is None or c not in td.constructors else td.constructors
+
+    if _useful(rows, 1, ctors):
+        raise TypeCheckError(f"{_where(m)}: match is not exhaustive: some values match no clause (add "
+                             "clauses, a wildcard clause `_ => ...`, or write match? for a partial match)")
+    if len(_exhaustive_checked) > _REL_MEMO_MAX:
+        _exhaustive_checked.clear()
+    _exhaustive_checked.add(m.id)
+
+
+def _pattern_depth(p: Any) -> int:
+    depth, stack = 0, [(p, 1)]
+    while stack:
+        q, d = stack.pop()
+        depth = max(depth, d)
+        stack.extend((c, d + 1) for c in q.children())
+    return depth
+
+
+def _useful(rows: list[tuple[Any, ...]], n: int, ctors: Callable[[Any], Any]) -> bool:
+    """Whether a vector of ``n`` wildcards matches a value no row of ``rows`` matches."""
+    if n == 0:
+        return not rows
+    wild = PatternWildcard()
+    heads = [r[0] for r in rows]
+    tup = next((h for h in heads if type(h) is PatternTuple), None)
+    if tup is not None:
+        k = len(tup.patterns)
+        spec = [(*r[0].patterns, *r[1:]) if type(r[0]) is PatternTuple else (wild,) * k + r[1:] for r in rows]
+        return _useful(spec, k + n - 1, ctors)
+    used = {h.constructor for h in heads if type(h) is PatternConstructor}
+    if used:
+        every = ctors(next(iter(used)))
+        if every is not None and used == set(every):  # all constructors present: split on each
+            for c in every:
+                k = len(c.inputs)
+                spec = [(*r[0].patterns, *r[1:]) if type(r[0]) is PatternConstructor
+                        else (wild,) * k + r[1:]
+                        for r in rows if type(r[0]) is not PatternConstructor or r[0].constructor is c]
+                if _useful(spec, k + n - 1, ctors):
+                    return True
+            return False
+    default = [r[1:] for r in rows if type(r[0]) not in (PatternConstructor, PatternTuple)]
+    return _useful(default, n - 1, ctors)
+
 
 
 # -- the typing context of passes ----------------------------------------------------------------
@@ -422,7 +812,7 @@ class TypeContext:
         if self.mod is None:
             return
         for f in self.mod.functions().values():
-            if not f._mask & F_LET:
+            if not f._mask & (F_LET | F_MATCH | F_UNTYPED):
                 continue
             env: dict[Var, Type] = {}
             try:
@@ -437,6 +827,10 @@ class TypeContext:
         the module (:meth:`var_type`)."""
         known = self.known
         cache = self._facts.cache
+        if e._mask & F_MATCH or (e._mask & F_FUNC and e._mask & F_UNTYPED):
+            # clause functions bind their pattern variables, called function literals their
+            # parameters: the driver's walk
+            return infer_type(e, self.mod, cache=cache, env=dict(self._facts.env))
 
         def tyof(n: Node) -> Type:
             k = type(n)
@@ -823,6 +1217,8 @@ def accepts(declared: Type, actual: Type) -> bool:
         a, b = stack.pop()
         if a is b:
             continue
+        if is_unknown(a) or is_unknown(b):  # an unknown of inference fits (and accepts) anything
+            continue
         ka = type(a)
         if ka is not type(b):
             return False
@@ -841,6 +1237,12 @@ def accepts(declared: Type, actual: Type) -> bool:
             if a.arg_types != b.arg_types:  # type: ignore[attr-defined]
                 return False
             stack.append((a.ret_type, b.ret_type))  # type: ignore[attr-defined]
+        elif ka is TypeCall:
+            if a.func is not b.func or len(a.args) != len(b.args):  # type: ignore[attr-defined]
+                return False
+            stack.extend(zip(a.args, b.args))  # type: ignore[attr-defined]
+        elif ka is RefType:
+            stack.append((a.value, b.value))  # type: ignore[attr-defined]
         else:
             return False
     return True

@@ -617,6 +617,13 @@ def _add(a: _Z, b: _Z) -> _Z:
         return a + b if isinstance(a, int) else _shift(a, b)
     if isinstance(a, int):
         return _shift(b, a)
+    if type(a) is not DimPoly and type(b) is not DimPoly:  # two atoms (the common a + n)
+        if a is b:
+            return _poly(0, (((_atom(a),), 2),))
+        x, y = _atom(a), _atom(b)
+        if y._key < x._key:
+            x, y = y, x
+        return _poly(0, (((x,), 1), ((y,), 1)))
     c, acc = _lin(a)
     c = _accumulate(acc, c, b)
     return _build(c, acc)
@@ -754,7 +761,10 @@ def _floordiv_lin(c: int, terms: dict[_Mono, int], k: int, node: Dim | None = No
             rd: Dim = node
         else:
             rd = _as_dim_node(_build(rc, r))
-        acc_c = _accumulate(acc, acc_c, _atom_mk(DimFloorDiv, rd, k))
+        atom = _atom_mk(DimFloorDiv, rd, k)
+        if not acc and acc_c == 0:  # the quotient is the atom itself
+            return atom
+        acc_c = _accumulate(acc, acc_c, atom)
         return _build(acc_c, acc)
 
 
@@ -1022,6 +1032,14 @@ def _substitute(x: Dim, binds: dict[str, DimLike]) -> _Z:
         elif isinstance(y, (DimFloorDiv, DimMod)):
             arg = y.arg
             if id(arg) not in memo:
+                if type(arg) is DimPoly and type(y) is DimFloorDiv:  # (sum) // k from the sum's terms
+                    todo = [a for m, _ in arg.terms for a in m if id(a) not in memo]
+                    if todo:
+                        stack.extend(todo)
+                        continue
+                    memo[id(y)] = _eval_floordiv(y, arg, memo)
+                    stack.pop()
+                    continue
                 stack.append(arg)
                 continue
             v = memo[id(arg)]
@@ -1033,7 +1051,10 @@ def _substitute(x: Dim, binds: dict[str, DimLike]) -> _Z:
     return memo[id(x)]
 
 
-def _eval_poly(p: DimPoly, memo: dict[int, _Z]) -> _Z:
+def _eval_lin(p: DimPoly, memo: dict[int, _Z]) -> tuple[int, dict[_Mono, int]] | AnyDim | None:
+    """The value of ``p`` with its atoms replaced by their ``memo`` values, as a constant and a
+    dict monomial -> coefficient (not interned, coefficients may be 0); None if no atom changed,
+    Any if one became Any."""
     changed = False
     static = True
     for m, _ in p.terms:
@@ -1046,14 +1067,14 @@ def _eval_poly(p: DimPoly, memo: dict[int, _Z]) -> _Z:
             if type(v) is not int:
                 static = False
     if not changed:
-        return p
+        return None
     if static:
         total = p.const
         for m, a in p.terms:
             for atom in m:
                 a *= _t.cast(int, memo[id(atom)])
             total += a
-        return total
+        return total, {}
     c = p.const
     acc: dict[_Mono, int] = {}
     get = acc.get
@@ -1065,7 +1086,29 @@ def _eval_poly(p: DimPoly, memo: dict[int, _Z]) -> _Z:
         for atom in m:
             t = _mul(t, memo[id(atom)])
         c = _accumulate(acc, c, t)
-    return _build(c, acc)
+    return c, acc
+
+
+def _eval_poly(p: DimPoly, memo: dict[int, _Z]) -> _Z:
+    r = _eval_lin(p, memo)
+    if not isinstance(r, tuple):
+        return p if r is None else _ANY
+    c, acc = r
+    return _build(c, acc) if acc else c
+
+
+def _eval_floordiv(y: DimFloorDiv, arg: DimPoly, memo: dict[int, _Z]) -> _Z:
+    """``y`` (whose argument is the sum ``arg``) with the atoms of ``arg`` replaced by their
+    ``memo`` values: the quotient is built from the argument's terms, so the argument's new
+    value gets no node when the division merges into a nested one or moves terms out."""
+    r = _eval_lin(arg, memo)
+    if not isinstance(r, tuple):
+        return y if r is None else _ANY
+    c, acc = r
+    terms = {m: a for m, a in acc.items() if a}
+    if not terms:
+        return c // y.divisor
+    return _floordiv_lin(c, terms, y.divisor)
 
 
 def dim_bounds(d: DimLike) -> tuple[int | None, int | None]:

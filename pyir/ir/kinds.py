@@ -25,8 +25,11 @@ Field declarations:
     content id digests (by default: ``str`` length-prefixed UTF-8, ``int`` decimal with a
     terminator, ``tuple`` of ints as ``(d0,d1)``, ``bytes`` length-prefixed).
 
-Beside ``_fields``, optionally: ``_key_order``, the names of the fields the content id
-digests, in that order, when it is not every field in declaration order; ``_id_field``,
+Beside ``_fields``, optionally: ``_identity``, the scalar fields that make each node distinct
+without being structure (the uid of a reference operation: two ``ref_read(%r)`` are two reads);
+alpha-equality and hashing leave them out (:func:`shape_key`); ``_key_order``, the names of
+the fields the content id digests, in that order, when it is not every field in declaration
+order; ``_id_field``,
 the field whose value *is* the id, when nothing is digested (a variable keyed by its
 unique uid alone); ``_derived``, the slots the constructor computes from the fields (an
 Op's registry entry); ``_bit``, the kind's summary bit.
@@ -212,7 +215,8 @@ class KindInfo:
     """What :func:`declare` derived from one kind's declaration."""
 
     __slots__ = ("cls", "name", "tag", "code", "bit", "sort", "fields", "children", "annotations",
-                 "scalars", "binders", "key_fields", "id_field", "rebuild", "make", "custom_children")
+                 "scalars", "binders", "key_fields", "id_field", "rebuild", "make", "custom_children",
+                 "identity")
 
     cls: type
     name: str
@@ -230,6 +234,7 @@ class KindInfo:
     rebuild: Callable[[Any, Any], Any]  #: ``rebuild(node, memo)``: children through ``memo``
     make: Callable[..., Any]  #: builds a node from field values in constructor order
     custom_children: bool  #: the class defines its own ``children()``
+    identity: frozenset[str]  #: scalar fields that make each node distinct, not structure (a ref's uid)
 
     def __repr__(self) -> str:
         return f"<kind {self.name} {', '.join(map(repr, self.fields))}>"
@@ -267,6 +272,8 @@ def shape_key(node: Any) -> bytes:
     i = _INFO[type(node)]
     out = [i.tag]
     for f in i.key_fields:
+        if f.name in i.identity:  # a uid that keeps effectful nodes apart: not structure
+            continue
         v = getattr(node, f.name)
         if f not in i.children:
             out.append(f.key(v))
@@ -367,6 +374,7 @@ def declare(cls: type, sort: type, base_slots: frozenset[str]) -> KindInfo:
         raise InternalError(f"node kind {name}: only children bind variables")
     i.key_fields = key_fields
     i.id_field = id_field
+    i.identity = frozenset(d.get("_identity", ()))
     i.make = d["_from_fields"].__get__(None, cls) if "_from_fields" in d else cls
     i.custom_children = "children" in d
     if i.custom_children:

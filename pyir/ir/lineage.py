@@ -51,8 +51,8 @@ import numbers
 import operator
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import accumulate
 from types import MappingProxyType
 from typing import Any, cast, overload
@@ -62,9 +62,9 @@ import numpy as np
 from ..errors import ImmutableError, LineageError
 from .node import Node, gc_paused
 
-__all__ = ["PassRecord", "Recorder", "EdgeBuffer", "Edges", "derive", "derive_at", "derive_shared",
+__all__ = ["PassRecord", "Recorder", "EdgeBuffer", "Edges", "RuleLog", "derive", "derive_at", "derive_shared",
            "eliminate", "current_recorder", "recording", "Step", "set_recording_enabled", "INSTANCE_EDGE",
-           "SHARED_EDGE"]
+           "SHARED_EDGE", "rule_log"]
 
 _current: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("pyir_recorder", default=None)
 _enabled = [True]
@@ -456,15 +456,57 @@ def _as_c(e: Edges) -> Any:
     return array("I", [1]) * len(e) if e._counts is None else _as_counts(e._counts)
 
 
-class Recorder:
-    """Collects the derivation edges of one pass run (``edges`` is an :class:`EdgeBuffer`)."""
+class RuleLog:
+    """Which rewrite rule made which node, for one pass run: a name table (a rule's name is
+    stored once) and, per firing, the result's 16-byte id and a small index into the table
+    (17 bytes per firing, nothing per edge).  ``add(name, new_id)``; the last firing that
+    made an id wins.  A :class:`PassRecord` keeps it frozen and answers
+    :meth:`PassRecord.rule_of`."""
 
-    __slots__ = ("edges", "removed", "sources")
+    __slots__ = ("names", "index", "ids", "idx")
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.ids = bytearray()
+        self.idx = array("H")
+
+    def add(self, name: str, new_id: bytes) -> None:
+        """Rule ``name`` made the node of id ``new_id`` (a live node's id, unchecked)."""
+        k = self.index.get(name)
+        if k is None:
+            if len(self.names) >= 0xFFFF:
+                return  # the table is full (65,535 rules in one pass): later rules go unnamed
+            k = self.index[name] = len(self.names)
+            self.names.append(name)
+        self.ids += new_id
+        self.idx.append(k)
+
+    def __len__(self) -> int:
+        return len(self.idx)
+
+    def __repr__(self) -> str:
+        return f"<RuleLog of {len(self.idx)} firing(s) of {len(self.names)} rule(s)>"
+
+
+class Recorder:
+    """Collects the derivation edges of one pass run (``edges`` is an :class:`EdgeBuffer`;
+    ``rules`` the :class:`RuleLog` of the rewrite rules that fired, None until one fires)."""
+
+    __slots__ = ("edges", "removed", "sources", "rules")
 
     def __init__(self) -> None:
         self.edges = EdgeBuffer()
         self.removed: list[bytes] = []
         self.sources: dict[bytes, Any] = {}
+        self.rules: RuleLog | None = None
+
+    def rule_fired(self, name: str, new: Node) -> None:
+        """Record that the rewrite rule ``name`` made ``new`` (shown by ``history``)."""
+        log = self.rules
+        if log is None:
+            log = self.rules = RuleLog()
+        log.add(name, new.id)
 
     def derive(self, new: Node, olds: Iterable[Node]) -> None:
         """Record that ``new`` derives from each of ``olds``."""
@@ -490,6 +532,13 @@ class Recorder:
 
     def __bool__(self) -> bool:
         return bool(self.edges or self.removed or self.sources)
+
+
+def rule_log() -> Callable[[str, Node], None] | None:
+    """Inside a pass: a function ``fired(rule_name, new_node)`` recording which rewrite rule made
+    ``new_node`` (rule drivers call it; ``history`` shows the rule); None outside passes."""
+    rec = current_recorder()
+    return rec.rule_fired if rec is not None else None
 
 
 def current_recorder() -> Recorder | None:
@@ -689,6 +738,31 @@ def _compact_edges(edges: Any, name: str) -> Edges:
         buf._reset()
         return edges
     return Edges._trusted(bytes(news), bytes(olds), None if counts is None else counts.tobytes(), buf.typed)
+
+
+def _frozen_rules(rules: Any, name: str) -> tuple[tuple[str, ...], bytes, bytes] | None:
+    """The compact form of a record's rule names: from a pass's :class:`RuleLog`, or from a
+    mapping id -> rule name (validated)."""
+    if rules is None:
+        return None
+    if type(rules) is RuleLog:
+        if not rules.idx:
+            return None
+        return tuple(rules.names), bytes(rules.ids), rules.idx.tobytes()
+    try:
+        items = list(rules.items())
+    except (AttributeError, TypeError):
+        raise LineageError(f"pass record {name!r}: rules must be a mapping of ids to rule names, got "
+                           f"{type(rules).__name__}") from None
+    if not items:
+        return None
+    log = RuleLog()
+    for k, v in items:
+        _check_id(k, "rules key")
+        if len(log.names) >= 0xFFFF and v not in log.index:
+            raise LineageError(f"pass record {name!r}: more than 65,535 rule names")
+        log.add(_check_text(v, "rule name"), k)
+    return tuple(log.names), bytes(log.ids), log.idx.tobytes()
 
 
 # -- compact indexes over a record's edges ------------------------------------------------------
@@ -939,7 +1013,8 @@ class PassRecord:
     Equality is identity.
     """
 
-    __slots__ = ("name", "options", "edges", "removed", "sources", "seconds", "_back", "_fwd", "_qb", "_qf")
+    __slots__ = ("name", "options", "edges", "removed", "sources", "seconds", "_rules", "_rix", "_back",
+                 "_fwd", "_qb", "_qf")
     name: str
     options: str
     edges: Edges
@@ -950,10 +1025,12 @@ class PassRecord:
     _fwd: _FwdIndex
     _qb: _BackIndex
     _qf: tuple[Mapping[bytes, Any], Any, Any, Any]
+    _rules: tuple[tuple[str, ...], bytes, bytes] | None  # (rule names, result ids, uint16 name indices)
+    _rix: _IdIndex
 
     def __init__(self, name: str, options: str, edges: Iterable[tuple[bytes, Iterable[bytes]]],
                  removed: Iterable[bytes], sources: Mapping[bytes, Any] | None = None,
-                 seconds: float = 0.0) -> None:
+                 seconds: float = 0.0, rules: RuleLog | Mapping[bytes, str] | None = None) -> None:
         _check_text(name, "name")
         _check_text(options, "options")
         try:
@@ -991,6 +1068,37 @@ class PassRecord:
         _set(self, "removed", rs)
         _set(self, "sources", src)
         _set(self, "seconds", secs)
+        _set(self, "_rules", _frozen_rules(rules, name))
+
+    @property
+    def rule_names(self) -> tuple[str, ...]:
+        """The names of the rewrite rules that fired in this pass (its name table), in the order
+        they first fired; empty for a pass that fired none."""
+        return () if self._rules is None else self._rules[0]
+
+    def rule_of(self, node_id: bytes) -> str | None:
+        """The name of the rewrite rule that made the node of id ``node_id`` in this pass (the
+        last one, if several did), or None (no rule made it)."""
+        r = self._rules
+        if r is None:
+            return None
+        try:
+            ix = self._rix
+        except AttributeError:
+            ix = _IdIndex(r[1])
+            object.__setattr__(self, "_rix", ix)
+        ps = ix.positions(node_id)
+        if not ps:
+            return None
+        return r[0][memoryview(r[2]).cast("H")[ps[-1]]]
+
+    def rules(self) -> dict[bytes, str]:
+        """id -> the name of the rule that made it (a new dict; :meth:`rule_of` answers one id)."""
+        r = self._rules
+        if r is None:
+            return {}
+        names, ids, idx = r[0], r[1], memoryview(r[2]).cast("H")
+        return {ids[p * _ID_LEN:p * _ID_LEN + _ID_LEN]: names[idx[p]] for p in range(len(idx))}
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise ImmutableError(f"pass records are immutable (cannot set {name!r})")
@@ -1000,7 +1108,8 @@ class PassRecord:
 
     def __reduce__(self) -> Any:
         src = None if self.sources is None else {k: thaw_source_value(v) for k, v in self.sources.items()}
-        return (PassRecord, (self.name, self.options, self.edges, self.removed, src, self.seconds))
+        return (PassRecord, (self.name, self.options, self.edges, self.removed, src, self.seconds,
+                             self.rules() or None))
 
     def __copy__(self) -> PassRecord:
         return self
@@ -1080,15 +1189,18 @@ class PassRecord:
 @dataclass(frozen=True)
 class Step:
     """One step of ``history``: ``pass_name`` turned ``before`` into ``after``
-    (ids; ``after`` is None when the pass eliminated ``before``)."""
+    (ids; ``after`` is None when the pass eliminated ``before``); ``rule`` is the name of
+    the rewrite rule that made ``after`` when a rule did (not part of equality)."""
 
     pass_name: str
     before: bytes
     after: bytes | None
+    rule: str | None = field(default=None, compare=False)
 
     def __repr__(self) -> str:
         after = self.after.hex()[:8] if self.after is not None else "eliminated"
-        return f"Step({self.pass_name}: {self.before.hex()[:8]} -> {after})"
+        rule = f" [{self.rule}]" if self.rule is not None else ""
+        return f"Step({self.pass_name}{rule}: {self.before.hex()[:8]} -> {after})"
 
 
 # -- queries (used by Module) ------------------------------------------------------------
@@ -1344,25 +1456,25 @@ class _Back:
         return target in _forward(self.recs[last], cur)[1]
 
 
-def origins(mod: Any, x: Any, since: int = 0) -> set[bytes]:
+def origins(mod: Any, x: Any, since: int = 0, into: Callable[[Any], Any] = set) -> Any:
     """Root origin ids of ``x``: the ids, before the first pass (or before record
-    number ``since``), it derives from."""
+    number ``since``), it derives from (a set, or ``into(ids)``: one copy of the answer)."""
     records = mod.pass_records
     if isinstance(since, bool) or not isinstance(since, int) or not 0 <= since <= len(records):
         raise LineageError(f"since must be a pass record number in [0, {len(records)}], got {since!r}")
     recs = list(records[since:] if since else records)
-    return _origins(recs, _id_of(x))
+    return _origins(recs, _id_of(x), into)
 
 
-def _origins(recs: list[PassRecord], target: bytes) -> set[bytes]:
+def _origins(recs: list[PassRecord], target: bytes, into: Callable[[Any], Any] = set) -> Any:
     if not any(r.edges._typed for r in recs):  # unions only: one walk per record
         cur = {target}
         for rec in reversed(recs):
             back = rec.back
             if back:
                 cur = _roots_within(back, cur)
-        return cur
-    return set(_Back(recs).origins(target, len(recs) - 1))
+        return cur if into is set else into(cur)
+    return into(_Back(recs).origins(target, len(recs) - 1))
 
 
 def _roots_within(back: Mapping[bytes, tuple[bytes, ...]], ids: set[bytes]) -> set[bytes]:
@@ -1440,7 +1552,7 @@ def history(mod: Any, x: Any) -> list[Step]:
             for st in crossed:
                 if st in keep and st not in emitted:
                     emitted.add(st)
-                    mine.append(Step(rec.name, st[0], st[1]))
+                    mine.append(Step(rec.name, st[0], st[1], rec.rule_of(st[1])))
             out.append(mine)
         return [st for mine in reversed(out) for st in mine]
     # Forward: target is an old expression; follow it.
@@ -1454,6 +1566,6 @@ def history(mod: Any, x: Any) -> list[Step]:
         for st in crossed:
             if st not in emitted:
                 emitted.add(st)
-                steps.append(Step(rec.name, st[0], st[1]))
+                steps.append(Step(rec.name, st[0], st[1], rec.rule_of(st[1])))
         steps.extend(Step(rec.name, i, None) for i in gone)
     return steps

@@ -7,20 +7,24 @@ change.  ``copy.copy(mod) is mod``; updates return new modules.
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from pyrsistent import PMap, PVector, pmap, pvector
 
-from ..errors import ImmutableError, InternalError, TypeCheckError, WellFormedError
+from ..errors import ImmutableError, InternalError, PyIRError, TypeCheckError, WellFormedError
 from . import hooks
+from .adt import Constructor, TypeData
+from .answers import FindResult, History, Listing, Origins, Table, table_rows
 from .expr import Call, Expr, Function, GlobalVar, Let, Op, Var
+from .lineage import _id_of, module_index
 from .lineage import find as _find
 from .lineage import history as _history
-from .lineage import module_index
 from .lineage import origins as _origins
-from .node import F_FUNC, F_LET, F_VAR, Node
+from .node import F_FUNC, F_LET, F_VAR, Node, gc_paused
 from .traverse import binders_of, count_nodes, free_vars, global_vars, scope_info
 from .types import FuncType, Type
 
@@ -42,12 +46,14 @@ class Module:
     names in sorted order with ``main`` first.
     """
 
-    __slots__ = ("_cache", "_funcs", "_history")
+    __slots__ = ("_cache", "_funcs", "_history", "_types")
     _funcs: PMap
     _history: PVector
     _cache: dict[str, Any]
+    _types: PMap  # name -> TypeData: the module's type definitions (``type List[A] {...}``)
 
-    def __init__(self, functions: Mapping[str | GlobalVar, Function] | None = None) -> None:
+    def __init__(self, functions: Mapping[str | GlobalVar, Function] | None = None,
+                 types: Iterable[TypeData] | Mapping[str, TypeData] | None = None) -> None:
         funcs: dict[str, Function] = {}
         for k, f in (functions or {}).items():
             if not isinstance(f, Function):
@@ -56,6 +62,8 @@ class Module:
         _check_functions(funcs, funcs)
         pm = pmap(funcs)
         _init(self, pm, pvector())
+        if types:
+            object.__setattr__(self, "_types", _type_map(types))
         if len(funcs) > 1:
             self._cache["owners"] = _build_owners(pm)
 
@@ -145,10 +153,44 @@ class Module:
             raise WellFormedError(f"module has no function @{name}")
         return GlobalVar(name)
 
+    # -- type definitions (ADTs) ------------------------------------------------------------
+    def type_definitions(self) -> PMap:
+        """The persistent name -> :class:`~pyir.ir.adt.TypeData` map of the module's type
+        definitions (``type List[A] { Cons(A, List[A]), Nil }``)."""
+        return self._types
+
+    def type_definition(self, name: str | Any) -> TypeData:
+        """The definition of the type ``name`` (a str or a GlobalTypeVar)."""
+        key = name if isinstance(name, str) else getattr(name, "name_hint", name)
+        td = self._types.get(key)
+        if td is None:
+            raise WellFormedError(f"module has no type definition {key}; it has {sorted(self._types)}")
+        return td
+
+    def constructor(self, name: str) -> Constructor:
+        """The constructor ``name`` of one of the module's type definitions."""
+        for td in self._types.values():
+            for c in td.constructors:
+                if c.name_hint == name:
+                    return c
+        raise WellFormedError(f"module has no constructor {name}")
+
+    def with_type_definition(self, td: TypeData) -> Module:
+        """A new module with the type definition ``td`` added (or replacing the one of its name)."""
+        if type(td) is not TypeData:
+            raise WellFormedError(f"a type definition must be a TypeData, got {type(td).__name__}")
+        name = td.header.name_hint
+        if self._types.get(name) is td:
+            return self
+        m = self._derive(self._funcs)
+        object.__setattr__(m, "_types", self._types.set(name, td))
+        return m
+
     # -- functional updates --------------------------------------------------------------
     def _derive(self, funcs: PMap, history: PVector | None = None) -> Module:
         m = object.__new__(Module)
         _init(m, funcs, self._history if history is None else history)
+        object.__setattr__(m, "_types", self._types)
         if funcs is self._funcs and "owners" in self._cache:  # same functions: same owner index
             m._cache["owners"] = self._cache["owners"]
         return m
@@ -283,32 +325,206 @@ class Module:
         """The :class:`~pyir.ir.lineage.PassRecord` of every pass that produced this module, oldest first."""
         return self._history
 
-    def find(self, expr_or_id: Any) -> list[Expr]:
+    def find(self, expr_or_id: Any) -> FindResult:
         """Expressions of this module that are, or were derived from, ``expr_or_id``
-        (an expression of any earlier module of the pipeline, or its id); empty if eliminated."""
-        return _find(self, expr_or_id)  # type: ignore[return-value]
+        (an expression of any earlier module of the pipeline, or its id); empty if eliminated.
 
-    def origins(self, expr_or_id: Any, since: int = 0) -> set[bytes]:
+        A :class:`~pyir.ir.answers.FindResult`: a list of the hits (sorted by id) that also
+        describes them (``rows()``, a text and an HTML table: name in ``print(mod)``, function,
+        kind, operator, type) and names the ``representative``, the hit that plays the
+        original's role (the conv inside a fused function, not the call of that function)."""
+        return FindResult(_find(self, expr_or_id), self, _id_of(expr_or_id))
+
+    def origins(self, expr_or_id: Any, since: int = 0) -> Origins:
         """The root origin ids (before the first recorded pass, or before pass record
-        number ``since``) that ``expr_or_id`` came from."""
-        return _origins(self, expr_or_id, since)
+        number ``since``) that ``expr_or_id`` came from.
 
-    def history(self, expr_or_id: Any) -> list[Any]:
-        """The steps (pass name, before id, after id) that led to ``expr_or_id``, or that
-        carried it forward from an earlier module (``after`` None: eliminated)."""
-        return _history(self, expr_or_id)
+        An :class:`~pyir.ir.answers.Origins`: a set of ids that resolves them to nodes of the
+        original module (``nodes()``, while it is alive) and to what a frontend recorded
+        (``sources()``, ``source_names()``: ONNX node names), with a text and an HTML table."""
+        q = _id_of(expr_or_id)
+        return _origins(self, q, since, lambda ids: Origins(ids, self, q, since))
+
+    def history(self, expr_or_id: Any) -> History:
+        """The steps (pass name, before id, after id, the rewrite rule that fired) that led to
+        ``expr_or_id``, or that carried it forward from an earlier module (``after`` None:
+        eliminated).  A :class:`~pyir.ir.answers.History`: a list of
+        :class:`~pyir.ir.lineage.Step` shown as a table of short before -> after snippets."""
+        return History(_history(self, expr_or_id), self, _id_of(expr_or_id))
 
     def node_by_id(self, node_id: bytes) -> Expr | None:
         """The expression of this module with id ``node_id``, or None."""
         return module_index(self).get(node_id)  # type: ignore[return-value]
 
-    # -- text --------------------------------------------------------------------------------------
-    def astext(self, **kw: Any) -> str:
-        """Relay-like text of the whole module (see :func:`pyir.text.printer.astext`)."""
-        return hooks.astext(self, **kw)
+    # -- text and navigation -----------------------------------------------------------------------
+    def astext(self, *, show_types: bool = False, **kw: Any) -> str:
+        """Relay-like text of the whole module (see :func:`pyir.text.printer.astext`; options
+        ``order``, ``show_meta_data``, ``inline_limit``).  ``show_types=True`` types the module
+        first and prints each binding's type as a comment (``/* ty=... */``)."""
+        if show_types:
+            self._typed()
+        return hooks.astext(self, show_types=show_types, **kw)
 
     def __str__(self) -> str:
-        return self.astext(show_meta_data=False)
+        return hooks.astext(self, show_meta_data=False, order="top-down")
+
+    def _typed(self) -> None:
+        """Type every function (the types are cached on the nodes); ill-typed ones stay untyped."""
+        for name in self.names():
+            with contextlib.suppress(PyIRError):
+                hooks.infer_type(self._funcs[name], self)
+
+    def _printed(self) -> tuple[str, list[Any]]:
+        """``str(self)`` and the printer's ``(node, function, label, line)`` entries (built once)."""
+        got = self._cache.get("printed")
+        if got is None:
+            entries: list[Any] = []
+            with gc_paused():
+                text = hooks.astext(self, show_meta_data=False, order="top-down", names_out=entries)
+            got = self._cache["printed"] = (text, entries)
+        return got
+
+    def _labels(self) -> tuple[dict[str, dict[str, Node]], dict[Node, tuple[str, str]]]:
+        """function -> label -> node, and node -> (function, label) of its first printed binding."""
+        got = self._cache.get("labels")
+        if got is None:
+            by_fn: dict[str, dict[str, Node]] = {}
+            first: dict[Node, tuple[str, str]] = {}
+            entries = self._printed()[1]
+            with gc_paused():
+                for n, fn, label, _line in entries:
+                    labels = by_fn.get(fn)
+                    if labels is None:
+                        labels = by_fn[fn] = {}
+                    if label not in labels:
+                        labels[label] = n
+                    if n not in first:
+                        first[n] = (fn, label)
+            got = self._cache["labels"] = (by_fn, first)
+        return got
+
+    def _where(self, node: Node) -> str | None:
+        """The function in which ``node`` is first printed (None: it is not printed)."""
+        hit = self._labels()[1].get(node)
+        return None if hit is None else hit[0]
+
+    def _node_count(self) -> int:
+        return len(module_index(self))
+
+    def _post_order(self) -> Iterable[Node]:
+        return module_index(self).values()
+
+    def _depths(self) -> dict[Node, int]:
+        """node -> how many functions enclose it within its module function (the deepest, for a
+        node met at several depths); built once, iteratively."""
+        got = self._cache.get("depths")
+        if got is None:
+            got = {}
+            for f in self._funcs.values():  # (only the hits' candidates need it: small answers)
+                stack: list[tuple[Node, int]] = [(f.body, 0)]
+                while stack:
+                    n, d = stack.pop()
+                    if got.get(n, -1) >= d:
+                        continue
+                    got[n] = d
+                    inner = d + 1 if type(n) is Function else d
+                    stack.extend((c, inner) for c in n.children())
+            self._cache["depths"] = got
+        return got
+
+    def name_of(self, node: Any, function: str | None = None) -> str:
+        """The name of ``node`` (an expression or its id) in ``print(mod)`` (``mod.show()``):
+        ``%3`` for the bindings of ``@main``, ``@f:%3`` for those of another function ``f``.
+
+        Bindings are numbered in print order per function, variables keep their (uniquified)
+        name hints, functions are ``@f``; a node printed without a name of its own is named by
+        where it stands: a let's value by its variable (``%x``), the result of a scope by the
+        scope and ``.return`` (``@main.return``, ``%1.return`` for the body of the function bound
+        to ``%1``, ``%4.then.return``).  Names are stable for one module (the printer is
+        deterministic); :meth:`node_at` is the inverse."""
+        n = node if isinstance(node, Node) else module_index(self).get(_id_of(node))
+        by_fn, first = self._labels()
+        if function is not None:
+            fn = _name(function)
+            label = next((lab for lab, m in by_fn.get(fn, {}).items() if m is n), None)
+        else:
+            hit = first.get(n) if n is not None else None
+            fn, label = hit if hit is not None else ("", None)
+        if label is None:
+            what = hooks.short_repr(node) if isinstance(node, Node) else f"{node!r:.80}"
+            raise WellFormedError(f"{what} is not printed in this module"
+                                  + (f" (in @{function})" if function else ""))
+        return label if fn == "main" or label.startswith("@") else f"@{fn}:{label}"
+
+    def node_at(self, name: str, function: str | None = None) -> Node:
+        """The node printed as ``name`` in ``print(mod)`` (see :meth:`name_of`): ``"%3"`` (in
+        ``function``, by default ``@main``, else the one function that has it), ``"@f:%3"``,
+        ``"@f"`` (the function), ``"@main.return"``."""
+        if not isinstance(name, str):
+            raise WellFormedError(f"node_at takes a printed name such as '%3', got {name!r:.80}")
+        by_fn, _first = self._labels()
+        label = name.strip()
+        if function is None and label.startswith("@") and ":" in label:
+            fn_text, label = label.split(":", 1)
+            function = fn_text[1:]
+        if function is not None:
+            fns = [_name(function)]
+        elif label.startswith("@"):
+            fns = [label[1:].split(".", 1)[0] if label[1:].split(".", 1)[0] in by_fn else "main"]
+        else:
+            fns = (["main"] if label in by_fn.get("main", {})
+                   else [f for f in self.names() if label in by_fn.get(f, {})])
+        if len(fns) == 1 and label in by_fn.get(fns[0], {}):
+            return by_fn[fns[0]][label]
+        if len(fns) > 1:
+            shown = ", ".join("@" + f for f in fns)
+            raise WellFormedError(f"{name!r} is printed in several functions ({shown}): say which, e.g. "
+                                  f"'@{fns[0]}:{label}'")
+        pool = sorted(by_fn.get(fns[0], {}) if fns else {lab for d in by_fn.values() for lab in d})
+        close = difflib.get_close_matches(label, pool, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        if label[1:].isdigit() and label.startswith("%"):
+            k = sum(1 for lab in pool if lab[1:].isdigit())
+            hint = f"; did you mean one of %0 ... %{k - 1}?" if k else "; it binds no %N"
+        where = f" in @{fns[0]}" if fns else ""
+        raise WellFormedError(f"no node is printed as {name!r}{where}{hint}")
+
+    def show(self, highlight: Any = None, *, show_types: bool = False) -> Listing:
+        """``print(mod)``'s text as a displayable :class:`~pyir.ir.answers.Listing` whose text marks
+        (``>>``) and HTML colours the lines of the ``highlight`` nodes (nodes, ids, or an answer
+        such as ``mod.find(x)``); ``show_types`` adds each binding's type."""
+        text, entries = self._printed()
+        if show_types:
+            self._typed()
+            text = hooks.astext(self, show_meta_data=False, order="top-down", show_types=True)
+        marked: set[int] = set()
+        missing = 0
+        if highlight is not None:
+            want: set[Node] = set()
+            items = [highlight] if isinstance(highlight, (Node, bytes, str)) else list(highlight)
+            idx = module_index(self)
+            for h in items:
+                n = h if isinstance(h, Node) else idx.get(_id_of(h))
+                if n is None:
+                    missing += 1
+                else:
+                    want.add(n)
+            found: set[Node] = set()
+            for n, _fn, _label, line in entries:
+                if n in want:
+                    marked.add(line)
+                    found.add(n)
+            missing += len(want - found)
+        return Listing(self, text, marked, missing)
+
+    def tabular(self, function: str | GlobalVar = "main") -> Table:
+        """A table of ``function``'s bindings in print order, like ``torch.fx``'s ``print_tabular``:
+        name, operator, arguments, type, attributes, origins (a text and an HTML form)."""
+        name = _name(function)
+        if name not in self._funcs:
+            raise WellFormedError(f"module has no function @{name}; it has {self.names()}")
+        self._typed()
+        return table_rows(self, name)
 
     def __repr__(self) -> str:
         names = self.names()
@@ -316,7 +532,7 @@ class Module:
         return f"<Module [{shown}] {count_nodes(list(self._funcs.values()))} nodes>"
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
-        p.text(self.astext(show_meta_data=False))
+        p.text(str(self))
 
 
 # Functions already found well-formed on their own (nodes are immutable: the answer never changes).
@@ -533,7 +749,31 @@ def _update_owners(index: Owners, funcs: PMap, removed: list[Function],
     return owners.persistent(), refs.persistent()
 
 
+_NO_TYPES: PMap = pmap()
+
+
+def _type_map(types: Iterable[TypeData] | Mapping[str, TypeData]) -> PMap:
+    """The name -> TypeData map of a module's type definitions (checked: TypeData values, one
+    per name, constructor names unique across the module)."""
+    tds = list(types.values()) if isinstance(types, Mapping) else list(types)
+    out: dict[str, TypeData] = {}
+    ctors: dict[str, str] = {}
+    for td in tds:
+        if type(td) is not TypeData:
+            raise WellFormedError(f"module type definitions must be TypeData, got {type(td).__name__}")
+        name = td.header.name_hint
+        if name in out and out[name] is not td:
+            raise WellFormedError(f"type {name} is defined twice")
+        out[name] = td
+        for c in td.constructors:
+            other = ctors.setdefault(c.name_hint, name)
+            if other != name:
+                raise WellFormedError(f"constructor {c.name_hint} is defined by types {other} and {name}")
+    return pmap(out)
+
+
 def _init(m: Module, funcs: PMap, history: PVector) -> None:
+    object.__setattr__(m, "_types", _NO_TYPES)
     object.__setattr__(m, "_funcs", funcs)
     object.__setattr__(m, "_history", history)
     object.__setattr__(m, "_cache", {})

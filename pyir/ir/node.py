@@ -532,7 +532,7 @@ def _typed_equal(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(x is y or _typed_equal(x, y) for x, y in zip(a, b))
     if t is float:
         return _pack_d(a) == _pack_d(b)
-    if t is int or t is str or t is bool:
+    if t is int or t is str or t is bool or t is bytes:
         return a == b
     return False  # nodes (and anything else): identity only
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AttrError, TypeCheckError, UnknownOpError, WellFormedError
+from ..errors import AttrError, TypeCheckError, UnknownOpError, WellFormedError, did_you_mean
 from .node import OP_BIT0, Attrs, attrs_of, plain_value, safe_repr
 from .types import Type, normalize_dtype
 
@@ -236,8 +236,9 @@ class OpDef:
             else:
                 out[spec.name] = spec.default
         if given:
+            hint = "".join(did_you_mean(k, [s.name for s in self.attrs], 1) for k in sorted(given))
             raise AttrError(f"operator {self.name!r}: unknown attribute(s) {sorted(given)}; "
-                            f"accepted: {[s.name for s in self.attrs]}")
+                            f"accepted: {[s.name for s in self.attrs]}{hint}")
         if self.canonicalize is not None:
             out = self.canonicalize(out)
         return attrs_of(out)
@@ -260,7 +261,7 @@ def get_op_def(name: str) -> OpDef:
     try:
         return _registry[name]
     except KeyError:
-        raise UnknownOpError(f"unknown operator {name!r}") from None
+        raise UnknownOpError(f"unknown operator {name!r}{did_you_mean(name, _registry)}") from None
 
 
 def list_ops() -> list[str]:

@@ -18,7 +18,9 @@ def fail(msg: str) -> TypeCheckError:
 def tensor(t: Type, what: str = "input") -> TensorType:
     """``t`` as a TensorType, or a TypeCheckError."""
     if type(t) is not TensorType:
-        raise fail(f"{what} must be a tensor, got {t}")
+        hint = ("; a list or tuple passed to a builder becomes one tuple expression: pass the tensors as "
+                "separate arguments" if type(t) is TupleType else "")
+        raise fail(f"{what} must be a tensor, got {t}{hint}")
     return t
 
 

@@ -723,12 +723,12 @@ def _log_softmax(attrs: Attrs, x: np.ndarray) -> np.ndarray:
 
 softmax: _sig.NnSoftmax = register_op(
     "nn.softmax", num_inputs=1, type_rel=_softmax_rel("softmax"), compute=_softmax,
-    pattern=OpPattern.OPAQUE, doc="Numerically stable softmax along ``axis``.",
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE, doc="Numerically stable softmax along ``axis``.",
     attrs=(AttrSpec("axis", "int", -1),))
 
 log_softmax: _sig.NnLogSoftmax = register_op(
     "nn.log_softmax", num_inputs=1, type_rel=_softmax_rel("log_softmax"), compute=_log_softmax,
-    pattern=OpPattern.OPAQUE, doc="Numerically stable log of softmax along ``axis``.",
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE, doc="Numerically stable log of softmax along ``axis``.",
     attrs=(AttrSpec("axis", "int", -1),))
 
 

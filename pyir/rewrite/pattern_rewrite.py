@@ -26,7 +26,7 @@ from typing import Any
 from ..analysis.typecheck import TypeContext
 from ..errors import ImmutableError, RewriteLoopError, WellFormedError
 from ..ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem
-from ..ir.lineage import derive
+from ..ir.lineage import derive, rule_log
 from ..ir.node import Node
 from ..ir.types import Type
 from .functor import _KINDS, Derivations, ExprMutator, RoundLineage
@@ -142,6 +142,7 @@ class _RuleMutator(ExprMutator):
         self.dirty = False
         self.outputs: set[Node] = set()
         self.fired: dict[Rule, int] = {}
+        self.rule_fired = rule_log()  # the pass's record names the rule that made each result
 
     def visit_any(self, node: Expr) -> Expr:
         self.visited += 1
@@ -150,6 +151,7 @@ class _RuleMutator(ExprMutator):
         steps = 0
         local: dict[Rule, int] = {}
         consumed: list[Node] = []
+        made_by: Rule | None = None
         while True:
             for rule in rs.candidates(_key(cur)):
                 m = rule.pattern._match_root(cur, _State(self.type_of))
@@ -162,6 +164,7 @@ class _RuleMutator(ExprMutator):
                     raise WellFormedError(f"rule {rule.name} ({rule.where}) returned {r!r}, "
                                           "not an expression")
                 self._consumed(m, cur, consumed)
+                made_by = rule
                 steps += 1
                 local[rule] = local.get(rule, 0) + 1
                 self.fired[rule] = self.fired.get(rule, 0) + 1
@@ -181,6 +184,8 @@ class _RuleMutator(ExprMutator):
             d = Derivations()
             for n in consumed:
                 d.derive(cur, n)
+        if made_by is not None and cur is not node and self.rule_fired is not None:
+            self.rule_fired(made_by.name, cur)
         self.outputs.add(cur)
         return cur
 

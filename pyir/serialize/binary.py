@@ -124,7 +124,8 @@ SYMBOLIC_FORMAT_VERSION = 3
 _HEADER = struct.Struct("<4sHHQ16s")
 _SECTIONS = struct.Struct("<6Q")
 FLAG_MODULE = 1  # the root is a Module (else a single node)
-_KNOWN_FLAGS = FLAG_MODULE
+FLAG_TYPES = 2  # the module has type definitions: after its function entries, [count, *TypeData refs]
+_KNOWN_FLAGS = FLAG_MODULE | FLAG_TYPES
 _ALIGN = 16
 
 # Node kind codes: each kind's declared ``_code`` (pyir.ir.kinds), stable across versions.  The
@@ -160,6 +161,7 @@ _GENERIC: dict[int, KindInfo] = {  # the kinds stored generically, by code
 
 # attribute value tags (in the ints column)
 V_NONE, V_FALSE, V_TRUE, V_INT, V_BIGINT, V_FLOAT, V_STR, V_TUPLE, V_REF = range(9)
+V_BYTES = 9  # a bytes scalar of a node record (a reference operation's uid), as hex text; never an attribute
 _MAX_ATTR_DEPTH = MAX_ATTR_DEPTH  # what Attrs accepts, so whatever saves loads
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -300,6 +302,8 @@ def _encode_value(v: Any, ix: dict[Node, int], S: _Strings, out: list[int]) -> N
             stack.extend(reversed(x))
         elif isinstance(x, Node):
             out += (V_REF, ix[x])
+        elif t is bytes:
+            out += (V_BYTES, S(x.hex()))
         else:
             raise SerializationError(f"cannot serialize attribute value {x!r}")
 
@@ -311,10 +315,16 @@ def _encode(obj: Module | Node) -> _Columns:
     writes each node's record as it is emitted; ``ix`` (node -> index) is also the walk's
     visited set: in a DAG a node popped again is either emitted or not yet started.
     """
+    tds: list[Node] = []
     if isinstance(obj, Module):
         names = obj.names()
         roots: list[Node] = [obj[n] for n in names]
         flags = FLAG_MODULE
+        types = obj.type_definitions()
+        if types:  # only then: modules without type definitions keep their bytes
+            flags |= FLAG_TYPES
+            tds = [types[k] for k in sorted(types)]
+            roots = roots + tds
     elif isinstance(obj, Node):
         roots = [obj]
         flags = 0
@@ -496,6 +506,9 @@ def _encode(obj: Module | Node) -> _Columns:
         ints.append(len(names))
         for name, r in zip(names, roots):
             ints += (S(name), ix[r])
+        if flags & FLAG_TYPES:
+            ints.append(len(tds))
+            ints += [ix[t] for t in tds]
     else:
         ints.append(ix[roots[0]])
     # history
@@ -810,7 +823,7 @@ def _build(c: _Columns) -> Any:
                 f"invalid module root or pass history: {type(e).__name__}: {e}") from e
     if flags & FLAG_MODULE:
         try:
-            mod = Module(root)  # the constructor's checks (binders ...)
+            mod = Module(*root)  # the constructor's checks (binders, type definitions ...)
         except PyIRError as e:
             raise SerializationError(f"invalid module: {e}") from None
         return mod._derive(mod.functions(), history=pvector(history))
@@ -1165,6 +1178,14 @@ def _read_value(ints: list[int], p: int, i: int, nodes: list[Node], strs: list[s
         return int(txt), p + 2
     if tag == V_REF:
         return nodes[_idx(ints[p + 1], i)], p + 2
+    if tag == V_BYTES:
+        s = ints[p + 1]
+        if not 0 <= s < len(strs):
+            raise _Bad(f"string reference {s} out of range")
+        try:
+            return bytes.fromhex(strs[s]), p + 2
+        except ValueError:
+            raise _Bad(f"invalid bytes {strs[s][:40]!r}") from None
     if tag == V_TUPLE:
         n = ints[p + 1]
         if not 0 <= n <= len(ints) or depth >= _MAX_ATTR_DEPTH:
@@ -1201,7 +1222,19 @@ def _build_root(nodes: list[Node], ints: list[int], strs: list[str], p: int, fla
         if strs[s] in funcs:
             raise _Bad(f"duplicate module function @{strs[s]}")
         funcs[strs[s]] = f
-    return funcs, p
+    types: list[Any] = []
+    if flags & FLAG_TYPES:
+        from ..ir.adt import TypeData
+
+        nt = ints[p]
+        if not 0 < nt <= n:
+            raise _Bad(f"bad type definition count {nt}")
+        for r in ints[p + 1:p + 1 + nt]:
+            if not 0 <= r < n or type(nodes[r]) is not TypeData:
+                raise _Bad(f"module type definition entry {r} is not a TypeData")
+            types.append(nodes[r])
+        p += 1 + nt
+    return (funcs, types), p
 
 
 def _build_history(ints: list[int], strs: list[str], ids: list[bytes], blob: Any,

@@ -56,6 +56,7 @@ from .binary import (
     _NOT_DIM,
     DIM_KIND_NAMES,
     FLAG_MODULE,
+    FLAG_TYPES,
     FORMAT_VERSION,
     K_ANYDIM,
     K_ATTRS,
@@ -77,6 +78,7 @@ from .binary import (
     KIND_NAMES,
     SYMBOLIC_FORMAT_VERSION,
     V_BIGINT,
+    V_BYTES,
     V_FALSE,
     V_FLOAT,
     V_INT,
@@ -130,6 +132,8 @@ def _json_value(v: Any, ix: dict[Node, int]) -> Any:
         return ["tuple", [_json_value(x, ix) for x in v]]
     if isinstance(v, Node):
         return ["ref", ix[v]]
+    if t is bytes:
+        return ["bytes", v.hex()]
     raise SerializationError(f"cannot serialize attribute value {v!r}")
 
 
@@ -293,14 +297,17 @@ def to_json(obj: Module | Node, *, indent: int | str | None = None) -> str:
     The text is built in pieces (node records and edges in batches), so its
     Python-object form is never held at once.
     """
+    tds: list[Node] = []
     if isinstance(obj, Module):
         names = obj.names()
         roots: list[Node] = [obj[n] for n in names]
+        types = obj.type_definitions()
+        tds = [types[k] for k in sorted(types)]
     elif isinstance(obj, Node):
         roots = [obj]
     else:
         raise SerializationError(f"can only serialize a Module or a Node, got {type(obj).__name__}")
-    table = _format_table(roots)
+    table = _format_table(roots + tds)
     w = _Writer(indent)
     symbolic = any(type(n) in _DIM_KIND_OF_TYPE for n in table)
     doc: dict[str, Any] = {"format": JSON_FORMAT,
@@ -309,6 +316,8 @@ def to_json(obj: Module | Node, *, indent: int | str | None = None) -> str:
         ix = {n: i for i, n in enumerate(table)}
         if isinstance(obj, Module):
             doc["functions"] = {nm: ix[r] for nm, r in zip(names, roots)}
+            if tds:  # only then: modules without type definitions keep their text
+                doc["types"] = [ix[t] for t in tds]
             doc["history"] = [_json_record(rec, w) for rec in obj.pass_records]
         else:
             doc["node"] = ix[roots[0]]
@@ -601,12 +610,20 @@ class _JsonColumns:
             out.append(len(funcs))
             for name, ref in funcs.items():
                 out += (self.S(name), _int(ref, f"function @{name}"))
+            flags = FLAG_MODULE
+            if "types" in top:
+                tds = top["types"]
+                if type(tds) is not list or not tds:
+                    raise _Bad("types must be a non-empty list")
+                out.append(len(tds))
+                out += [_int(t, "type definition") for t in tds]
+                flags |= FLAG_TYPES
             if hist is None:
                 hist = []
                 if "history" in top:  # present but not a list (a list is read incrementally)
                     _list(top["history"], "history")
             self._emit_history(hist)
-            return FLAG_MODULE, bversion
+            return flags, bversion
         out.append(_int(top.get("node"), "node"))
         out.append(0)
         return 0, bversion
@@ -795,6 +812,8 @@ class _JsonColumns:
             out += (V_STR, self.S(x))
         elif tag == "ref":
             out += (V_REF, _int(x, "attribute node reference"))
+        elif tag == "bytes" and type(x) is str:
+            out += (V_BYTES, self.S(x))
         elif tag == "tuple" and type(x) is list:
             out += (V_TUPLE, len(x))
             for y in x:

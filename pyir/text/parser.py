@@ -60,6 +60,23 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import ParseError, PyIRError
+from ..ir.adt import (
+    Clause,
+    Constructor,
+    Match,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefType,
+    RefWrite,
+    TypeCall,
+    TypeData,
+    TypeVar,
+    fresh_unknown,
+)
 from ..ir.dims import Any as AnyDim
 from ..ir.dims import DimLike, Sym, dim_add, dim_floordiv, dim_mod, dim_mul, dim_sub, dim_sum
 from ..ir.expr import (
@@ -155,7 +172,8 @@ _NUM_RE = re.compile(r"(-?(?:0[xX][0-9A-Fa-f]+|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0
 _SUFFIX_DTYPE = {"f": "float32", "i": "int32", "f16": "float16", "f32": "float32", "f64": "float64",
                  "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
                  "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64"}
-_BLOCK_WORDS = frozenset(("fn", "if", "let", "def", "else"))
+_BLOCK_WORDS = frozenset(("fn", "if", "let", "def", "else", "match"))
+_REF_CALLS = frozenset(("ref", "ref_read", "ref_write"))
 # TVM's infix operators: symbol -> (operator, precedence); all left-associative
 _BINOPS = {"*": ("multiply", 10), "/": ("divide", 10), "+": ("add", 9), "-": ("subtract", 9),
            "<": ("less", 8), ">": ("greater", 8), "<=": ("less_equal", 8), ">=": ("greater_equal", 8),
@@ -242,6 +260,12 @@ class Parser:
         self._attr_cache: dict[tuple[str, str], Any] = {}
         self._const_cache: dict[str, Constant] = {}
         self._ops: dict[str, tuple[Any, ...]] = {}
+        self.ctors: dict[str, Constructor] = {}  # the constructors of the type definitions read so far
+        self.type_defs: dict[str, TypeData] = {}
+        self.type_params: list[str] = []  # the type parameters in scope (``def @f[A]``, ``fn [A]``)
+        self.types_used: dict[str, int] = {}  # type definition name -> offset of a first use
+        self._defining_types = False
+        self._patterns: dict[tuple[Any, ...], Any] = {}  # (constructor or None, sub-patterns) -> pattern
 
     # -- token stream ------------------------------------------------------------------------------
     def _refill(self, i: int) -> int:
@@ -365,11 +389,10 @@ class Parser:
         depth parse, like the deep types the printer writes after type inference.
         """
         k, s, _ = self.tok
-        if k == "KEY" and _dtype_kind(s[:-1].rstrip()) is not None:  # ``let %x: int32 = ...``
+        if k == "KEY" and self._key_is_type(s):  # ``let %x: int32 = ...``, ``let %x: Nat = ...``
             self._split_key()
             k, s, _ = self.tok
-        if k != "LP" and k != "ALIAS" and not (k == "IDENT" and (s == "Tensor" or s == "fn"
-                                                                 or _dtype_kind(s) is not None)):
+        if k != "LP" and k != "ALIAS" and k != "IDENT" and not (k == "CALLEE" and s == "ref("):
             return None
         # frames: [kind, offset, items]; kind "tuple", "args" (of fn) or "ret" (of fn)
         stack: list[list[Any]] = []
@@ -397,15 +420,12 @@ class Parser:
             elif k == "ALIAS":
                 self.advance()
                 t = self._alias(s, p)
-            elif k == "KEY" and _dtype_kind(s[:-1].rstrip()) is not None:
+            elif k == "KEY" and self._key_is_type(s):
                 self._split_key()
                 continue
             elif k == "IDENT" and _dtype_kind(s) is not None:  # TVM's scalar type: ``float32``
                 self.advance()
                 t = self.build(TensorType, p, (), _TVM_DTYPES.get(s, s))
-            elif k == "IDENT" and s == "_":
-                raise self.error("the incomplete type _ stands only for a whole annotation "
-                                 "(pyir has no type holes inside a type)", p)
             elif k == "LP":
                 self.advance()
                 if self.tok[0] != "RP":
@@ -413,6 +433,14 @@ class Parser:
                     continue
                 self.advance()
                 t = self.build(TupleType, p, [])
+            elif k == "CALLEE" and s == "ref(":  # ``ref(T)``
+                self.advance()
+                stack.append(["ref", p, []])
+                continue
+            elif k == "IDENT":
+                t = self._named_type(s, p, stack)
+                if t is None:
+                    continue  # ``List[`` opened a frame: its arguments follow
             else:
                 raise self.expected("a type")
             # ``t`` is complete: close the frames it completes
@@ -423,6 +451,19 @@ class Parser:
                 if kind == "ret":
                     stack.pop()
                     t = self.build(FuncType, fp, items, t)
+                    continue
+                if kind == "ref":
+                    stack.pop()
+                    self.parse_token("RP", "closing a reference type")
+                    t = self.build(RefType, fp, t)
+                    continue
+                if kind[0] == "@":  # the arguments of a type definition: ``List[A, B]``
+                    items.append(t)
+                    if self.parse_optional_token("COMMA") is not None and self.tok[0] != "RB":
+                        break
+                    self.parse_token("RB", "closing the arguments of a type")
+                    stack.pop()
+                    t = self.build(TypeCall, fp, kind[1:], items)
                     continue
                 items.append(t)
                 comma = self.parse_optional_token("COMMA") is not None
@@ -457,6 +498,111 @@ class Parser:
         self.toks[self.i:self.i + 1] = [("IDENT", name, p), ("EQ", "=", p + len(s) - 1)]
         self.limit += 1
         self.tok = self.toks[self.i]
+
+    def _key_is_type(self, s: str) -> bool:
+        """Whether a KEY token ``name =`` after ``:`` is a type before ``=``: a dtype, a type
+        parameter in scope or a type definition (``let %x: Nat = v``)."""
+        name = s[:-1].rstrip()
+        return _dtype_kind(name) is not None or name in self.type_params or name in self.type_defs
+
+    def _named_type(self, s: str, p: int, stack: list[list[Any]]) -> Type | None:
+        """A type named by an identifier: a type parameter in scope (``A``), the incomplete type
+        ``_`` (a fresh unknown), or a type definition, applied (``List[A]``: a frame is opened and
+        None returned) or not (``Nat``, ``Nat[]``)."""
+        self.advance()
+        if s in self.type_params:
+            return self.build(TypeVar, p, s)
+        if s == "_":
+            return fresh_unknown()
+        if not s.isidentifier() or (s not in self.type_defs and not self._defining_types):
+            raise self.error(f"expected a type, found {s!r} (not a type definition read so far, nor a type "
+                             "parameter in scope)", p)
+        self.types_used.setdefault(s, p)
+        k, t, _ = self.tok
+        if k == "NUMLIST" and t[1:-1].strip() == "":  # ``Nat[]``
+            self.advance()
+        elif k == "LB":
+            self.advance()
+            stack.append(["@" + s, p, []])
+            return None
+        return self.build(TypeCall, p, s, [])
+
+    def parse_type_params(self) -> list[str]:
+        """``[A, B]`` after ``def @f`` / ``fn`` / ``type T``: type parameter names (brought into scope
+        by the caller)."""
+        names: list[str] = []
+        if self.tok[0] == "NUMLIST" and self.tok[1][1:-1].strip() == "":
+            self.advance()
+            return names
+        if self.parse_optional_token("LB") is None:
+            return names
+        while self.tok[0] != "RB":
+            k, s, p = self.tok
+            if k != "IDENT" or not s.isidentifier():
+                raise self.expected("a type parameter name")
+            if s in names:
+                raise self.error(f"duplicate type parameter {s}", p)
+            self.advance()
+            names.append(s)
+            if self.parse_optional_token("COMMA") is None:
+                break
+        self.parse_token("RB", "closing the type parameters")
+        return names
+
+    def parse_type_definition(self) -> TypeData:
+        """``type List[A] { Cons(A, List[A]), Nil, }`` (TVM's ADT definition)."""
+        self.parse_keyword("type")
+        k, name, p = self.tok
+        if k != "IDENT" or not name.isidentifier():
+            raise self.expected("a type name after 'type'")
+        self.advance()
+        if name in self.type_defs:
+            raise self.error(f"type {name} is defined twice", p)
+        tvs = self.parse_type_params()
+        saved = self.type_params
+        self.type_params = saved + tvs
+        self._defining_types = True  # field types may name definitions that follow
+        ctors: list[tuple[str, list[Type], int]] = []
+        self.parse_token("LC", "opening the constructors of a type definition")
+        while self.tok[0] != "RC":
+            k, s, cp = self.tok
+            fields: list[Type] = []
+            if k == "CALLEE":
+                self.advance()
+                cname = s[:-1]
+                while self.tok[0] != "RP":
+                    fields.append(self.parse_type())
+                    if self.parse_optional_token("COMMA") is None:
+                        break
+                self.parse_token("RP", "closing the fields of a constructor")
+            elif k == "IDENT":
+                self.advance()
+                cname = s
+                if self.tok[0] == "LP":
+                    self.advance()
+                    while self.tok[0] != "RP":
+                        fields.append(self.parse_type())
+                        if self.parse_optional_token("COMMA") is None:
+                            break
+                    self.parse_token("RP", "closing the fields of a constructor")
+            else:
+                raise self.expected("a constructor name")
+            if not cname.isidentifier():
+                raise self.error(f"bad constructor name {cname!r}", cp)
+            if cname in self.ctors or any(c[0] == cname for c in ctors):
+                raise self.error(f"constructor {cname} is defined twice", cp)
+            ctors.append((cname, fields, cp))
+            if self.parse_optional_token("COMMA") is None:
+                break
+        self.parse_token("RC", "closing a type definition")
+        self.type_params = saved
+        self._defining_types = False
+        cs = [self.build(Constructor, cp, cname, fields, name, tvs) for cname, fields, cp in ctors]
+        td: TypeData = self.build(TypeData, p, name, tvs, cs)
+        self.type_defs[name] = td
+        for c in cs:
+            self.ctors[c.name_hint] = c
+        return td
 
     def parse_type(self) -> Type:
         """A type, or raise."""
@@ -1023,6 +1169,10 @@ class Parser:
                 return None
             elif s == "meta":
                 raise self.error("malformed metadata reference (expected meta[Constant][<index>])", p)
+            elif s in self.ctors:  # a constructor: a value, or the call of a nullary one (``Nil``)
+                self.advance()
+                c = self.ctors[s]
+                e = c if c.inputs or self.tok[0] == "LP" else self.build(Call, p, c, ())
             else:
                 self.advance()
                 e = self._op(s, p)
@@ -1115,8 +1265,25 @@ class Parser:
             ent = self._ops[name] = (op, odef, odef.num_inputs, bool(odef.attrs))
         return ent
 
-    def _op_call(self, name: str, pos: int) -> Call:
+    def _special_call(self, name: str, pos: int) -> Expr:
+        """After ``name(``: a constructor call ``Cons(a, b)`` or a reference operation ``ref(e)``,
+        ``ref_read(r)``, ``ref_write(r, v)``."""
+        args, attrs, _ = self._call_args()
+        if attrs:
+            raise self.error(f"{name}(...) takes no attributes", pos)
+        c = self.ctors.get(name)
+        if c is not None:
+            return self.build(Call, pos, c, args)
+        want = {"ref": 1, "ref_read": 1, "ref_write": 2}[name]
+        if len(args) != want:
+            raise self.error(f"{name} takes {want} argument(s), got {len(args)}", pos)
+        ctor: Any = RefCreate if name == "ref" else RefRead if name == "ref_read" else RefWrite
+        return self.build(ctor, pos, *args)
+
+    def _op_call(self, name: str, pos: int) -> Any:
         """The rest of ``name(args, attrs)`` after ``name(``: a call of an operator."""
+        if name in self.ctors or name in _REF_CALLS:
+            return self._special_call(name, pos)
         op, odef, n_in, has_attrs = self._ops.get(name) or self._op_entry(name, pos)
         args, attrs, span = self._call_args()
         try:
@@ -1174,8 +1341,8 @@ class Parser:
                     attrs[key] = self.parse_attr_value()
                 elif attrs is not None:
                     raise self.expected("an attribute 'name=value' (arguments come before attributes)")
-                else:
-                    e = self.parse_optional_expr()
+                else:  # a block argument (``@f(fn (%x) { ... })``, TVM's text) or a flat one
+                    e = self.run(self.value()) if self._is_block() else self.parse_optional_expr()
                     if e is None:
                         raise self.expected("an argument or ')'")
                     args.append(e)
@@ -1190,12 +1357,15 @@ class Parser:
         return tuple(args), attrs, span
 
     def _paren(self) -> Expr:
-        p = self.advance()[2]
+        return self._paren_rest(self.advance()[2])
+
+    def _paren_rest(self, p: int) -> Expr:
+        """A parenthesized expression or tuple after its ``(`` (at offset ``p``)."""
         self._nest()
         fields: list[Expr] = []
         trailing = False
         while self.tok[0] != "RP":
-            e = self.parse_optional_expr()
+            e = self.run(self.value()) if self._is_block() else self.parse_optional_expr()  # ``(fn ...)(1)``
             if e is None:
                 raise self.expected("an expression or ')'")
             fields.append(e)
@@ -1296,7 +1466,8 @@ class Parser:
 
     def _is_block(self) -> bool:
         k, s, _ = self.tok
-        return k == "LC" or (k == "IDENT" and (s == "fn" or s == "if"))
+        return k == "LC" or (k == "IDENT" and (s == "fn" or s == "if" or s == "match")) or \
+            (k == "CALLEE" and s == "match(")
 
     def value(self) -> Generator[Any, Any, Expr]:
         """A statement's value: ``fn``/``if``/``{ ... }`` block or flat expression (a generator)."""
@@ -1310,6 +1481,8 @@ class Parser:
             e = yield from self.function()
         elif s == "if":
             e = yield from self.if_()
+        elif s == "match" or s == "match(":
+            e = yield from self.match_()
         else:
             return self.parse_expr()
         k, s, _ = self.tok
@@ -1319,6 +1492,93 @@ class Parser:
         if k in _INFIX or (k == "NUM" and s[0] == "-"):
             e = self._binary(e)
         return e
+
+    def match_(self) -> Generator[Any, Any, Match]:
+        """``match (data) { pattern => { body }, ... }`` or ``match?`` (a generator)."""
+        k, s, p = self.advance()
+        if k == "CALLEE":  # ``match(%x)``: the '(' was lexed with the keyword
+            complete = True
+            data = self._paren_rest(p)
+        else:
+            complete = self.parse_optional_token("QMARK") is None
+            data = self._paren() if self.tok[0] == "LP" else self.parse_expr()  # TVM: an atomic expression
+        self.parse_token("LC", "opening the clauses of a match")
+        clauses: list[Clause] = []
+        while self.tok[0] != "RC":
+            cp = self.tok[2]
+            undo: list[tuple[str, Any]] = []
+            pat, pvars = self.parse_pattern()
+            for key, v in pvars:
+                self.bind(key, v, undo)
+            k, s, _ = self.tok
+            if s == "=>":
+                self.advance()
+            elif k == "EQ" and self.peek()[1].startswith(">"):
+                self.advance()
+                self.advance()
+            else:
+                raise self.expected("'=>' after a pattern")
+            body = yield from self.value()
+            self.unbind(undo)
+            clauses.append(self.build(Clause, cp, pat, body, [v for _, v in pvars]))
+            if self.parse_optional_token("COMMA") is None:
+                break
+        self.parse_token("RC", "closing the clauses of a match")
+        return self.build(Match, p, data, clauses, complete)
+
+    def parse_pattern(self) -> tuple[Any, list[tuple[str, Var]]]:
+        """A pattern (``_``, ``%x``, ``%x: T``, ``C``, ``C(p, ...)``, ``(p, ...)``) and its variables
+        as (scope key, Var) pairs in order (bounded nesting, like the other inline forms)."""
+        pvars: list[tuple[str, Var]] = []
+        seen: set[str] = set()
+
+        def one() -> Any:
+            k, s, p = self.tok
+            if k == "IDENT" and s == "_":
+                self.advance()
+                return PatternWildcard()
+            if k == "LOCAL":
+                name, key, vp = self._binder_name("in a pattern")
+                if key in seen:
+                    raise self.error(f"{_shown_local(name)} is bound twice in a pattern", vp)
+                seen.add(key)
+                ty = self.parse_type() if self.parse_optional_token("COLON") else None
+                pvars.append((key, self.build(Var, vp, name, ty)))
+                return PatternVar()
+            subs: list[Any] = []
+            if k == "CALLEE" or (k == "IDENT" and self.peek()[0] == "LP"):
+                name = s[:-1] if k == "CALLEE" else s
+                self.advance()
+                if k == "IDENT":
+                    self.advance()
+            elif k == "IDENT":
+                name = s
+                self.advance()
+            elif k == "LP":
+                self.advance()
+                name = ""
+            else:
+                raise self.expected("a pattern")
+            c = self.ctors.get(name) if name else None
+            if name and c is None:
+                raise self.error(f"undefined constructor {name} in a pattern (a pattern variable is "
+                                 f"written %{name})", p)
+            if k != "IDENT" or self.toks[self.i - 1][0] == "LP":  # a list of sub-patterns follows
+                self._nest()
+                while self.tok[0] != "RP":
+                    subs.append(one())
+                    if self.parse_optional_token("COMMA") is None:
+                        break
+                self.parse_token("RP", "closing a pattern")
+                self.depth -= 1
+            pkey = (c, tuple(subs))
+            pat = self._patterns.get(pkey)
+            if pat is None:
+                pat = self._patterns[pkey] = (self.build(PatternTuple, p, subs) if c is None
+                                              else self.build(PatternConstructor, p, c, subs))
+            return pat
+
+        return one(), pvars
 
     def body(self) -> Generator[Any, Any, Expr]:
         """Bindings ``%N = v;`` / ``let %x: T = v;`` then a tail expression (a generator).
@@ -1385,7 +1645,7 @@ class Parser:
                 if key in self.free:
                     raise self.error(f"free variable {_shown_local(name)} is declared twice", vp)
                 ty = self.parse_annotation() if self.parse_optional_token("COLON") else None
-                self.parse_optional_token("SEMI")
+                self.parse_token("SEMI", "after a free_var declaration")  # as TVM (parser.cc)
                 if key in self.env:  # a name given in ``env`` stands for what env maps it to
                     continue
                 v = self.free[key] = self.build(Var, vp, name, ty)
@@ -1413,12 +1673,15 @@ class Parser:
         """``fn (params) -> T { body }`` (a generator)."""
         p = self.advance()[2]
         undo: list[tuple[str, Any]] = []
+        saved = self.type_params
+        self.type_params = saved + self.parse_type_params()  # ``fn [A](%x: A)``
         params, attrs = self.parse_params(undo)
         ret = self.parse_type() if self.parse_optional_token("ARROW") else None
         self.parse_token("LC", "opening a function body")
         b = yield self.body()
         self.parse_token("RC", "closing a function body")
         self.unbind(undo)
+        self.type_params = saved
         return self.build(Function, p, params, b, ret, attrs)
 
     def if_(self) -> Generator[Any, Any, If]:
@@ -1445,12 +1708,14 @@ class Parser:
         self.advance()
         name = self._string(s[1:], p + 1) if s[1] == '"' else s[1:]
         undo: list[tuple[str, Any]] = []
+        self.type_params = self.parse_type_params()  # ``def @id[A](%x: A) -> A``
         params, attrs = self.parse_params(undo)
         ret = self.parse_type() if self.parse_optional_token("ARROW") else None
         self.parse_token("LC", "opening a function body")
         b = yield self.body()
         self.parse_token("RC", "closing a function body")
         self.unbind(undo)
+        self.type_params = []
         return name, self.build(Function, p, params, b, ret, attrs), p
 
     @staticmethod
@@ -1489,6 +1754,9 @@ class Parser:
             if self.at_alias_declaration():
                 self.parse_alias_declarations()
                 continue
+            if self.tok[0] == "IDENT" and self.tok[1] == "type":
+                self.parse_type_definition()
+                continue
             if self.tok[0] != "IDENT" or self.tok[1] != "def":
                 raise self.expected("'def' or end of input")
             name, f, p = self.run(self.definition())
@@ -1498,7 +1766,11 @@ class Parser:
         for name, p in self.globals_used.items():
             if name not in funcs:
                 raise self.error(f"undefined global function @{name}", p)
-        return self.build(Module, self.tok[2], funcs)
+        for name, p in self.types_used.items():
+            if name not in self.type_defs:
+                raise self.error(f"undefined type {name} (not a type definition of the module, nor a type "
+                                 "parameter in scope)", p)
+        return self.build(Module, self.tok[2], funcs, list(self.type_defs.values()))
 
     def parse_toplevel_expr(self) -> Expr:
         """Type alias declarations, then a body (bindings and a tail expression) until the end."""

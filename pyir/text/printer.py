@@ -46,6 +46,24 @@ import numpy as np
 
 from ..errors import InternalError, TypeCheckError
 from ..ir import hooks
+from ..ir.adt import (
+    Clause,
+    Constructor,
+    GlobalTypeVar,
+    Match,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    RefCreate,
+    RefRead,
+    RefType,
+    RefWrite,
+    TypeCall,
+    TypeData,
+    TypeVar,
+    type_vars_of,
+)
 from ..ir.dims import dim_str
 from ..ir.expr import (
     Call,
@@ -61,7 +79,7 @@ from ..ir.expr import (
     Var,
 )
 from ..ir.kinds import info
-from ..ir.node import Attrs, Node, _typed_equal
+from ..ir.node import Attrs, Node, _typed_equal, cached_type
 from ..ir.traverse import ScopeTree
 from ..ir.types import FuncType, TensorType, TupleType, Type, dtype_kind
 from ..op.registry import REQUIRED
@@ -166,9 +184,116 @@ def _type_text(t: Type, names: dict[Type, str] | None, scalar: bool = False) -> 
                 if i:
                     push(", ")
             emit("fn (")
+        elif k is TypeVar:
+            emit("_" if x.name_hint.startswith("?") else x.name_hint)
+        elif k is TypeCall:
+            push("]")
+            args = x.args
+            for i in range(len(args) - 1, -1, -1):
+                push(args[i])
+                if i:
+                    push(", ")
+            emit(x.func.name_hint + "[")
+        elif k is RefType:
+            push(")")
+            push(x.value)
+            emit("ref(")
+        elif k is GlobalTypeVar:
+            emit(x.name_hint)
         else:
             emit(repr(x))
     return "".join(out)
+
+
+def type_data_text(td: TypeData, type_text: Any = type_str) -> str:
+    """``type List[A] {\n  Cons(A, List[A]),\n  Nil,\n}`` (TVM's layout)."""
+    head = f"type {td.header.name_hint}" + (f"[{', '.join(td.type_vars)}]" if td.type_vars else "")
+    lines = [head + " {"]
+    for c in td.constructors:
+        fields = f"({', '.join(type_text(t) for t in c.inputs)})" if c.inputs else ""
+        lines.append(f"  {c.name_hint}{fields},")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def pattern_text(p: Pattern, var_names: list[str]) -> str:
+    """Text of a pattern, its variables named (in order) from ``var_names``; iterative."""
+    out: list[str] = []
+    names = iter(var_names)
+    stack: list[Any] = [p]
+    while stack:
+        x = stack.pop()
+        if type(x) is str:
+            out.append(x)
+            continue
+        k = type(x)
+        if k is PatternVar:
+            out.append(next(names))
+        elif k is PatternConstructor:
+            out.append(x.constructor.name_hint)
+            if x.patterns:
+                out.append("(")
+                stack.append(")")
+                for i in range(len(x.patterns) - 1, -1, -1):
+                    stack.append(x.patterns[i])
+                    if i:
+                        stack.append(", ")
+        elif k is PatternTuple:
+            out.append("(")
+            stack.append(")")
+            for i in range(len(x.patterns) - 1, -1, -1):
+                stack.append(x.patterns[i])
+                if i:
+                    stack.append(", ")
+        else:
+            out.append("_")
+    return "".join(out)
+
+
+def _has_tvars(t: Type, memo: dict[Type, bool]) -> bool:
+    """Whether ``t`` holds a type variable: bottom-up over the types not in ``memo`` (iterative,
+    each type node once per printer, so deeply nested function types cost their size)."""
+    if type(t) is TensorType:
+        return False
+    r = memo.get(t)
+    if r is not None:
+        return r
+    stack: list[Any] = [t]
+    while stack:
+        x = stack[-1]
+        if x in memo:
+            stack.pop()
+            continue
+        if type(x) is TypeVar:
+            memo[x] = True
+            stack.pop()
+            continue
+        kids = [c for c in x.children() if type(c) is not TensorType]
+        todo = [c for c in kids if c not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        memo[x] = any(memo[c] for c in kids)
+        stack.pop()
+    return memo[t]
+
+
+def function_type_params(f: Function, outer: set[str] | frozenset[str] = frozenset(),
+                         memo: dict[Type, bool] | None = None) -> list[str]:
+    """The type parameters of ``f``: the type variables of its annotations (parameters, then the
+    return type) in order of first appearance, but those of ``outer`` (an enclosing function's)
+    and the unknowns of inference."""
+    out: list[str] = []
+    if memo is None:
+        memo = {}
+    for t in [p.type_annotation for p in f.params] + [f.ret_type]:
+        if t is None or not _has_tvars(t, memo):
+            continue
+        for v in type_vars_of(t):
+            n = v.name_hint
+            if n not in out and n not in outer and not n.startswith("?"):
+                out.append(n)
+    return out
 
 
 def _subtypes(t: Type) -> tuple[Type, ...]:
@@ -472,7 +597,7 @@ def _op_attr_text(call: Call, type_text: Any = type_str, tvm: bool = False) -> l
     return out
 
 
-_ATOMS = (Var, GlobalVar, Op, Constant)
+_ATOMS = (Var, GlobalVar, Op, Constant, Constructor)
 _ATOMS_SET = frozenset(_ATOMS)
 _USE, _ROOT, _CONT = 0, 1, 2
 
@@ -486,6 +611,8 @@ def _relations(n: Node) -> tuple[tuple[Node, int], ...]:
         return ((n.body, _ROOT),)
     if type(n) is Let:
         return ((n.value, _USE), (n.body, _CONT))
+    if type(n) is Match:  # like an If: each clause body is a nested scope
+        return ((n.data, _USE), *[(c.rhs.body, _ROOT) for c in n.clauses])
     return tuple((c, _USE) for c in n.children())
 
 
@@ -498,8 +625,10 @@ class _Plan:
     functions survives the text.  Iterative, linear in the body's size.
     """
 
-    def __init__(self, root: Node) -> None:
-        # 1. The order: post-order, with a marker where each let's value is complete.  A node
+    def __init__(self, root: Node, top_down: bool = False) -> None:
+        # 1. The order: post-order, with a marker where each let's value is complete (with
+        # ``top_down``, a call's callee expression after its arguments: a fused function is
+        # printed just before its first call, not above the arguments' whole upstream program).  A node
         # popped again after its expansion is its own post-order marker: a copy of it pushed
         # by another parent cannot sit above that marker (it would be its own descendant).
         pos: dict[Node, int] = {}
@@ -527,14 +656,18 @@ class _Plan:
             add(it)
             push(it)
             if k is Call:
+                if top_down and type(it.op) is not Op:
+                    push(it.op)
                 extend(reversed(it.args))
-                if type(it.op) is not Op:
+                if not top_down and type(it.op) is not Op:
                     push(it.op)
             elif k is Let:
                 has_let = True
                 push(it.body)
                 push((it,))
                 push(it.value)
+            elif k is Match:  # its clauses and their functions print as part of it
+                extend(reversed([it.data, *[c.rhs.body for c in it.clauses]]))
             else:
                 extend(reversed(it.children()))
         # 2. Lets printed as a line of a scope's let chain, unless claimed twice or used as values.
@@ -634,6 +767,12 @@ class _Plan:
                 self.spine[b] = [n]
                 use(n.value, b)  # type: ignore[attr-defined]
                 continue_chain(b, n.body)  # type: ignore[attr-defined]
+            elif k is Match:
+                scopes = tuple([new(h) for _ in n.clauses])  # type: ignore[attr-defined]
+                self.inner[n] = scopes
+                use(n.data, h)  # type: ignore[attr-defined]
+                for sc, c in zip(scopes, n.clauses):  # type: ignore[attr-defined]
+                    open_scope(sc, c.rhs.body)
             else:
                 for c in n.children():
                     use(c, h)
@@ -663,8 +802,14 @@ class _Plan:
 
 
 class _Printer:
-    def __init__(self, inline_limit: int, tvm: bool = False) -> None:
+    def __init__(self, inline_limit: int, top_down: bool = False, show_types: bool = False,
+                 names_out: list[Any] | None = None, *, tvm: bool = False) -> None:
         self.inline_limit = inline_limit
+        self.top_down = top_down
+        self.show_types = show_types
+        self.names_out = names_out  # receives (node, function, label, line) for each printed binding
+        self.function = ""  # the definition being printed
+        self.owner: list[str] = []  # labels of the enclosing scopes (a tail is "<owner>.return")
         self.tvm = tvm
         self.lines: list[str] = []
         self.names: dict[Node, str] = {}
@@ -686,6 +831,8 @@ class _Printer:
                 return r
             self.type_text = tvm_type
         self.attr_text: dict[tuple[Node, Attrs], list[str]] = {}  # (callee, attrs) -> printed attributes
+        self.tv_memo: dict[Type, bool] = {}  # type -> whether it holds a type variable
+        self.outer_tvars: set[str] = set()  # the type parameters of the definition being printed
 
     # -- names ----------------------------------------------------------------------
     def var_name(self, v: Var) -> str:
@@ -712,6 +859,8 @@ class _Printer:
             return quote_name("@", n.name_hint)  # type: ignore[attr-defined]
         if k is Op:
             return n.name  # type: ignore[attr-defined]
+        if k is Constructor:
+            return n.name_hint  # type: ignore[attr-defined]
         if k is Constant:
             s = self.const_text.get(n)
             if s is not None:
@@ -763,6 +912,8 @@ class _Printer:
                     if not any("\x00" in x for x in at):  # no alias placeholder (those are counted)
                         self.attr_text[key] = at
                 parts += at
+            if not parts and type(op) is Constructor and not op.inputs:
+                return callee  # a nullary constructor: ``Nil`` (TVM's text)
             return f"{callee}({', '.join(parts)})"
         if k is Tuple:
             fs = [self.ref(f) for f in n.fields]  # type: ignore[attr-defined]
@@ -771,6 +922,12 @@ class _Printer:
             return f"{self.ref(n.tuple_value)}.{n.index}"  # type: ignore[attr-defined]
         if k in _ATOMS_SET:
             return self.ref(n)
+        if k is RefCreate:
+            return f"ref({self.ref(n.value)})"  # type: ignore[attr-defined]
+        if k is RefRead:
+            return f"ref_read({self.ref(n.ref)})"  # type: ignore[attr-defined]
+        if k is RefWrite:
+            return f"ref_write({self.ref(n.ref)}, {self.ref(n.value)})"  # type: ignore[attr-defined]
         return self.generic(n)
 
     def generic(self, n: Node) -> str:
@@ -808,6 +965,11 @@ class _Printer:
                 i += 1
             value = let.value
             head = f"let {self.param(let.var)} = "
+            if self.names_out is not None:
+                vn = self.names[let.var]
+                self.names_out.append((let.var, self.function, vn, len(self.lines)))
+                if value in inline:
+                    self.names_out.append((value, self.function, vn, len(self.lines)))
             if value in inline:
                 yield from self.line(plan, value, indent, head, ";")
             else:
@@ -821,10 +983,18 @@ class _Printer:
             else:  # ``self.emit``, inlined for the common case
                 name = f"%{self.counter}"
                 self.counter += 1
-                lines_append(f"{indent}{name} = {flat(n)};")
+                if self.names_out is not None:
+                    self.names_out.append((n, self.function, name, len(self.lines)))
+                if self.show_types:
+                    lines_append(f"{indent}{name} = {flat(n)}{self.type_comment(n)};")
+                else:
+                    lines_append(f"{indent}{name} = {flat(n)};")
                 names[n] = name
         tail = plan.tail[s]
         if tail in inline:
+            if self.names_out is not None:
+                label = (self.owner[-1] if self.owner else "") + ".return"
+                self.names_out.append((tail, self.function, label, len(self.lines)))
             yield from self.line(plan, tail, indent, "", "")
         else:
             lines_append(indent + self.ref(tail))
@@ -833,40 +1003,83 @@ class _Printer:
         """Bind ``n`` to the next ``%N``."""
         name = f"%{self.counter}"
         self.counter += 1
+        if self.names_out is not None:
+            self.names_out.append((n, self.function, name, len(self.lines)))
         yield from self.line(plan, n, indent, f"{name} = ", ";")
         self.names[n] = name
 
     def line(self, plan: _Plan, n: Node, indent: str, prefix: str, suffix: str) -> Generator[Any, None, None]:
         """Print ``n`` (its children already named) after ``prefix``; blocks open nested scopes."""
         inner = indent + "  " if len(indent) < 2 * MAX_INDENT else indent
-        if type(n) is If:
+        k = type(n)
+        if k is not If and k is not Function and k is not Let and k is not Match:
+            ty = self.type_comment(n) if self.show_types else ""
+            self.lines.append(f"{indent}{prefix}{self.flat(n)}{ty}{suffix}")
+            return
+        owner = self.owner
+        if self.names_out is not None:  # the label of the nested scopes: "%3", "%x" or "<owner>.return"
+            owner.append(prefix[:-3].removeprefix("let ") if prefix else
+                         (owner[-1] if owner else "") + ".return")
+        if k is If:
             t, f = plan.inner[n]
-            self.lines.append(f"{indent}{prefix}if ({self.ref(n.cond)}) {{")
+            self.lines.append(f"{indent}{prefix}if ({self.ref(n.cond)}) {{")  # type: ignore[attr-defined]
+            if self.names_out is not None:
+                owner[-1] += ".then"
             yield self.scope(plan, t, inner)
             self.lines.append(f"{indent}}} else {{")
+            if self.names_out is not None:
+                owner[-1] = owner[-1][:-5] + ".else"
             yield self.scope(plan, f, inner)
             self.lines.append(f"{indent}}}{suffix}")
-        elif type(n) is Function:
-            self.lines.append(indent + self.fn_header(n, prefix + "fn "))
+        elif k is Function:
+            self.lines.append(indent + self.fn_header(n, prefix + "fn "))  # type: ignore[arg-type]
             yield self.scope(plan, plan.inner[n][0], inner)
             self.lines.append(f"{indent}}}{suffix}")
-        elif type(n) is Let:  # a let block used as a value
+        elif k is Match:  # TVM's layout: ``match (%x) {`` then ``pattern => {...},`` lines
+            q = "?" if not n.complete else ""  # type: ignore[attr-defined]
+            self.lines.append(f"{indent}{prefix}match{q} ({self.ref(n.data)}) {{")  # type: ignore[attr-defined]
+            arm = inner + "  " if len(inner) < 2 * MAX_INDENT else inner
+            for sc, c in zip(plan.inner[n], n.clauses):  # type: ignore[attr-defined]
+                pat = pattern_text(c.lhs, [self.param(v) for v in c.rhs.params])
+                self.lines.append(f"{inner}{pat} => {{")
+                yield self.scope(plan, sc, arm)
+                self.lines.append(f"{inner}}},")
+            self.lines.append(f"{indent}}}{suffix}")
+        else:  # a let block used as a value
             self.lines.append(f"{indent}{prefix}{{")
             yield self.scope(plan, plan.inner[n][0], inner)
             self.lines.append(f"{indent}}}{suffix}")
-        else:
-            self.lines.append(f"{indent}{prefix}{self.flat(n)}{suffix}")
+        if self.names_out is not None:
+            owner.pop()
+
+    def type_comment(self, n: Node) -> str:
+        """`` /* ty=T */`` for a node whose type is known (``show_types``), else ""."""
+        t = cached_type(n)
+        return "" if t is None else f" /* ty={self.type_text(t)} */"
 
     def fn_header(self, f: Function, head: str) -> str:
         parts = [self.param(p) for p in f.params]
+        if self.names_out is not None:
+            line = len(self.lines)
+            self.names_out.extend((p, self.function, self.names[p], line) for p in f.params)
         parts += _attr_items_text(f.attrs.items(), self.type_text, self.tvm)
         ret = f" -> {self.type_text(f.ret_type)}" if f.ret_type is not None else ""
+        tps = function_type_params(f, self.outer_tvars, self.tv_memo)
+        if tps:  # ``def @id[A](%x: A)``, ``fn [A](...)``: TVM's type parameters
+            head = (head if head.endswith("fn ") else head.rstrip()) + f"[{', '.join(tps)}]"
         return f"{head}({', '.join(parts)}){ret} {{"
 
     def definition(self, name: str, f: Function) -> Generator[Any, None, None]:
         self.counter = 0
-        self.lines.append(self.fn_header(f, "def " + quote_name("@", name)))
-        yield self.scope(_Plan(f.body), 0, "  ")
+        self.function = name
+        if self.names_out is not None:
+            self.names_out.append((f, name, quote_name("@", name), len(self.lines)))
+            self.owner = [quote_name("@", name)]
+        self.outer_tvars = set()
+        header = self.fn_header(f, "def " + quote_name("@", name))
+        self.outer_tvars = set(function_type_params(f, memo=self.tv_memo))
+        self.lines.append(header)
+        yield self.scope(_Plan(f.body, self.top_down), 0, "  ")
         self.lines.append("}")
 
     def run(self, gen: Generator[Any, None, None]) -> None:
@@ -891,8 +1104,8 @@ class _Printer:
         return out
 
 
-def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_LIMIT,
-           tvm: bool = False) -> str:
+def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_LIMIT, order: str = "post",
+           show_types: bool = False, names_out: list[Any] | None = None, tvm: bool = False) -> str:
     """Relay-like text of a module, function, expression, type or ``Attrs``.
 
     An ``Attrs`` prints as ``{axis=1, keepdims=True}``; anything else that is not a
@@ -913,10 +1126,26 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
     order, scalar types as their dtype (``float32``), only 0-d constants inline (``1f``,
     ``2i64``, floats with TVM's 6 significant digits), the others as ``meta[relay.Constant][i]``
     with TVM's JSON metadata section (:mod:`pyir.text.tvm_meta`), float attributes as
-    ``alpha=0.1f``, no type aliases.  TVM's ``/* ty=... */`` comments are not written.
+    ``alpha=0.1f``, no type aliases; TVM's ``/* ty=... */`` comments only with ``show_types=True``.
+
+    Options for reading (:func:`pyir.parse` reads every variant back to the same module):
+
+    * ``order="top-down"`` prints a call's callee expression after its arguments, so a fused
+      module reads top-down with its calls (each primitive function just before its first
+      call); ``"post"`` (the default) prints callees first.
+    * ``show_types=True`` prints each binding's type, when known (after type inference), as a
+      comment: ``%0 = nn.conv2d(%x, %w) /* ty=Tensor[(1, 4, 6, 6), float32] */;``.
+    * ``names_out``, a list, receives ``(node, function name, label, line index)`` for every
+      printed binding, parameter and function (the line index counts from the text's first
+      line): ``label`` is the printed name (``%3``, ``%x``, ``@main``), or
+      ``<scope>.return`` for the result of a scope printed without a name (``@main.return``,
+      ``%1.return`` for the body of the function bound to ``%1``, ``%4.then.return``).
+      :meth:`pyir.Module.name_of` / :meth:`~pyir.Module.node_at` are built on it.
     """
     from ..ir.module import Module
 
+    if order not in ("post", "top-down"):
+        raise TypeCheckError(f"astext: order is 'post' or 'top-down', got {order!r}")
     if isinstance(obj, Type):
         if tvm:
             return _type_text(obj, None, True)
@@ -924,31 +1153,54 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
         return types.resolve(types.text(obj))
     if type(obj) is Attrs:
         return "{" + ", ".join(_attr_items_text(obj.items(), type_str, tvm)) + "}"
-    p = _Printer(inline_limit, tvm)
+    if isinstance(obj, Pattern):
+        return pattern_text(obj, [f"%{i}" for i in range(64 + len(obj.children()) * 0 + _npat(obj))])
+    if type(obj) is Clause:
+        obj = Match(obj.rhs.params[0] if obj.rhs.params else Tuple([]), [obj])  # shown in a match
+    start = 0 if names_out is None else len(names_out)
+    p = _Printer(inline_limit, order == "top-down", bool(show_types), names_out, tvm=tvm)
+    if tvm:  # first, so that the line indices given to names_out count it
+        p.lines.append('#[version = "0.0.5"]')
     if isinstance(obj, Module):
-        items = sorted(obj.items()) if tvm else obj.items()
-        for i, (name, f) in enumerate(items):
+        tds = obj.type_definitions()
+        for i, tn in enumerate(sorted(tds)):
             if i:
+                p.lines.append("")
+            p.lines.extend(type_data_text(tds[tn], p.type_text).split("\n"))
+        for i, (name, f) in enumerate(sorted(obj.items()) if tvm else obj.items()):
+            if i or tds:
                 p.lines.append("")
             p.run(p.definition(name, f))
     elif isinstance(obj, Expr):
         if show_meta_data or tvm:
             from ..ir.traverse import free_vars
             for v in free_vars(obj):
-                p.lines.append(f"free_var {p.param(v)};")
-        p.run(p.scope(_Plan(obj), 0, ""))
+                decl = p.param(v)
+                if names_out is not None:
+                    names_out.append((v, "", p.names[v], len(p.lines)))
+                p.lines.append(f"free_var {decl};")
+        p.run(p.scope(_Plan(obj, order == "top-down"), 0, ""))
     else:
         raise TypeCheckError(f"astext: cannot print a {type(obj).__name__} (expected a Module, an "
                              "expression, a type or Attrs)")
-    if tvm:
-        p.lines.insert(0, '#[version = "0.0.5"]')
     if p.meta:
         if show_meta_data:
             p.lines.extend(p.metadata())
         else:
             p.lines.append(f"/* {len(p.meta)} large constant(s) elided: astext() "
                            "includes them */")
-    return p.types.resolve("\n".join(p.lines) + "\n")
+    text = p.types.resolve("\n".join(p.lines) + "\n")
+    if names_out is not None and p.types.roots:
+        off = text.count("\n") - len(p.lines)  # the type alias declarations come first
+        if off:
+            names_out[start:] = [(n, f, label, line + off) for n, f, label, line in names_out[start:]]
+    return text
+
+
+def _npat(p: Pattern) -> int:
+    from ..ir.adt import pattern_var_count
+
+    return pattern_var_count(p)
 
 
 def _arg_summary(a: Node) -> str:

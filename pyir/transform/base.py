@@ -220,21 +220,30 @@ class Pass:
     def _run_recorded(self, mod: Module, ctx: PassContext, t0: float) -> Module:
         """Run the pass with a lineage recorder and append its record to the result."""
         if isinstance(self, Sequential):
-            return self.run(mod)
+            return self._result(self.run(mod))
         if current_recorder() is not None:  # run by another pass: its record takes our edges
-            return self.run(mod)
+            return self._result(self.run(mod))
         if ctx.record_lineage:
             with recording() as rec:
-                out = self.run(mod)
+                out = self._result(self.run(mod))
         else:
             rec = Recorder()
-            out = self.run(mod)
+            out = self._result(self.run(mod))
         if out is not mod or rec:
             _derive_functions(rec, mod, out)
             record = PassRecord(self.name, self.options(), rec.edges,
                                 frozenset(rec.removed), rec.sources or None,
-                                time.perf_counter() - t0)
+                                time.perf_counter() - t0, rec.rules)
             out = out._derive(out.functions(), history=_history_base(mod, out).append(record))
+        return out
+
+
+    def _result(self, out: Any) -> Module:
+        """``out`` if it is a Module, else a PassError naming the pass (``run`` returned
+        something else, e.g. None from a forgotten ``return``)."""
+        if not isinstance(out, Module):
+            raise PassError(f"pass {self.name} returned {type(out).__name__}, not a Module: run() must "
+                            "return the new module (or the input module when nothing changes)")
         return out
 
 

@@ -12,6 +12,7 @@ from xxhash import xxh3_128_digest
 
 from ..analysis.typecheck import TypeContext
 from ..errors import WellFormedError
+from ..ir.adt import F_MATCH, F_REF, Constructor
 from ..ir.expr import Call, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.lineage import current_recorder, derive, eliminate
 from ..ir.module import Module
@@ -43,8 +44,8 @@ def inline_call(func: Function, args: Sequence[Expr], site: Node) -> Expr:
     :func:`~pyir.ir.lineage.derive_at`), so a function FuseOps shared between groups
     gives back, at each call, the nodes of that call's group.  Nothing derives
     from ``site`` itself through an ordinary edge, but for a closed body (no parameter
-    used, e.g. a fused constant computation), which is its own copy: it derives from
-    ``site``.  The walk is iterative.
+    used, e.g. a fused constant computation), which is its own copy, and a body that is
+    a parameter (the identity), whose copy is the argument: they derive from ``site``.  The walk is iterative.
     """
     if len(args) != len(func.params):
         raise WellFormedError(f"a function of {len(func.params)} parameter(s) is called with "
@@ -93,7 +94,8 @@ def inline_call(func: Function, args: Sequence[Expr], site: Node) -> Expr:
             if c not in memo:
                 push(c)
     out = memo[func.body]
-    if out is func.body and rec is not None:  # a closed body is its own copy: the site became it
+    if rec is not None and (out is func.body or type(func.body) is Var):
+        # a closed body is its own copy, a body that is a parameter its argument: the site became it
         rec.edges.add(out.id, sid)
     return out
 
@@ -423,9 +425,14 @@ class _Bind(Rewriter):
         return out
 
     def visit_Call(self, new: Expr) -> Expr:
+        if not new.args and type(new.op) is Constructor:  # type: ignore[attr-defined]
+            return new  # a nullary constructor (``Nil``) is a value, an atom like a constant
         return self.bind(new, self.original)
 
-    visit_Tuple = visit_TupleGetItem = visit_Call
+    def visit_Tuple(self, new: Expr) -> Expr:
+        return self.bind(new, self.original)
+
+    visit_TupleGetItem = visit_Tuple
 
     def visit_If(self, new: If) -> Expr:
         n = self.original
@@ -449,6 +456,8 @@ def normalize_function(func: Function, mod: Module, *, bind_all: bool) -> Functi
     value's type when the body type-checks (the module's typing context).  Returns
     ``func`` itself when nothing changes; records lineage only then.
     """
+    if func.body._mask & (F_MATCH | F_REF):
+        return func  # matches (scopes of their own) and references (effects): left as they are
     with gc_paused():
         return _normalize(func, mod, bind_all)
 

@@ -7,6 +7,15 @@ non-closed user, or a closed function body) that is more than a constant (or a
 tuple of constants), evaluates them all at once with the reference interpreter
 and replaces each by a ``Constant`` (a ``Tuple`` of constants for tuple
 values).  A subgraph whose evaluation raises is left as it is.
+
+Around that, the constructs a closed subgraph cannot contain are simplified as TVM's
+FoldConstant does: an ``if`` whose condition is a constant becomes the branch it takes,
+``(a, b, ...).i`` becomes the ``i``-th field (whatever the fields are: values are pure),
+and a ``let`` whose value is (or folds to) a constant or a tuple of constants is dropped,
+its variable replaced by that value.  Each of these can make new closed subgraphs
+(``let %t = 1f; add(%t, %t)``), so the steps repeat until nothing changes; each step is
+linear and a let chain is folded in one step (a let's value is folded when it is bound),
+so the rounds do not grow with the depth of the program.
 """
 
 from __future__ import annotations
@@ -17,31 +26,46 @@ from typing import Any
 import numpy as np
 
 from ..analysis.interp import evaluate
-from ..errors import EvaluationError
-from ..ir.expr import Expr, Function, Tuple, const
-from ..ir.lineage import derive
+from ..errors import EvaluationError, PyIRError
+from ..ir.adt import ADT_BITS
+from ..ir.expr import Call, Constant, Expr, Function, If, Let, Op, Tuple, TupleGetItem, const
+from ..ir.lineage import derive, eliminate
 from ..ir.module import Module
-from ..ir.node import F_CONST, F_FUNC, F_GLOBAL, F_IF, F_LET, F_TUPLE, F_VAR, Node
+from ..ir.node import F_CONST, F_FUNC, F_GETITEM, F_GLOBAL, F_IF, F_LET, F_TUPLE, F_UNTYPED, F_VAR, Node
+from ..ir.opdef import get_op_def, list_ops
 from ..ir.traverse import post_order
 from ..ir.types import TensorType, TupleType, Type
 from ..op.annotation import ANNOTATION_OPS
-from ..op.registry import get_op_def
-from ..rewrite.functor import Rewriter
+from ..rewrite.functor import BindingRewriter, Rewriter, RoundLineage
 from .base import FunctionPass
 
 __all__ = ["FoldConstant"]
 
 #: A node whose mask has none of these bits can be evaluated on its own (the annotation
-#: operators ``on_device`` / ``device_copy`` count as open: they are kept, as TVM keeps them).
-_OPEN = F_VAR | F_GLOBAL | F_FUNC | F_LET | F_IF
+#: operators ``on_device`` / ``device_copy`` count as open: they are kept, as TVM keeps them;
+#: so do ADT values, matches and references: left as they are).
+_OPEN = F_VAR | F_GLOBAL | F_FUNC | F_LET | F_IF | ADT_BITS
 for _name in ANNOTATION_OPS:
     _OPEN |= get_op_def(_name).mask
 #: A closed node whose mask has only these bits is already a constant (tuple).
 _LITERAL = F_CONST | F_TUPLE
 
 
-def _closed(n: Node) -> bool:
-    return not (n._mask & _OPEN)
+def _op_bits(names: Any) -> int:
+    bits = 0
+    for name in names:
+        if name in _ALL_OPS:
+            bits |= get_op_def(name).mask
+    return bits
+
+
+_ALL_OPS = frozenset(list_ops())
+#: Operators never folded: their value is not a function of their inputs (as in TVM, which
+#: leaves ``nn.dropout`` alone).
+_RANDOM = _op_bits(("nn.dropout", "bernoulli"))
+#: The quantized operators (``fold_qnn=False`` leaves them, as TVM's default does).
+_QNN = _op_bits(n for n in _ALL_OPS if n.startswith("qnn."))
+_SHAPE_OF = Op("shape_of")
 
 
 def _num_elements(t: Type) -> int:
@@ -126,8 +150,9 @@ def _evaluate_all(roots: list[Expr]) -> list[Any]:
 class _Replace(Rewriter):
     """Substitutes folded roots (pre-seeded in ``memo``), walking only non-closed nodes."""
 
-    def __init__(self, replacements: dict[Node, Expr], expanded: set[Node]) -> None:
+    def __init__(self, replacements: dict[Node, Expr], expanded: set[Node], open_mask: int) -> None:
         super().__init__()
+        self.open_mask = open_mask
         memo = self.memo
         for old, new in replacements.items():
             memo[old] = new
@@ -137,13 +162,85 @@ class _Replace(Rewriter):
         self.expanded = expanded
 
     def should_visit(self, node: Node) -> bool:
-        return bool(node._mask & _OPEN) or node in self.expanded
+        return bool(node._mask & self.open_mask) or node in self.expanded
+
+
+def _is_literal(n: Node) -> bool:
+    """A constant, or a tuple of constants (nested)."""
+    return not (n._mask & ~_LITERAL) and type(n) in (Constant, Tuple)
+
+
+_SELECT = F_IF | F_GETITEM | _SHAPE_OF._mask
+
+
+class _Select(Rewriter):
+    """``if`` with a constant condition -> the branch taken; ``(a, b).i`` -> the field;
+    ``shape_of(x)`` of a static shape -> the constant.
+
+    The parts a selection drops (the condition, the other branch, the other fields) are
+    collected in ``dropped``: the pass eliminates those the result no longer has."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dropped: list[Node] = []
+
+    def should_visit(self, node: Node) -> bool:
+        return bool(node._mask & _SELECT)
+
+    def visit_Call(self, node: Call) -> Expr:
+        if node.op is not _SHAPE_OF or node.args[0]._mask & F_UNTYPED:
+            return node
+        try:
+            t = node.args[0].checked_type
+        except PyIRError:
+            return node
+        if type(t) is not TensorType or not t.static:
+            return node
+        self.dropped.append(node.args[0])
+        return const(np.asarray(t.shape, dtype=node.attrs["dtype"]))
+
+    def visit_If(self, node: If) -> Expr:
+        c = node.cond
+        if type(c) is not Constant or c.data.size != 1 or c.data.dtype.kind not in "biuf":
+            return node
+        taken, other = ((node.true_branch, node.false_branch) if bool(c.data.item())
+                        else (node.false_branch, node.true_branch))
+        self.dropped.extend((c, other))
+        return taken
+
+    def visit_TupleGetItem(self, node: TupleGetItem) -> Expr:
+        tv = node.tuple_value
+        if type(tv) is not Tuple or node.index >= len(tv.fields):
+            return node
+        self.dropped.append(tv)
+        return tv.fields[node.index]
+
+
+class _BindConstants(BindingRewriter):
+    """Drops each ``let`` whose value is (or folds to) a literal; its variable becomes that literal."""
+
+    def __init__(self, fold: FoldConstant) -> None:
+        self.fold = fold
+        self.dropped: list[Node] = []
+
+    def bind(self, let: Let, value: Expr) -> Expr | None:
+        if not (value._mask & self.fold._open_mask) and not _is_literal(value):
+            value = self.fold._fold_closed(value)
+        if not _is_literal(value):
+            return None
+        self.dropped.append(let.value)
+        return value
 
 
 @dataclasses.dataclass(frozen=True)
 class FoldConstant(FunctionPass):
     """Replace every maximal closed subgraph (op calls, tuples, tuple-get-items over
     constants) by the constant it evaluates to.
+
+    ``fold_qnn`` (default True) folds the quantized operators (``qnn.*``) too; False leaves
+    them, as TVM's FoldConstant does by default (it keeps them for its QNN lowering; pyir's
+    interpreter computes them directly, so folding them is exact).  ``nn.dropout`` and
+    ``bernoulli`` are never folded (random).
 
     ``max_elements`` (default None: no limit) skips folding a node whose result
     would hold more than that many elements (e.g. a broadcast of a scalar to a
@@ -169,13 +266,91 @@ class FoldConstant(FunctionPass):
     """
 
     max_elements: int | None = None
+    fold_qnn: bool = True
+
+    @property
+    def _open_mask(self) -> int:
+        """The summary bits of a node that cannot be evaluated on its own."""
+        return _OPEN | _RANDOM | (0 if self.fold_qnn else _QNN)
 
     def transform_function(self, func: Function, mod: Module, name: str) -> Function:
+        """Fold ``func`` to a fixpoint (returns ``func`` itself if nothing folds)."""
+        dropped: list[Node] = []
+        rounds = RoundLineage()  # each step rewrites the previous one's output
+        cur = func
+        while True:
+            folded = rounds.run(self._fold, cur)
+            nxt = folded
+            if nxt._mask & _SELECT:
+                sel = _Select()
+                nxt = rounds.run(sel.visit, nxt)
+                dropped.extend(sel.dropped)
+            if nxt._mask & F_LET and self._binds_constant(nxt):
+                lets = _BindConstants(self)
+                nxt = rounds.run(lets.visit, nxt)
+                dropped.extend(lets.dropped)
+            if nxt is folded:
+                break
+            cur = nxt
+        rounds.finish()
+        if dropped:
+            # what a selection or a dropped let left behind, and no other part of the result uses
+            alive = set(post_order(folded))
+            gone = [n for n in post_order(dropped, stop=alive.__contains__)  # type: ignore[arg-type]
+                    if n not in alive]
+            if gone:
+                eliminate(*gone)
+        return folded
+
+    def _binds_constant(self, func: Function) -> bool:
+        """Whether some ``let`` of ``func`` binds a closed value (a literal, once folded): a
+        walk over the let-containing nodes only, much cheaper than the binding rewrite."""
+        open_mask = self._open_mask
+        stack: list[Node] = [func.body]
+        seen: set[Node] = set()
+        while stack:
+            n = stack.pop()
+            while type(n) is Let:  # down a let chain
+                if n in seen:
+                    break
+                seen.add(n)
+                value = n.value
+                if not value._mask & open_mask:
+                    return True
+                if value._mask & F_LET:
+                    stack.append(value)
+                n = n.body
+            if not n._mask & F_LET or n in seen:
+                continue
+            seen.add(n)
+            stack.extend(c for c in n.children() if c._mask & F_LET)
+        return False
+
+    def _fold_closed(self, value: Expr) -> Expr:
+        """The literal a closed ``value`` evaluates to (``value`` itself if it cannot be folded)."""
+        if self.max_elements is not None and _num_elements(value.checked_type) > self.max_elements:
+            return value
+        v = _evaluate_all([value])[0]
+        if v is _FAILED:
+            return value
+        new = _to_expr(v, value.checked_type)
+        if new is not value:
+            folded = post_order(value)
+            for part in post_order(new):
+                derive(part, *folded)
+        return new
+
+    def _fold(self, func: Function) -> Function:
         """Fold the closed subgraphs of ``func`` (returns ``func`` itself if there are none)."""
         expanded: set[Node] = set()
         seen: set[Node] = set()
         replacements: dict[Node, Expr] = {}
-        candidates: list[Node] = [n for n in post_order(func, stop=_closed) if _closed(n)]
+        open_mask = self._open_mask
+
+        def closed(n: Node) -> bool:
+            return not (n._mask & open_mask)
+
+        candidates: list[Node] = [n for n in post_order(func, stop=closed) if closed(n)]
         while candidates:
             roots = self._roots(candidates, seen, expanded)
             candidates = []
@@ -192,7 +367,7 @@ class FoldConstant(FunctionPass):
                         derive(part, *folded)
         if not replacements:
             return func
-        return _Replace(replacements, expanded).visit(func)
+        return _Replace(replacements, expanded, open_mask).visit(func)
 
     def _roots(self, candidates: list[Node], seen: set[Node], expanded: set[Node]) -> list[Expr]:
         """The closed subgraphs worth folding among ``candidates``; nodes too large to fold

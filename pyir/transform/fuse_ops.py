@@ -26,39 +26,37 @@ primitive function, called from the main graph (the example is
       %0(%4)
     }
 
-The grouping ("post-dominator lite") works on the dataflow DAG of each function
-body, using the operators' pattern kinds (:class:`~pyir.op.registry.OpPattern`):
+The grouping is TVM's (``GraphPartitioner``), on the dataflow graph of each
+function body: its operator calls, tuples and tuple items (a scalar constant of a
+simple dtype counts as a node of its own at each use, as each ``relay.const`` is
+in TVM), with the operators' pattern kinds (:class:`~pyir.op.registry.OpPattern`):
 
-1. Walk the body in post-order (skipping subgraphs without operator calls and
-   the bodies of primitive functions) and record, for each operator call, its
-   distinct consumers.  A use by anything other than an operator call (a tuple,
-   ``TupleGetItem``, ``let``, ``if``, a function body or a call of a function)
-   is an *external* use.
-2. Anchors first (as TVM's first phase): each ``OUT_ELEMWISE_FUSABLE`` call
-   (conv2d, dense, matmul, pools) starts a group and grows it along its chain
-   of unique ``ELEMWISE``/``BROADCAST`` consumers (``conv2d -> bias_add ->
-   add -> relu``), stopping at a node with several consumers or an external use.
-3. Then the remaining calls, consumers first.  A call joins the group of its
-   consumers when it has no external use, all its consumers are in one group,
-   none of them is an anchor or ``OPAQUE`` (their inputs are never fused), the
-   group has fewer than ``max_fuse_depth`` calls, and the kinds allow it:
-
-   * ``ELEMWISE``/``BROADCAST`` join any group but an ``OPAQUE`` one (so
-     parallel elementwise branches join an anchored group);
-   * ``INJECTIVE`` joins elementwise, injective and reduction groups (TVM
-     fuses injective producers into reductions), not anchored ones;
-   * ``COMM_REDUCE`` and ``OPAQUE`` calls only start groups (``OPAQUE`` ones
-     stay alone).
-
-   Otherwise the call starts a new group, of which it is the *root*.  Every
-   non-root member is used only inside its group, so each group has a single
-   output (its root) and is convex, as with TVM's dominator-based fusion.  The
-   result need not be identical to TVM's (e.g. a diamond below an anchor's
-   chain is not fused into it).
+1. Walk the body in post-order (skipping subgraphs without any of them and the
+   bodies of primitive functions), recording each node's consumers and the
+   pattern of each edge (a broadcast op's argument of the result's shape is an
+   elementwise edge).  A use by anything else (``let``, ``if``, a function's
+   body, a call of a function, the body's value) is *external*.
+2. The post-dominator tree: a node's immediate post-dominator is the least
+   common ancestor of its consumers (none for an externally used node).
+3. Three rounds over the nodes in post-order, each trying to fuse a node (with
+   every node on its paths) into the group of its post-dominator, when the group
+   stays within ``max_fuse_depth`` nodes and: round 0, an anchor
+   (``OUT_ELEMWISE_FUSABLE``: conv2d, dense, pools, softmax) whose relation to it
+   is elementwise with broadcast-or-simpler nodes on the paths (``conv2d -> add
+   -> add``), or an elementwise / broadcast node whose paths are injective at
+   most, ending in an injective, reduction or anchored group; round 1, the same
+   for elementwise nodes, and injective nodes and tuples along injective paths;
+   round 2, injective nodes into intermediate tuples.  Groups grow from the
+   input: a chain of 300 elementwise calls is 256 + 44.
+   ``annotation.stop_fusion`` ends a group and goes (its argument stands for
+   it); a non-computational operator (``on_device``, ``memory.*``, ``vm.*``)
+   stays a plain call; a tuple at a group's root stays in the main graph.
 
 4. Each group becomes ``fn (%p0, ...) { body }`` with ``Primitive=1``: its free
-   inputs become fresh parameters (annotated with the input's type), constants
-   stay inline.  Parameter uids are derived from the group's structure
+   inputs become fresh parameters (annotated with the input's type, numbered as
+   TVM does: depth first from the root, operands left to right); a scalar
+   constant that joined the group stays inline, any other constant becomes a
+   parameter unless ``link_params``.  Parameter uids are derived from the group's structure
    (operators, attributes, constants, how members use each other, parameter
    types), so structurally identical groups share one hash-consed function, as a
    compiler caches lowered functions by structural hash (a 10^6-step chain of four
@@ -69,7 +67,7 @@ body, using the operators' pattern kinds (:class:`~pyir.op.registry.OpPattern`):
    ``share_functions=False`` derives the uids from the members too: one function
    per group.
 
-Fusion never crosses ``let``, ``if``, tuple or function boundaries.  Lineage:
+Fusion never crosses ``let``, ``if`` or function boundaries.  Lineage:
 the fused call derives from exactly the nodes of its group, the function from
 the nodes of every group it stands for, each parameter from the inputs it
 receives, and each body node from the member it copies in every group -- when
@@ -88,51 +86,40 @@ from typing import Any
 
 from ..analysis.typecheck import TypeContext
 from ..errors import PassError
-from ..ir.expr import Call, Constant, Expr, Function, Let, Op, Var, make_call
+from ..ir.expr import Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var, make_call
 from ..ir.lineage import current_recorder, derive
 from ..ir.module import Module
-from ..ir.node import EMPTY_ATTRS, OP_BIT0, Node, digest
+from ..ir.node import EMPTY_ATTRS, F_GETITEM, F_TUPLE, OP_BIT0, Node, digest
 from ..ir.node import gc_paused as no_gc
-from ..ir.types import Type
+from ..ir.types import TensorType, TupleType, Type
+from ..op.annotation import NON_COMPUTATIONAL_OPS
 from ..op.registry import OpPattern
 from ..rewrite.functor import rebuild
-from .base import ModulePass
+from .base import ModulePass, PassContext
 
 __all__ = ["FuseOps"]
 
-# Group kinds.
-_EWISE, _INJ, _OUT, _RED, _OPAQUE = range(5)
-_EXTERNAL: Any = object()  # consumer marker: used outside any operator call
+# Pattern kinds (TVM's OpPatternKind values).
+_EW = int(OpPattern.ELEMWISE)
+_BC = int(OpPattern.BROADCAST)
+_INJ = int(OpPattern.INJECTIVE)
+_RED = int(OpPattern.COMM_REDUCE)
+_OUT = int(OpPattern.OUT_ELEMWISE_FUSABLE)
+_TUP = int(OpPattern.TUPLE)
+_OPQ = int(OpPattern.OPAQUE)
 
-_ELEMWISE = int(OpPattern.ELEMWISE)
-_BROADCAST = int(OpPattern.BROADCAST)
-_INJECTIVE = int(OpPattern.INJECTIVE)
-_COMM_REDUCE = int(OpPattern.COMM_REDUCE)
-_OUT_FUSABLE = int(OpPattern.OUT_ELEMWISE_FUSABLE)
+#: Constants that fuse as scalars (as TVM: the dtypes its code generator inlines).
+_SIMPLE_DTYPES = frozenset({"int32", "int64", "float32", "float64", "bool"})
+#: Operators TVM calls non-computational: never wrapped in a primitive function.
+_NON_COMPUTATIONAL = NON_COMPUTATIONAL_OPS | {"call_lowered"}
+_NON_COMPUTATIONAL_PREFIXES = ("memory.", "vm.")
+_STOP_FUSION = "annotation.stop_fusion"
+#: TVM's default ``relay.FuseOps.max_depth``.
+MAX_FUSE_DEPTH = 256
 
-
-
-def _kind_of(pattern: int) -> int:
-    if pattern <= _BROADCAST:
-        return _EWISE
-    if pattern == _INJECTIVE:
-        return _INJ
-    if pattern == _COMM_REDUCE:
-        return _RED
-    if pattern == _OUT_FUSABLE:
-        return _OUT
-    return _OPAQUE
-
-
-def _join_kind(pattern: int, kind: int) -> int | None:
-    """The group kind after a producer of ``pattern`` joins a group of ``kind`` (None: not allowed)."""
-    if kind == _OPAQUE:
-        return None
-    if pattern <= _BROADCAST:
-        return kind
-    if pattern == _INJECTIVE:
-        return _INJ if kind == _EWISE else kind if kind in (_INJ, _RED) else None
-    return None
+# Markers of the non-call members in a group's structure key.
+_TUPLE_MARK: Any = object()
+_TGI_MARK: Any = object()
 
 
 class _Shared:
@@ -142,10 +129,10 @@ class _Shared:
 
     __slots__ = ("fn", "copies", "later", "later_mids", "later_inputs")
 
-    def __init__(self, fn: Function, copies: tuple[Call, ...]) -> None:
+    def __init__(self, fn: Function, copies: tuple[Expr, ...]) -> None:
         self.fn = fn
         self.copies = copies
-        self.later: list[list[Call]] = []  # the members of each later group (in member order)
+        self.later: list[list[Expr]] = []  # the members of each later group (in member order)
         self.later_mids: list[bytes] = []  # ... and their ids, joined
         self.later_inputs: list[list[Node]] = []  # the inputs of each, in parameter order
 
@@ -163,93 +150,142 @@ class _Shared:
             edges.add_joined(p.id, b"".join([x.id for x, prev in zip(seq, (None, *seq)) if x is not prev]))
 
 
-class _Group:
-    __slots__ = ("root", "kind", "size", "members")
-
-    def __init__(self, root: Call, kind: int) -> None:
-        self.root = root
-        self.kind = kind
-        self.size = 1  # the number of members
-        # the members in reverse post-order (the root first), as phase 2 of the grouping visits
-        # them; reversed in place when the group is fused
-        self.members: list[Call] = []
-
-
 @dataclasses.dataclass(frozen=True)
 class FuseOps(ModulePass):
     """Fuse operator calls into primitive functions (see the module docstring).
 
-    ``fuse_opt_level=0`` puts every call in its own group; ``max_fuse_depth``
-    bounds the number of calls in a group (as TVM's ``relay.FuseOps.max_depth``);
-    structurally identical groups share one function unless ``share_functions=False``
-    (one function per group; lineage is exact per group either way).
+    Options as TVM's ``relay.transform.FuseOps``:
+
+    * ``fuse_opt_level``: 0 puts every call in its own group; -1 (the default) takes the
+      ``opt_level`` of the current :class:`~pyir.transform.PassContext` (2 outside any);
+    * ``max_fuse_depth``: the most nodes in a group (TVM's ``relay.FuseOps.max_depth``);
+      None (the default) takes the context's ``config["relay.FuseOps.max_depth"]``, else 256;
+    * ``link_params``: keep every constant inline in the fused functions (TVM's
+      ``relay.FuseOps.link_params``); by default (None: the context's config, else False) a
+      constant other than a scalar of a simple dtype becomes a parameter of its group.
+
+    Structurally identical groups share one function unless ``share_functions=False`` (one
+    function per group; lineage is exact per group either way).
     """
 
-    fuse_opt_level: int = 2
-    max_fuse_depth: int = 256
+    fuse_opt_level: int = -1
+    max_fuse_depth: int | None = None
+    link_params: bool | None = None
     share_functions: bool = True
 
     def __post_init__(self) -> None:
-        if type(self.fuse_opt_level) is not int or self.fuse_opt_level < 0:
-            raise PassError(f"FuseOps: fuse_opt_level must be an int >= 0, got {self.fuse_opt_level!r}")
-        if type(self.max_fuse_depth) is not int or self.max_fuse_depth < 1:
-            raise PassError(f"FuseOps: max_fuse_depth must be an int >= 1, got {self.max_fuse_depth!r}")
+        if type(self.fuse_opt_level) is not int or self.fuse_opt_level < -1:
+            raise PassError(f"FuseOps: fuse_opt_level must be an int >= -1, got {self.fuse_opt_level!r}")
+        if self.max_fuse_depth is not None:
+            _check_depth(self.max_fuse_depth)
+        if self.link_params is not None and type(self.link_params) is not bool:
+            raise PassError(f"FuseOps: link_params must be a bool, got {self.link_params!r}")
         if type(self.share_functions) is not bool:
             raise PassError(f"FuseOps: share_functions must be a bool, got {self.share_functions!r}")
 
+    def settings(self) -> tuple[int, int, bool]:
+        """``(fuse_opt_level, max_fuse_depth, link_params)`` as this run uses them: the pass's
+        options, else the current PassContext's ``opt_level`` / ``config``, else TVM's defaults."""
+        ctx = PassContext.current()
+        config = ctx.config
+        level = self.fuse_opt_level
+        if level == -1:
+            level = 2 if ctx.opt_level is None else ctx.opt_level  # (TVM's default context: 2)
+        depth = self.max_fuse_depth
+        if depth is None:
+            depth = config.get("relay.FuseOps.max_depth", MAX_FUSE_DEPTH)
+            _check_depth(depth)
+        link = self.link_params
+        if link is None:
+            link = config.get("relay.FuseOps.link_params", False)
+            if type(link) is not bool:
+                raise PassError(f"FuseOps: relay.FuseOps.link_params must be a bool, got {link!r}")
+        return level, depth, link
+
     def run(self, mod: Module) -> Module:
+        level, depth, link = self.settings()
         updates = {}
         with no_gc():  # millions of acyclic nodes: the cyclic collector would only slow us down
             for name, f in mod.items():
                 if f.attrs.get("Primitive"):
                     continue
-                nf = self.fuse_function(f, mod)
+                nf = self.fuse_function(f, mod, level, depth, link)
                 if nf is not f:
                     updates[name] = nf
         return mod.with_functions(updates) if updates else mod
 
     # -- one function ------------------------------------------------------------------------------
-    def fuse_function(self, func: Function, mod: Module) -> Function:
+    def fuse_function(self, func: Function, mod: Module, fuse_opt_level: int = 2,
+                      max_fuse_depth: int = MAX_FUSE_DEPTH, link_params: bool = False) -> Function:
         """``func`` with its operator calls fused (the same object if there is none outside
         primitive functions)."""
-        work, calls, consumers = _walk(func.body)
-        if not calls:
+        part = _Partition(func.body)
+        work = part.work
+        if not work:
             return func
         types = TypeContext.of(mod)
         tys: dict[Node, Type] = {}  # the types of the nodes of the walk, if typed along it
         types.check(func, work, into=tys)  # along the walk: no second one (nor a stack) for the types
-        groups, roots = self._group(calls, consumers)
-        del consumers
         type_of = _TypeOf(tys, types)
+        part.partition(type_of, fuse_opt_level > 0, max_fuse_depth)
+        idx, roots, members_of = part.idx, part.roots, part.members
+        if not idx:  # no operator call, tuple or tuple item outside primitive functions
+            return func
         cache: dict[tuple[Any, ...], _Shared] | None = {} if self.share_functions else None
         rec = current_recorder()
         edges = rec.edges if rec is not None else None
-        fuse_group = self._fuse_group
+        fuse_group = _fuse_group
         memo = _Memo()  # rebuilt node -> its new version (a node not in it is unchanged)
-        if calls is work:  # only operator calls: the groups, producers first
-            for grp in reversed(roots):
-                members = grp.members
-                members.reverse()  # in post-order (producers first), the root last
-                memo[grp.root] = fuse_group(members, memo, type_of, cache, edges)
-        else:
-            for n in work:  # children first
-                g = groups.get(n)
-                if g is None:  # a node other than an operator call: its children rebuilt
-                    if type(n) is Let:  # (A-normal form: 10^6 of them; as rebuild(n, memo))
-                        v, b = n.value, n.body
-                        nv, nb = memo.get(v, v), memo.get(b, b)
-                        new = n if nv is v and nb is b else Let(n.var, nv, nb)
+        inline = _Inline(link_params, part.lifted)
+        special = part.special
+        get = idx.get
+        if part.all_graph and not special:  # only groups: their roots, producers first
+            nodes = part.nodes
+            for i in reversed(part.heads):
+                n = nodes[i]
+                ms = members_of[i]
+                if ms is None:
+                    ms = [n]
+                else:
+                    ms.reverse()  # in post-order (producers first), the root last
+                    ms.append(n)
+                memo[n] = fuse_group(ms, memo, type_of, cache, edges, inline)
+            work = []
+        for n in work:  # children first
+            j = get(n)
+            if j is not None:
+                i = j
+                if roots[i] != i:  # a member of a group below its root: built with the root
+                    continue
+                how = special.get(n) if special else None
+                if how is None:
+                    ms = members_of[i]
+                    if ms is None:
+                        ms = [n]
                     else:
-                        new = rebuild(n, memo)
-                    if new is not n:
-                        memo[n] = new
-                        if edges is not None:
-                            edges.add(new.id, n.id)  # derive(new, n)
-                elif g.root is n:
-                    members = g.members
-                    members.reverse()  # in post-order (producers first), the root last
-                    memo[n] = fuse_group(members, memo, type_of, cache, edges)
-        del groups, roots
+                        ms.reverse()  # in post-order (producers first), the root last
+                        ms.append(n)
+                    memo[n] = fuse_group(ms, memo, type_of, cache, edges, inline)
+                    continue
+                if how == "stop":  # stop_fusion goes (as TVM), its argument stands for it
+                    a = n.args[0]
+                    memo[n] = memo[a]
+                    if rec is not None:
+                        rec.eliminate([n])
+                    continue
+                # a tuple root, an item of a tuple outside its group, a non-computational call:
+                # not a function, its children rebuilt
+            if type(n) is Let:  # (A-normal form: 10^6 of them; as rebuild(n, memo))
+                v, b = n.value, n.body
+                nv, nb = memo.get(v, v), memo.get(b, b)
+                new = n if nv is v and nb is b else Let(n.var, nv, nb)
+            else:
+                new = rebuild(n, memo)
+            if new is not n:
+                memo[n] = new
+                if edges is not None:
+                    edges.add(new.id, n.id)  # derive(new, n)
+        del part, roots, idx
         body = func.body
         new_body = memo.get(body, body)
         if cache and edges is not None:
@@ -260,192 +296,736 @@ class FuseOps(ModulePass):
             return func
         return derive(Function(func.params, new_body, func.ret_type, func.attrs), func)  # type: ignore[return-value]
 
-    def _group(self, calls: list[Any], consumers: dict[Node, Any]) -> tuple[dict[Node, _Group], list[_Group]]:
-        """Assign every operator call (``calls``: in post-order) to a group: anchors first, then
-        consumers-first.  Returns call -> its group, and the groups in reverse post-order of
-        their roots."""
-        groups: dict[Node, _Group] = {}
-        closed: set[Node] = set()  # members that take no producers (anchors, opaque calls)
-        patterns: dict[Expr, int] = {}
-        for o in {n.op for n in calls}:
-            patterns[o] = int(o.op_def.pattern)
-        fuse = self.fuse_opt_level > 0
-        max_size = self.max_fuse_depth
-        if fuse:  # phase 1: grow each anchor along its chain of unique elementwise consumers
-            anchor_ops = {o for o, p in patterns.items() if p == _OUT_FUSABLE}
-            for n in [n for n in calls if n.op in anchor_ops] if anchor_ops else ():
-                if n in groups:
+
+def _check_depth(depth: Any) -> None:
+    if type(depth) is not int or depth < 1:
+        raise PassError(f"FuseOps: the maximum fuse depth must be an int >= 1, got {depth!r}")
+
+
+def _simple_scalar(c: Constant) -> bool:
+    """A constant TVM fuses into its consumers (a scalar of a simple dtype); others are opaque."""
+    return c._shape == () and str(c._dtype) in _SIMPLE_DTYPES
+
+
+def _op_kind(o: Op) -> tuple[int, str | None]:
+    """An operator's pattern and how it is handled: None (fused), "stop" (stop_fusion) or
+    "keep" (non-computational: left as a call)."""
+    name = o.name
+    if name == _STOP_FUSION:
+        return _OPQ, "stop"
+    if name in _NON_COMPUTATIONAL or name.startswith(_NON_COMPUTATIONAL_PREFIXES):
+        return _OPQ, "keep"
+    return int(o.op_def.pattern), None
+
+
+class _Partition:
+    """TVM's graph partitioner (``GraphPartitioner``) on the dataflow graph of one body.
+
+    The graph: the operator calls, tuples and tuple items of the walk (in post-order), and one
+    node per use of a simple scalar constant by one of them (a leaf of its own, processed just
+    before its consumer, as in TVM where each ``relay.const`` is a node of its own; pyir shares
+    one).  Any other use (the body's value, ``let``, ``if``, a function's body, a call of a
+    function, a tuple field that is no tensor) is external.  Then, as TVM: the post-dominator
+    tree by least common ancestors, and three rounds over the nodes in post-order, each trying
+    to fuse a node into the group of its immediate post-dominator (round 0: anchors and
+    elementwise nodes, 1: injective nodes and tuples, 2: injective nodes into intermediate
+    tuples), under the same path conditions and the same node count (``max_fuse_depth``).
+
+    Results: ``idx`` (graph node -> index), ``roots`` (index -> the index of its group's root),
+    ``members`` (a root's index -> the other members of its group, outputs first, or None),
+    ``nodes`` (index -> node, None for a constant's use), ``lifted`` (the (constant, consumer)
+    uses whose constant did not join the consumer's group), ``special`` (nodes that are not
+    made functions: "stop", "keep", "tuple", "item").
+
+    An edge is one int, ``consumer << 4 | edge pattern``; ``outs[i]`` is the edge of a node
+    with one consumer, the list of them with several, or None.
+    """
+
+    __slots__ = ("idx", "nodes", "pat", "roots", "members", "lifted", "special", "outs", "ext", "gpar",
+                 "gsize", "gpat", "work", "consts", "multi", "deferred", "seq", "all_graph", "heads")
+
+    def __init__(self, body: Expr) -> None:
+        """The walk of ``body`` (:attr:`work`, as :func:`_walk`) and the graph, built on the way."""
+        idx: dict[Node, int] = {}
+        self.idx = idx
+        nodes: list[Any] = []
+        pat: list[int] = []
+        outs: list[Any] = []
+        ext: set[int] = set()  # the nodes used outside the graph
+        consts: list[tuple[int, Constant, Node]] = []  # the constants' uses: (index, c, consumer)
+        seq: list[int] | None = None  # the order of the rounds, if constants' uses come in
+        special: dict[Node, str] = {}
+        kinds: dict[Op, tuple[int, str | None]] = {}
+        multi: list[int] = []  # the nodes with several consumers
+        deferred: list[int] = []  # the tuples and items, checked once typed
+        work: list[Any] = []
+        self.work = work
+        self.nodes = nodes
+        self.pat = pat
+        self.outs = outs
+        self.ext = ext
+        self.consts = consts
+        self.special = special
+        self.multi = multi
+        self.deferred = deferred
+        self.seq = None
+        self.all_graph = False
+        if body._mask < _HAS_OPS and not body._mask & _TUPLES:
+            return
+        get = idx.get
+        add_node = nodes.append
+        add_pat = pat.append
+        add_out = outs.append
+        emit = work.append
+        seen: set[Node] = set()
+        add = seen.add
+        stack: list[Any] = [body]
+        push = stack.append
+        pop = stack.pop
+        others = False  # a node other than a graph node was walked
+        while stack:
+            n = pop()
+            if n is _DONE:  # the node below the marker has all its children emitted
+                n = pop()
+                emit(n)
+                k = type(n)
+                if k is Call:
+                    o = n.op
+                    if type(o) is not Op:  # a call of a function: its uses are external
+                        for c in n.args:
+                            j = get(c)
+                            if j is not None:
+                                ext.add(j)
+                        j = get(o)
+                        if j is not None:
+                            ext.add(j)
+                        continue
+                    kd = kinds.get(o)
+                    if kd is None:
+                        kd = kinds[o] = _op_kind(o)
+                    p, how = kd
+                    if how is not None:
+                        special[n] = how
+                    args = n.args
+                elif k is Tuple:
+                    p = _TUP
+                    args = n.fields
+                    deferred.append(len(nodes))
+                elif k is TupleGetItem:
+                    p = _INJ
+                    args = (n.tuple_value,)
+                    deferred.append(len(nodes))
+                else:  # any other node: its uses are external
+                    for c in n.children():
+                        j = get(c)
+                        if j is not None:
+                            ext.add(j)
                     continue
-                anchor = groups[n] = _Group(n, _OUT)
-                closed.add(n)
-                while anchor.size < max_size:
-                    c = consumers.get(anchor.root, _EXTERNAL)
-                    if c is _EXTERNAL or type(c) is list or c in groups or patterns[c.op] > _BROADCAST:
-                        break
-                    anchor.size += 1
-                    groups[c] = anchor
-                    anchor.root = c
-        get = groups.get
-        roots: list[_Group] = []  # the groups, in reverse post-order of their roots
-        for n in reversed(calls):  # phase 2: producers join the group of their consumers
-            g = get(n)
-            if g is not None:  # grouped in phase 1
-                g.members.append(n)
-                if g.root is n:
-                    roots.append(g)
+                i = len(nodes)
+                idx[n] = i
+                add_node(n)
+                add_pat(p)
+                add_out(None)
+                ci = i << 4
+                ep = p if k is Call else _INJ
+                for a in args:
+                    j = get(a)
+                    if j is None:
+                        if type(a) is Constant and _simple_scalar(a):  # a use of its own
+                            v = len(nodes)
+                            consts.append((v, a, n))
+                            add_node(None)
+                            add_pat(_EW)
+                            add_out(ci | ep)
+                            if seq is None:
+                                seq = list(range(i))
+                            elif seq[-1] == i:
+                                seq.pop()  # (the consumer goes after its constants)
+                            seq.append(v)
+                            seq.append(i)
+                        continue
+                    e = ci | ep
+                    es = outs[j]
+                    if es is None:
+                        outs[j] = e
+                    elif type(es) is int:
+                        if es != e:  # (repeated uses by one consumer once)
+                            outs[j] = [es, e]
+                            multi.append(j)
+                    elif es[-1] != e:
+                        es.append(e)
+                if seq is not None and seq[-1] != i:
+                    seq.append(i)
                 continue
-            pattern = patterns[n.op]
-            c = consumers.get(n, _EXTERNAL)
-            if fuse and c is not _EXTERNAL:
-                if type(c) is list:
-                    g = groups[c[0]]
-                    for x in c:
-                        if groups[x] is not g or x in closed:
-                            g = None
-                            break
-                elif c not in closed:
-                    g = groups[c]
-            new_kind = None if g is None else _join_kind(pattern, g.kind)
-            if g is None or new_kind is None or g.size >= max_size:
-                kind = _kind_of(pattern)
-                g = groups[n] = _Group(n, kind)
-                if kind in (_OUT, _OPAQUE):
-                    closed.add(n)
-                roots.append(g)
+            if n in seen:
+                continue
+            add(n)
+            k = type(n)
+            if k is Call and type(n.op) is Op:
+                kids = n.args
+            elif k is Function and n.attrs.get("Primitive"):
+                continue
             else:
-                g.size += 1
-                g.kind = new_kind
-                groups[n] = g
-            g.members.append(n)
-        return groups, roots
+                kids = n.children()
+                if not kids:
+                    continue
+                if k is not Tuple and k is not TupleGetItem:
+                    others = True
+            push(n)
+            push(_DONE)
+            for c in reversed(kids):
+                m = c._mask
+                if m < _HAS_OPS and not m & _TUPLES:  # nothing to fuse below: not walked
+                    continue
+                if c not in seen:
+                    push(c)
+        j = get(body)
+        if j is not None:
+            ext.add(j)
+        self.seq = seq
+        self.all_graph = not others
 
-    @staticmethod
-    def _fuse_group(members: list[Call], memo: dict[Node, Any], type_of: _TypeOf,
-                    cache: dict[tuple[Any, ...], _Shared] | None, edges: Any) -> Call:
-        """Build the primitive function of a group (``members`` in post-order, its root last)
-        and its call (args taken from ``memo``; lineage into ``edges``, unless None).
-
-        The function is keyed by the group's structure (operators, attributes, constants,
-        how members use each other and the parameter types) and, without ``cache`` (no
-        sharing), by its members' identities.  With ``cache`` (key -> function and its body
-        copies in member order), structurally identical groups share one hash-consed
-        function, and a group whose key is cached is fused without building anything but
-        its call.
-        """
-        # Pass 1: the group's free inputs (parameters) and its structure, as a tuple (see
-        # _group_key): per member its operator, attributes and args (a member's position j,
-        # a constant, a new parameter's type -- parameters are numbered in order of first
-        # use -- or a parameter used again as -1 - its number).
-        where: dict[Node, int] = {}  # member -> j, free input -> -1 - its parameter number
-        inputs: list[Node] = []  # the free inputs, in parameter order
-        shape: list[Any] = []
-        put = shape.append
+    def partition(self, type_of: _TypeOf, fuse: bool, max_depth: int) -> None:
+        """Check the tuples and items against their types, fuse, and set the results."""
+        nodes, pat, ext, idx = self.nodes, self.pat, self.ext, self.idx
+        get = idx.get
         known = type_of.known
-        for j, m in enumerate(members):
+        has_tuples = False
+        for i in self.deferred:
+            n = nodes[i]
+            if type(n) is Tuple:
+                has_tuples = True
+                for f in n.fields:
+                    j = get(f)
+                    if j is not None and type(known(f) or type_of(f)) is not TensorType:
+                        ext.add(j)  # (a field that is no tensor: as TVM, an external use)
+            else:
+                t = n.tuple_value
+                tt = known(t) or type_of(t)
+                if type(tt) is not TupleType or not all(type(f) is TensorType for f in tt.fields):
+                    pat[i] = _OPQ  # (an item of a tuple with a field that is no tensor: opaque)
+                    j = get(t)
+                    if j is not None:
+                        ext.add(j)
+        special, consts, seq = self.special, self.consts, self.seq
+        n_nodes = len(nodes)
+        gpar = [-1] * n_nodes
+        self.gpar = gpar
+        self.gsize = [1] * n_nodes
+        self.gpat = pat
+        if fuse and n_nodes > 1:
+            self._fuse(pat, ext, self.multi, seq, has_tuples, max_depth, type_of)
+        roots = [0] * n_nodes
+        members: list[Any] = [None] * n_nodes  # root -> its other members, outputs first
+        self.members = members
+        heads: list[int] = []  # the roots, outputs first
+        self.heads = heads
+        find = self.find
+        for i in range(n_nodes - 1, -1, -1):
+            r = gpar[i]
+            if r < 0:
+                roots[i] = i
+                if nodes[i] is not None:
+                    heads.append(i)
+                continue
+            r = roots[r] if r > i else find(i)
+            roots[i] = r
+            x = nodes[i]
+            if x is not None:
+                ms = members[r]
+                if ms is None:
+                    members[r] = [x]
+                else:
+                    ms.append(x)
+        self.roots = roots
+        lifted: set[tuple[Constant, Node]] = set()
+        for j, c, n in consts:
+            if find(j) != roots[idx[n]]:
+                lifted.add((c, n))
+        self.lifted = lifted
+        for i in self.deferred:  # roots that are not functions
+            if roots[i] == i:
+                n = nodes[i]
+                if type(n) is Tuple:
+                    special[n] = "tuple"
+                else:
+                    j = get(n.tuple_value)
+                    if j is None or roots[j] != i:  # isolated: its tuple is not in its group
+                        special[n] = "item"
+
+    def find(self, i: int) -> int:
+        gpar = self.gpar
+        r = gpar[i]
+        if r < 0:
+            return i
+        while gpar[r] >= 0:
+            r = gpar[r]
+        while True:  # path compression
+            nxt = gpar[i]
+            if nxt == r or nxt < 0:
+                break
+            gpar[i] = r
+            i = nxt
+        return r
+
+    def _fuse(self, pat: list[int], ext: set[int], multi: list[int], seq: list[int] | None,
+              has_tuples: bool, max_depth: int, type_of: _TypeOf) -> None:
+        outs = self.outs
+        nodes = self.nodes
+        n_nodes = len(pat)
+        gpat = pat  # the pattern of each node's own group (TVM's groups_[i]->pattern)
+        gpar, gsize = self.gpar, self.gsize
+        find = self.find
+        known = type_of.known
+
+        def same_shape(i: int, c: int) -> bool:  # a broadcast edge i -> c is elementwise
+            a, n = nodes[i], nodes[c]
+            if a is None:
+                return False
+            ta = known(a) or type_of(a)
+            tc = known(n) or type_of(n)
+            return ta is tc or (type(ta) is TensorType and type(tc) is TensorType and ta.shape == tc.shape)
+
+        # The post-dominator tree: dom[i] is the edge to the immediate post-dominator (its index
+        # << 4 | the combined pattern of the edges to it; broadcast edges refined when read) or
+        # None.  A node with one consumer: that one; with several: their least common ancestor,
+        # outputs first (a post-dominator comes later in post-order: the walk up moves the
+        # lower index, no depths needed).
+        dom: list[Any] = outs[:]
+        for i in ext:
+            dom[i] = None
+        for i in sorted(set(multi), reverse=True):
+            if i in ext:
+                continue
+            es = outs[i]
+            par = -1
+            pt = 0
+            first = True
+            for e in es:
+                r = e >> 4
+                q = e & 15
+                if q == _BC and same_shape(i, r):
+                    q = _EW
+                if q > pt:
+                    pt = q
+                if first:
+                    par = r
+                    first = False
+                    continue
+                while par != r:
+                    if par < r:
+                        x = par
+                        d = dom[x]
+                        if d is None:
+                            par = -1
+                            break
+                        par = d >> 4
+                    else:
+                        x = r
+                        d = dom[x]
+                        if d is None:
+                            par = -1
+                            break
+                        r = d >> 4
+                    q = d & 15
+                    if q == _BC and same_shape(x, d >> 4):
+                        q = _EW
+                    if q > pt:
+                        pt = q
+                if par < 0:
+                    break
+            dom[i] = None if par < 0 else par << 4 | pt
+        order = range(n_nodes) if seq is None else seq
+        anchor = [p == _OUT for p in pat]
+
+        def merge(child: int, parent: int) -> None:
+            c, p = find(child), find(parent)
+            if c == p:
+                return
+            gsize[p] += gsize[c]
+            gpar[c] = p
+            if anchor[c]:
+                anchor[p] = True
+                if gpat[c] > gpat[p]:
+                    gpat[p] = gpat[c]
+
+        def edges_of(v: int) -> list[int]:
+            es = outs[v]
+            if es is None:
+                return []
+            if type(es) is int:
+                return [es >> 4]
+            return [e >> 4 for e in es]
+
+        def fits(src: int, sink: int) -> bool:  # TVM's CountFusedNodesWithNewChild <= max depth
+            total = gsize[find(sink)]
+            seen = {sink}
+            stack = [src]
+            while stack:
+                v = stack.pop()
+                if v in seen:
+                    continue
+                seen.add(v)
+                total += gsize[v]
+                stack.extend(edges_of(v))
+            return total <= max_depth
+
+        def check(src: int, sink: int, inner: int, last: int) -> bool:
+            """TVM's CheckPath: every node on a path from ``src`` to ``sink`` has a group
+            pattern <= ``inner`` (<= ``last`` at the sink)."""
+            seen: set[int] = set()
+            stack = edges_of(src)
+            while stack:
+                v = stack.pop()
+                if v in seen:
+                    continue
+                seen.add(v)
+                if v == sink:
+                    if gpat[find(v)] > last:
+                        return False
+                    continue
+                if gpat[find(v)] > inner or outs[v] is None:
+                    return False
+                stack.extend(edges_of(v))
+            return True
+
+        def commit(src: int, sink: int) -> None:  # TVM's CommitFuse
+            seen = {sink}
+            stack = [src]
+            while stack:
+                v = stack.pop()
+                if v in seen:
+                    continue
+                seen.add(v)
+                merge(v, sink)
+                stack.extend(edges_of(v))
+
+        again: list[int] = []  # the nodes round 1 tries (again)
+        for phase in (0, 1):
+            for i in (order if phase == 0 else again):
+                d = dom[i]
+                if d is None:
+                    continue
+                gp = gpat[i]
+                if gp == _OUT:
+                    if phase:
+                        continue
+                    dp = d & 15
+                    if dp != _EW:
+                        if dp != _BC:
+                            continue
+                        a, c = nodes[i], nodes[d >> 4]  # (same_shape, inlined)
+                        ta = known(a) or type_of(a)
+                        tc = known(c) or type_of(c)
+                        if ta is not tc and (type(ta) is not TensorType or type(tc) is not TensorType
+                                             or ta.shape != tc.shape):
+                            continue
+                    inner = last = _BC
+                elif gp <= _BC:
+                    dp = d & 15
+                    if dp > _INJ and dp != _RED:
+                        continue
+                    inner, last = _INJ, _OUT
+                elif gp in (_INJ, _TUP):
+                    if not phase:
+                        again.append(i)
+                        continue
+                    inner = last = _INJ
+                else:
+                    continue
+                p = d >> 4
+                r = gpar[i]
+                ri = i if r < 0 else r if gpar[r] < 0 else find(i)
+                r = gpar[p]
+                rp = p if r < 0 else r if gpar[r] < 0 else find(p)
+                if ri == rp or gpat[p] == _TUP:  # already fused to it / no fusion into a tuple
+                    continue
+                if type(outs[i]) is int:  # one consumer, the post-dominator: no path to walk
+                    if gpat[rp] > last or gsize[rp] + gsize[i] > max_depth:
+                        if not phase and gp <= _BC:
+                            again.append(i)
+                        continue
+                    gsize[rp] += gsize[ri]
+                    gpar[ri] = rp
+                    if anchor[ri]:
+                        anchor[rp] = True
+                        if gpat[ri] > gpat[rp]:
+                            gpat[rp] = gpat[ri]
+                elif fits(i, p) and check(i, p, inner, last):
+                    commit(i, p)
+                elif not phase and gp <= _BC:
+                    again.append(i)
+        if has_tuples:  # round 2: injective nodes into intermediate tuples
+            for i in order:
+                if dom[i] is None or gpat[i] > _INJ:
+                    continue
+                p = dom[i] >> 4
+                pr = find(p)
+                if gpat[pr] == _TUP:
+                    continue
+                if gpat[p] == _TUP and gpat[pr] <= _INJ and fits(i, p) and check(i, p, _INJ, _INJ):
+                    commit(i, p)
+
+
+class _Inline:
+    """Which constant arguments stay inline in a fused function: all with ``link_params``;
+    otherwise the simple scalars that joined their consumer's group."""
+
+    __slots__ = ("link", "lifted", "simple")
+
+    def __init__(self, link: bool, lifted: set[tuple[Constant, Node]]) -> None:
+        self.link = link
+        self.lifted = lifted
+        self.simple: dict[Constant, bool] = {}
+
+    def __call__(self, c: Constant, consumer: Node) -> bool:
+        if self.link:
+            return True
+        s = self.simple.get(c)
+        if s is None:
+            s = self.simple[c] = _simple_scalar(c)
+        return s and (not self.lifted or (c, consumer) not in self.lifted)
+
+
+def _operands(m: Any) -> tuple[Any, ...]:
+    k = type(m)
+    if k is Call:
+        return m.args
+    if k is Tuple:
+        return m.fields
+    return (m.tuple_value,)
+
+
+def _group_shape(members: list[Any], where: dict[Node, int], inputs: list[Node],
+                 inline: _Inline) -> tuple[list[Any], bool]:
+    """The structure of a group (see :func:`_fuse_group`), filling ``where`` (member -> its
+    position, free input -> -1 - its parameter number) and ``inputs`` (new free inputs, numbered
+    in order of first use unless ``where`` already has them); and whether a member takes a free
+    input before a member (then TVM's parameter order, depth-first from the root, differs)."""
+    shape: list[Any] = []
+    put = shape.append
+    misordered = False
+    for j, m in enumerate(members):
+        k = type(m)
+        if k is Call:
+            args = m.args
             put(m.op)
             put(m.attrs)
-            for a in m.args:
-                k = where.get(a)
-                if k is not None:
-                    put(k)
-                elif type(a) is Constant:
-                    put(a)
-                else:
-                    where[a] = -1 - len(inputs)
-                    inputs.append(a)
-                    t = known(a)
-                    put(type_of(a) if t is None else t)
-            where[m] = j
-        skey = tuple(shape)
-        hit = cache.get(skey) if cache is not None else None
-        if hit is not None:
-            fn = hit.fn
+        elif k is Tuple:
+            args = m.fields
+            put(_TUPLE_MARK)
+            put(None)
         else:
-            gkey, ptypes = _group_key(skey, None if cache is not None else members)
-            # Pass 2: the parameters, the body copy and the function.
-            params = [Var(f"p{i}", t, uid=digest(gkey + b"param%d:" % i)) for i, t in enumerate(ptypes)]
-            body: dict[Node, Call] = {}  # member -> its copy (members are built producers first)
-            for m in members:
-                new_args: list[Expr] = []
-                for a in m.args:
-                    c: Expr | None = body.get(a)
-                    if c is None:
-                        c = a if type(a) is Constant else params[-1 - where[a]]
-                    new_args.append(c)
+            args = (m.tuple_value,)
+            put(_TGI_MARK)
+            put(m.index)
+        put(len(args))
+        free = False
+        for a in args:
+            w = where.get(a)
+            if w is not None:
+                if w < 0:
+                    free = True
+                elif free:
+                    misordered = True
+                put(w)
+            elif type(a) is Constant and inline(a, m):
+                put(a)
+            else:
+                w = where[a] = -1 - len(inputs)
+                inputs.append(a)
+                free = True
+                put(w)
+        where[m] = j
+    return shape, misordered
+
+
+def _tvm_inputs(members: list[Any], where: dict[Node, int], inline: _Inline) -> list[Node]:
+    """A group's free inputs in TVM's parameter order: first use, depth first from the root,
+    operands left to right."""
+    order: list[Node] = []
+    seen: set[Node] = set()
+    root = members[-1]
+    visited = {root}
+    stack: list[list[Any]] = [[root, _operands(root), 0]]
+    while stack:
+        top = stack[-1]
+        m, args, k = top
+        if k == len(args):
+            stack.pop()
+            continue
+        top[2] = k + 1
+        a = args[k]
+        w = where.get(a)
+        if w is not None and w >= 0:
+            if a not in visited:
+                visited.add(a)
+                stack.append([a, _operands(a), 0])
+        elif type(a) is Constant and inline(a, m):
+            continue
+        elif a not in seen:
+            seen.add(a)
+            order.append(a)
+    return order
+
+
+def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
+                cache: dict[tuple[Any, ...], _Shared] | None, edges: Any, inline: _Inline) -> Call:
+    """Build the primitive function of a group (``members`` in post-order, its root last)
+    and its call (args taken from ``memo``; lineage into ``edges``, unless None).
+
+    The function is keyed by the group's structure (per member its operator and attributes or
+    tuple / item marker, then its operands: a member's position j, an inline constant, or a
+    parameter -1 - k; then the parameter types) and, without ``cache`` (no sharing), by its
+    members' identities.  With ``cache`` (key -> function and its body copies in member order),
+    structurally identical groups share one hash-consed function, and a group whose key is
+    cached is fused without building anything but its call.
+    """
+    where: dict[Node, int] = {}  # member -> j, free input -> -1 - its parameter number
+    inputs: list[Node] = []  # the free inputs, in parameter order
+    ptypes: list[Type] = []
+    known = type_of.known
+    shape: list[Any] = []
+    put = shape.append
+    misordered = False
+    for j, m in enumerate(members):  # (as _group_shape, inlined: the parameter types on the way)
+        if type(m) is Call:
+            args = m.args
+            put(m.op)
+            put(m.attrs)
+        elif type(m) is Tuple:
+            args = m.fields
+            put(_TUPLE_MARK)
+            put(None)
+        else:
+            args = (m.tuple_value,)
+            put(_TGI_MARK)
+            put(m.index)
+        put(len(args))
+        free = False
+        for a in args:
+            w = where.get(a)
+            if w is not None:
+                if w < 0:
+                    free = True
+                elif free:
+                    misordered = True
+                put(w)
+            elif type(a) is Constant and inline(a, m):
+                put(a)
+            else:
+                w = where[a] = -1 - len(inputs)
+                inputs.append(a)
+                t = known(a)
+                ptypes.append(type_of(a) if t is None else t)
+                free = True
+                put(w)
+        where[m] = j
+    if misordered:  # number the parameters as TVM does
+        order = _tvm_inputs(members, where, inline)
+        where = {x: -1 - k for k, x in enumerate(order)}
+        inputs = list(order)
+        shape, _ = _group_shape(members, where, [], inline)
+        ptypes = []
+        for inp in inputs:
+            t = known(inp)
+            ptypes.append(type_of(inp) if t is None else t)
+    shape.append(len(ptypes))
+    shape.extend(ptypes)
+    skey = tuple(shape)
+    hit = cache.get(skey) if cache is not None else None
+    if hit is not None:
+        fn = hit.fn
+    else:
+        gkey = _group_key(skey, len(members), ptypes, None if cache is not None else members)
+        params = [Var(f"p{i}", t, uid=digest(gkey + b"param%d:" % i)) for i, t in enumerate(ptypes)]
+        body: dict[Node, Expr] = {}  # member -> its copy (members are built producers first)
+        for m in members:
+            new_args: list[Expr] = []
+            for a in _operands(m):
+                c: Expr | None = body.get(a)
+                if c is None:
+                    w = where.get(a)
+                    c = a if w is None else params[-1 - w]
+                new_args.append(c)
+            k = type(m)
+            if k is Call:
                 body[m] = Call(m.op, tuple(new_args), m.attrs, _checked=True)
-            copies = tuple([body[m] for m in members])
-            root = members[-1]
-            fn = Function(tuple(params), body[root], type_of(root), {"Primitive": 1})
-            if cache is not None:
-                cache[skey] = _Shared(fn, copies)
-        call = make_call(fn, tuple(map(memo.get, inputs, inputs)), EMPTY_ATTRS)  # as Call(fn, args)
-        if edges is None:
-            return call
-        # the call derives from exactly its group
-        if len(members) == 1:
-            mids = members[0].id
-            edges.add(call.id, mids)
-        else:
-            mids = b"".join(map(_id_of, members))
-            edges.add_joined(call.id, mids)
-        if hit is not None:  # a later group of a shared function: its lineage is recorded at the end
-            hit.later.append(members)
-            hit.later_mids.append(mids)
-            hit.later_inputs.append(inputs)
-            return call
-        # the function derives from every group it stands for, a parameter from the inputs it
-        # receives, each body node from the member it copies (for a shared function, through a
-        # shared edge: at this call only)
-        if len(members) == 1:
-            edges.add(fn.id, mids)
-        else:
-            edges.add_joined(fn.id, mids)
-        for p, inp in zip(fn.params, inputs):
-            edges.add(p.id, inp.id)
-        for m, c in zip(members, copies):
-            if c is not m:
-                if cache is None:
-                    edges.add(c.id, m.id)
-                else:
-                    edges.add_joined(c.id, m.id, shared=True)
+            elif k is Tuple:
+                body[m] = Tuple(new_args)
+            else:
+                body[m] = TupleGetItem(new_args[0], m.index)
+        copies = tuple([body[m] for m in members])
+        root = members[-1]
+        fn = Function(tuple(params), body[root], type_of(root), {"Primitive": 1})
+        if cache is not None:
+            cache[skey] = _Shared(fn, copies)
+    call = make_call(fn, tuple(map(memo.get, inputs, inputs)), EMPTY_ATTRS)  # as Call(fn, args)
+    if edges is None:
         return call
+    # the call derives from exactly its group
+    if len(members) == 1:
+        mids = members[0].id
+        edges.add(call.id, mids)
+    else:
+        mids = b"".join(map(_id_of, members))
+        edges.add_joined(call.id, mids)
+    if hit is not None:  # a later group of a shared function: its lineage is recorded at the end
+        hit.later.append(members)
+        hit.later_mids.append(mids)
+        hit.later_inputs.append(inputs)
+        return call
+    # the function derives from every group it stands for, a parameter from the inputs it
+    # receives, each body node from the member it copies (for a shared function, through a
+    # shared edge: at this call only)
+    if len(members) == 1:
+        edges.add(fn.id, mids)
+    else:
+        edges.add_joined(fn.id, mids)
+    for p, inp in zip(fn.params, inputs):
+        edges.add(p.id, inp.id)
+    for m, c in zip(members, copies):
+        if c is not m:
+            if cache is None:
+                edges.add(c.id, m.id)
+            else:
+                edges.add_joined(c.id, m.id, shared=True)
+    return call
 
 
-def _group_key(shape: tuple[Any, ...], members: list[Call] | None) -> tuple[bytes, list[Type]]:
-    """The digest of a group's structure (``shape`` as :meth:`FuseOps._fuse_group` builds it)
-    and, if given, of its members: what the parameters' uids derive from; and the parameter
-    types, in parameter order."""
+def _group_key(shape: tuple[Any, ...], n_members: int, ptypes: list[Type],
+               members: list[Any] | None) -> bytes:
+    """The digest of a group's structure (``shape`` as :func:`_group_shape` builds it) and, if
+    given, of its members: what the parameters' uids derive from."""
     parts: list[bytes] = [b"pyir.FuseOps.group"]
     put = parts.append
-    ptypes: list[Type] = []
-    end = len(shape)
     i = 0
-    while i < end:  # a member: its operator, attributes, then its args up to the next operator
-        op, attrs = shape[i], shape[i + 1]
-        i += 2
-        s = i
-        while i < end and type(shape[i]) is not Op:
-            i += 1
-        put(b"C%d;" % (i - s))
-        put(op.id)
-        put(attrs.id)
-        for d in shape[s:i]:
+    for _ in range(n_members):  # a member: head, extra, operand count, operands
+        head, extra, count = shape[i], shape[i + 1], shape[i + 2]
+        i += 3
+        if head is _TUPLE_MARK:
+            put(b"T%d;" % count)
+        elif head is _TGI_MARK:
+            put(b"I%d;" % extra)
+        else:
+            put(b"C%d;" % count)
+            put(head.id)
+            put(extra.id)
+        for d in shape[i:i + count]:
             if type(d) is int:
-                put(b"m%d;" % d if d >= 0 else b"p%d;" % (-1 - d))  # a member / a parameter again
-            elif isinstance(d, Type):  # a new parameter
-                put(b"p%d;" % len(ptypes))
-                ptypes.append(d)
-            else:  # a constant
+                put(b"m%d;" % d if d >= 0 else b"p%d;" % (-1 - d))
+            else:
                 put(b"k")
                 put(d.id)
-    put(b"T%d;" % len(ptypes))
+        i += count
+    put(b"P%d;" % len(ptypes))
     for t in ptypes:
         put(t.id)
     if members is not None:  # one function per group
         put(b"M")
         for m in members:
             put(m.id)
-    return digest(b"".join(parts)), ptypes
+    return digest(b"".join(parts))
 
 
 class _Memo(dict):
@@ -476,82 +1056,11 @@ class _TypeOf:
         return self.context.type_of(n)  # type: ignore[arg-type]
 
 
-def _walk(body: Expr) -> tuple[list[Any], list[Any], dict[Node, Any]]:
-    """One walk of a function body: ``(work, calls, consumers)``.
-
-    ``work``: the nodes with operator calls below, in post-order (children first, each once),
-    not descending into subgraphs without operator calls nor into primitive functions (neither
-    is listed); ``calls``: its operator calls; ``consumers``: operator call -> its consumer
-    (one node), the list of its distinct consumers, or _EXTERNAL.  A use by anything other
-    than an operator call is external, and so is the body's value.  ``calls`` is ``work``
-    itself when every node walked is an operator call.
-    """
-    work: list[Any] = []
-    cons: dict[Node, Any] = {}
-    if body._mask < _HAS_OPS:
-        return work, [], cons
-    emit = work.append
-    seen: set[Node] = set()
-    add = seen.add
-    stack: list[Any] = [body]
-    push = stack.append
-    pop = stack.pop
-    get = cons.get
-    others = False  # a node other than an operator call was emitted
-    while stack:
-        n = pop()
-        if n is _DONE:  # the node below the marker has all its children emitted
-            emit(pop())
-            continue
-        if n in seen:
-            continue
-        add(n)
-        k = type(n)
-        if k is Call and type(n.op) is Op:
-            push(n)
-            push(_DONE)
-            for c in reversed(n.args):
-                if c._mask < _HAS_OPS:  # no operator call below: not walked
-                    continue
-                if type(c) is Call and type(c.op) is Op:  # n consumes c
-                    cur = get(c)
-                    if cur is None:
-                        cons[c] = n
-                    elif cur is _EXTERNAL or cur is n:
-                        pass
-                    elif type(cur) is list:
-                        if cur[-1] is not n:  # repeated uses by one consumer are consecutive
-                            cur.append(n)
-                    else:
-                        cons[c] = [cur, n]
-                if c not in seen:
-                    push(c)
-            continue
-        if k is Function and n.attrs.get("Primitive"):
-            continue
-        kids = n.children()
-        if not kids:
-            continue
-        others = True
-        push(n)
-        push(_DONE)
-        for c in reversed(kids):
-            if c._mask < _HAS_OPS:
-                continue
-            if type(c) is Call and type(c.op) is Op:  # an external use
-                cons[c] = _EXTERNAL
-            if c not in seen:
-                push(c)
-    if type(body) is Call and type(body.op) is Op:
-        cons[body] = _EXTERNAL
-    calls = [n for n in work if type(n) is Call and type(n.op) is Op] if others else work
-    return work, calls, cons
-
-
 _id_of = operator.attrgetter("id")
 
 #: A summary mask with an operator bit is at least this (a comparison, not a shift: no new int).
 _HAS_OPS = 1 << OP_BIT0
+_TUPLES = F_TUPLE | F_GETITEM
 
 #: The stack marker of the walk: the node just below it is emitted when it is popped.
 _DONE: Any = object()

@@ -61,8 +61,8 @@ class _FillRetTypes(Rewriter):
         return bool(node._mask & F_FUNC)
 
     def visit_Function(self, f: Function) -> Expr:
-        if f.ret_type is not None:
-            return f
+        if f.ret_type is not None or any(p.type_annotation is None for p in f.params):
+            return f  # (a match clause's function: its pattern variables are typed by the match)
         # The original was typed in its context (the module's cache holds the
         # types of nodes below untyped let variables).
         ft: FuncType = self.types.type_of(self.original)  # type: ignore[assignment]

@@ -21,9 +21,18 @@ Each call ``@f(args)`` of an ``Inline=1`` function becomes a copy of ``f``'s
 body with the parameters replaced by the arguments (variables bound inside the
 body are renamed, deterministically, per call site).  Inline functions that
 call other inline functions are inlined callees first; inline functions on a
-call cycle cannot be inlined and are left alone.  Afterwards, inline functions
-no longer referenced from the other functions are removed (``main`` is never
-removed).
+call cycle cannot be inlined and are left alone.  As in TVM, a function with a
+``Compiler`` or ``Extern`` attribute (compiled by an external code generator) is
+not expanded: its calls call the function literal instead (``fn (...) {...}(args)``),
+and so does any other reference to an inline function (one used as a value,
+``(if (%p) { @f } else { @g })()``).  Afterwards, the inline functions that were
+referenced from other functions and no longer are, are removed; an inline
+function no other function refers to is an entry and stays (as in TVM: inlining
+never empties a module), and so do ``main`` and the functions on a call cycle.
+
+Unlike TVM, an inline function that calls a function that is not inline is
+inlined all the same (its copies call that function); TVM inlines only leaves of
+the call graph.
 
 Lineage: each copied node is the callee body node it copies instantiated at
 the call (an instance edge, :func:`~pyir.ir.lineage.derive_at`): ``find`` on a node
@@ -41,11 +50,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..ir.adt import F_REF
 from ..ir.expr import Call, Expr, Function, GlobalVar
 from ..ir.lineage import current_recorder
 from ..ir.module import Module
 from ..ir.node import F_GLOBAL, Node, gc_paused
 from ..ir.traverse import global_vars
+from ..rewrite.functor import Rewriter
 from .base import ModulePass
 from .common import expand_calls, replace_body
 
@@ -56,20 +67,52 @@ def _no_global(n: Node) -> bool:
     return not n._mask & F_GLOBAL
 
 
-def _inline_calls(expr: Expr, bodies: dict[str, Function], expanded: set[str]) -> Expr:
-    """``expr`` with every call of a function of ``bodies`` (by name) expanded; the names of
-    the functions expanded are added to ``expanded``."""
+def _external(f: Function) -> bool:
+    """``f`` is compiled by an external code generator (``Compiler`` or ``Extern``): it is
+    inlined as a function literal, not expanded."""
+    return bool(f.attrs.get("Compiler") or f.attrs.get("Extern"))
+
+
+class _Literals(Rewriter):
+    """Each reference to a function of ``funcs`` (by name) that is left becomes the function
+    itself: a call of an external function, or a function used as a value."""
+
+    def __init__(self, funcs: dict[str, Function], used: set[str]) -> None:
+        super().__init__()
+        self.funcs = funcs
+        self.used = used
+
+    def should_visit(self, node: Node) -> bool:
+        return bool(node._mask & F_GLOBAL)
+
+    def visit_GlobalVar(self, gv: GlobalVar) -> Expr:
+        f = self.funcs.get(gv.name_hint)
+        if f is None:
+            return gv
+        self.used.add(gv.name_hint)
+        return f
+
+
+def _inline_calls(expr: Expr, ready: dict[str, Function], expanded: set[str], literal: set[str]) -> Expr:
+    """``expr`` with every call of a function of ``ready`` (by name) expanded, but of an
+    external one, which like every other reference left to a function of ``ready`` becomes
+    the function literal.  The names of the functions expanded are added to ``expanded``,
+    those placed as literals to ``literal``."""
 
     def callee(call: Call, memo: dict[Node, Any]) -> Function | None:
         op = call.op
         if type(op) is not GlobalVar:
             return None
-        f = bodies.get(op.name_hint)
-        if f is not None:
-            expanded.add(op.name_hint)
+        f = ready.get(op.name_hint)
+        if f is None or _external(f):
+            return None
+        expanded.add(op.name_hint)
         return f
 
-    return expand_calls(expr, callee, _no_global)
+    out = expand_calls(expr, callee, _no_global)
+    if out._mask & F_GLOBAL:
+        out = _Literals(ready, literal).visit(out)
+    return out
 
 
 def _walk_into(seen: set[Node], roots: list[Function], ids: list[bytes] | None) -> None:
@@ -96,19 +139,24 @@ class Inline(ModulePass):
     """Inline every function whose attributes mark it ``Inline=1`` (see the module docstring)."""
 
     def run(self, mod: Module) -> Module:
-        inline = {n for n, f in mod.items() if f.attrs.get("Inline")}
+        # (a function with reference operations is not inlined: its copies at two calls with the
+        # same arguments would be one hash-consed node, one effect where there were two)
+        inline = {n for n, f in mod.items() if f.attrs.get("Inline") and not f.body._mask & F_REF}
         if not inline:
             return mod
+        # Functions no other function refers to are entries: they stay, as in TVM.
+        referenced = {g.name_hint for n, f in mod.items() for g in global_vars(f) if g.name_hint != n}
         with gc_paused():
             into: dict[str, set[str]] = {}  # inline function -> the functions it was expanded in
-            ready = self._inlined_callees(mod, inline, into)
+            literal: set[str] = set()  # inline functions placed as function literals
+            ready = self._inlined_callees(mod, inline, into, literal)
             updates: dict[str, Function | None] = {}
             for name, f in mod.items():
                 if name in ready:
                     nf = ready[name]
                 elif f.body._mask & F_GLOBAL:
                     expanded: set[str] = set()
-                    nf = replace_body(f, _inline_calls(f.body, ready, expanded))
+                    nf = replace_body(f, _inline_calls(f.body, ready, expanded, literal))
                     for e in expanded:
                         into.setdefault(e, set()).add(name)
                 else:
@@ -116,13 +164,14 @@ class Inline(ModulePass):
                 if nf is not f:
                     updates[name] = nf
         funcs = {n: updates.get(n) or f for n, f in mod.items()}
-        removed = self._unreferenced(funcs, inline)
+        keep = (inline - referenced) | (inline - set(ready))  # entries, and functions on a cycle
+        removed = self._unreferenced(funcs, inline - keep)
         if removed:
             for name in removed:
                 updates[name] = None
             rec = current_recorder()
             if rec is not None:
-                self._eliminate(mod, funcs, set(removed), into, rec.removed)
+                self._eliminate(mod, funcs, set(removed) - literal, into, rec.removed)
         return mod.with_functions(updates) if updates else mod
 
     @staticmethod
@@ -157,7 +206,8 @@ class Inline(ModulePass):
             _walk_into(seen, dead, out)
 
     @staticmethod
-    def _inlined_callees(mod: Module, inline: set[str], into: dict[str, set[str]]) -> dict[str, Function]:
+    def _inlined_callees(mod: Module, inline: set[str], into: dict[str, set[str]],
+                         literal: set[str]) -> dict[str, Function]:
         """Inline functions (not on a call cycle) with their own inline calls inlined, callees first."""
         calls = {n: {g.name_hint for g in global_vars(mod[n].body)} & inline for n in inline}
         # Functions on a cycle of inline calls (or calling one) cannot be inlined.
@@ -199,7 +249,7 @@ class Inline(ModulePass):
             f = mod[n]
             if calls[n]:
                 expanded: set[str] = set()
-                f = replace_body(f, _inline_calls(f.body, ready, expanded))
+                f = replace_body(f, _inline_calls(f.body, ready, expanded, literal))
                 for e in expanded:
                     into.setdefault(e, set()).add(n)
             ready[n] = f
@@ -207,7 +257,7 @@ class Inline(ModulePass):
 
     @staticmethod
     def _unreferenced(funcs: dict[str, Function], inline: set[str]) -> list[str]:
-        """Inline functions not reachable from the other functions of the module."""
+        """The functions of ``inline`` not reachable from the other functions of the module."""
         seen = {n for n in funcs if n not in inline or n == "main"}
         stack = list(seen)
         while stack:

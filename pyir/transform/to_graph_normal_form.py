@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
+from ..ir.adt import F_REF
 from ..ir.expr import Function
 from ..ir.lineage import derive, eliminate
 from ..ir.module import Module
@@ -46,6 +47,8 @@ class ToGraphNormalForm(FunctionPass):
 
     def transform_function(self, func: Function, mod: Module, name: str) -> Function:
         """``func`` without lets (the same object when it has none)."""
+        if func.body._mask & F_REF:
+            return func  # references: their lets order effects, which a graph does not
         with gc_paused():
             dropped: list[Node] = []
             body, g = graph_form(func.body, dropped=dropped)

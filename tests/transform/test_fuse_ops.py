@@ -12,8 +12,14 @@ from pyir.analysis.interp import evaluate
 from pyir.errors import PassError
 from pyir.ir.expr import Call, Function, Op
 from pyir.testing import check_pass, elementwise_chain, programs, random_inputs, resnet, transformer_block
+from pyir.transform import PassContext
 from pyir.transform.defuse_ops import DefuseOps
 from pyir.transform.fuse_ops import FuseOps
+
+
+def pass_context(config: dict, opt_level: int | None = None) -> PassContext:
+    """TVM's ``PassContext(opt_level=, config=)``."""
+    return PassContext(opt_level=opt_level, config=config)
 
 
 def _fused(mod: pyir.Module) -> list[Function]:
@@ -82,14 +88,17 @@ def test_resnet_groups_without_batch_norm():
 
 
 def test_resnet_groups_with_batch_norm():
-    """batch_norm is opaque: conv2d, batch_norm and relu are alone; TupleGetItem stays in main."""
+    """batch_norm is opaque: conv2d and batch_norm are alone; the item ``.0`` of its result is
+    injective and joins the group after it (as TVM: the tuple becomes a parameter)."""
     out = FuseOps()(resnet(2))
     groups = [_ops(f) for f in _fused(out)]
     assert groups.count(["nn.batch_norm"]) == 5
     assert groups.count(["nn.conv2d"]) == 5
     assert groups.count(["add", "nn.relu"]) == 2
-    assert any(type(n) is pyir.TupleGetItem for n in pyir.post_order(out["main"].body,
-                                                                    stop=lambda n: type(n) is Function))
+    assert not any(type(n) is pyir.TupleGetItem for n in pyir.post_order(out["main"].body,
+                                                                        stop=lambda n: type(n) is Function))
+    item_groups = [f for f in _fused(out) if type(f.body.args[0]) is pyir.TupleGetItem]
+    assert item_groups and all(type(f.params[0].type_annotation) is pyir.TupleType for f in item_groups)
 
 
 def test_shared_node_is_group_boundary():
@@ -108,12 +117,17 @@ def test_diamond_fuses_into_one_group():
     assert [sorted(_ops(f)) for f in _fused(out)] == [["add", "exp", "nn.relu", "tanh"]]
 
 
-def test_reduce_takes_injective_producers_not_consumers():
-    """A reduction fuses its elementwise/injective producers; its consumers start a new group."""
+def test_reduce_takes_elementwise_producers_not_injective_ones():
+    """As TVM: an elementwise producer joins a reduction (its path condition allows a reduce at
+    the sink), an injective one does not (every node of its path, the sink too, must be
+    injective); the reduction's consumers start a new group."""
     x = pyir.var("x", shape=(2, 3))
     y = op.nn.relu(op.sum(op.transpose(op.exp(x)), axis=0))
     out = FuseOps()(pyir.Module.from_expr(y))
-    assert sorted(_ops(f) for f in _fused(out)) == [["exp", "transpose", "sum"], ["nn.relu"]]
+    assert sorted(_ops(f) for f in _fused(out)) == [["exp", "transpose"], ["nn.relu"], ["sum"]]
+    y = op.nn.relu(op.sum(op.exp(x), axis=0))
+    out = FuseOps()(pyir.Module.from_expr(y))
+    assert sorted(_ops(f) for f in _fused(out)) == [["exp", "sum"], ["nn.relu"]]
 
 
 def test_fuse_opt_level_zero_and_max_depth():
@@ -126,13 +140,21 @@ def test_fuse_opt_level_zero_and_max_depth():
         FuseOps(max_fuse_depth=0)
 
 
-def test_constants_stay_inline_and_params_are_typed():
-    """Constants stay in fused bodies; free inputs become parameters annotated with their types."""
-    out = FuseOps()(resnet(1, batch_norm=False))
+def test_constants_become_parameters_unless_linked_and_params_are_typed():
+    """As TVM: a constant other than a simple scalar becomes a parameter of its group (the
+    weights here), unless ``link_params``; free inputs become parameters annotated with
+    their types."""
+    m = resnet(1, batch_norm=False)
+    out = FuseOps()(m)
     for f in _fused(out):
         assert all(p.type_annotation is not None for p in f.params)
         assert all(type(p) is pyir.Var for p in f.params)
-    assert len(_fused(out)[0].params) == 1  # data only: weights are constants
+    assert len(_fused(out)[0].params) == 3  # data, weight, bias
+    linked = FuseOps(link_params=True)(m)
+    assert len(_fused(linked)[0].params) == 1  # data only: weights and bias stay inline
+    with pass_context({"relay.FuseOps.link_params": True}):
+        assert FuseOps()(m)["main"] is linked["main"]
+    assert DefuseOps()(out)["main"] is DefuseOps()(linked)["main"] is m["main"]
 
 
 def test_deterministic_functions():
@@ -297,3 +319,15 @@ def test_shared_structure_with_other_parameter_types_is_not_shared():
     assert len(subs) == 2 and subs[0] is not subs[1]
     assert subs[0].params[0] is not subs[1].params[0]
     pyir.Module({"main": out["main"]})  # the binder check passes
+
+
+def test_parameters_in_tvm_order():
+    """Parameters are numbered as TVM's FuseOps does, depth first from the group's root with
+    operands left to right: here the free input of the add comes before the exp's."""
+    x, y = pyir.var("x", shape=(4,)), pyir.var("y", shape=(4,))
+    out = FuseOps()(pyir.Module.from_expr(op.add(y, op.exp(x))))
+    (f,) = _fused(out)
+    p0, p1 = f.params
+    assert f.body.args[0] is p0 and f.body.args[1].args[0] is p1
+    assert out["main"].body.args == (y, x)
+    assert DefuseOps()(out)["main"].body is op.add(y, op.exp(x))

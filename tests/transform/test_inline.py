@@ -163,22 +163,23 @@ def test_inline_removed_ids_and_copy_lineage_with_lets():
     _same_values(mod, out)
 
 
-def test_removed_function_inlined_nowhere_is_eliminated_node_by_node():
-    """An inline function only called from another inline function that nothing calls: both
-    are removed without a copy in the output, so their nodes no kept function reaches are
-    eliminated (find is empty, history ends with the elimination)."""
+def test_uncalled_inline_function_is_an_entry_and_stays():
+    """An inline function only called from another inline function that nothing calls: the
+    uncalled one is an entry and stays (as in TVM), with the other expanded into it; the
+    expanded one is removed, and only its function node and parameter are eliminated (its
+    body lives on in the copy: find returns it)."""
     a = pyir.var("a", shape=(4,))
     b = pyir.var("b", shape=(4,))
     inner = Function([a], op.exp(a), attrs={"Inline": 1})
     outer = Function([b], op.tanh(Call(GlobalVar("inner"), [b])), attrs={"Inline": 1})
     x = pyir.var("x", shape=(4,))
     m = pyir.Module({"main": Function([x], op.nn.relu(x)), "inner": inner, "outer": outer})
-    out = Inline()(m)
-    assert out.names() == ["main"]
+    out = pyir.testing.check_pass(Inline(), m)
+    assert out.names() == ["main", "outer"]
+    assert out["outer"].body is op.tanh(op.exp(b))
     rec = out.pass_records[-1]
-    expected = {n.id for n in pyir.post_order([inner, outer])}
-    assert rec.removed == frozenset(expected)
-    assert out.find(inner.body) == [] and out.history(inner.body)[-1].after is None
+    assert rec.removed == frozenset({inner.id, a.id})
+    assert out.find(inner.body) == [op.exp(b)]
 
 
 def test_copies_derive_from_the_callee_nodes_at_their_site():
