@@ -28,7 +28,7 @@ HERE = Path(__file__).parent / "relay"
 _HEAD = re.compile(r"^// ---- (\S+) (\S+)(?: (.*))?$", re.M)
 
 # Floors: how many of our programs parse + type-check + round-trip (all of them today).
-FLOOR_OK = 84
+FLOOR_OK = 85
 FLOOR_ERRORS = 22
 FLOOR_PRINTED = 7
 

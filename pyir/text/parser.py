@@ -1518,7 +1518,11 @@ class Parser:
                 self.advance()
             else:
                 raise self.expected("'=>' after a pattern")
-            body = yield from self.value()
+            k, s, _ = self.tok
+            if k == "BIND" or (k == "IDENT" and (s == "let" or s == "free_var")):
+                body = yield self.body()  # TVM: ``P => %0 = e; f(%0),`` (statements up to the ',')
+            else:
+                body = yield from self.value()
             self.unbind(undo)
             clauses.append(self.build(Clause, cp, pat, body, [v for _, v in pvars]))
             if self.parse_optional_token("COMMA") is None:
