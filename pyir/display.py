@@ -454,29 +454,81 @@ def _side_by_side(a: list[str], b: list[str], context: int = 3) -> str:
             + "".join(rows) + "</tbody></table>")
 
 
+_DIFF_CLASS = {"same": "", "changed": "chg", "removed": "del", "added": "ins"}
+
+
+def aligned_html(rows: list[Any], *, context: int = 2, open_hunks: int = 8, max_rows: int = 400) -> str:
+    """Side-by-side HTML of :meth:`~pyir.analysis.diff.Diff.aligned` rows: only the changed
+    lines are coloured, each hunk with ``context`` unchanged lines around it; the first
+    ``open_hunks`` hunks are shown, the others folded in a ``<details>``; at most ``max_rows``
+    rows in all (the rest counted), so a large diff stays small."""
+    changed = [i for i, r in enumerate(rows) if r[0] != "same"]
+    if not changed:
+        return _note("no line changed (only numbering)")
+    hunks: list[tuple[int, int]] = []
+    for i in changed:
+        lo, hi = max(0, i - context), min(len(rows), i + context + 1)
+        if hunks and lo <= hunks[-1][1]:
+            hunks[-1] = (hunks[-1][0], max(hunks[-1][1], hi))
+        else:
+            hunks.append((lo, hi))
+    budget = max_rows
+    shown: list[str] = []
+    folded: list[str] = []
+    left = 0
+    for h, (lo, hi) in enumerate(hunks):
+        if budget <= 0:
+            left += sum(1 for i in range(lo, hi) if rows[i][0] != "same")
+            continue
+        body = []
+        for st, na, ta, nb, tb in rows[lo:min(hi, lo + budget)]:
+            c = _DIFF_CLASS[st]
+            ca = c if ta is not None else ""
+            cb = c if tb is not None else ""
+            body.append(f'<tr><td class="id">{na or ""}</td><td class="code {ca}">{highlight(ta or "")}'
+                        f'</td><td class="id">{nb or ""}</td><td class="code {cb}">{highlight(tb or "")}'
+                        "</td></tr>")
+        if hi > lo + budget:  # this hunk is cut: count what is not shown
+            left += sum(1 for i in range(lo + budget, hi) if rows[i][0] != "same")
+        budget -= hi - lo
+        (shown if h < open_hunks else folded).append("".join(body))
+    head = "<table><thead><tr><th></th><th>before</th><th></th><th>after</th></tr></thead><tbody>"
+    sep = '<tr><td colspan="4" class="note">…</td></tr>'
+    out = head + sep.join(shown) + "</tbody></table>"
+    if folded:
+        out += (f"<details><summary>{len(folded)} more hunk(s)</summary>{head}{sep.join(folded)}"
+                "</tbody></table></details>")
+    if left:
+        out += _note(f"... {left} more changed line(s) not shown (max_rows={max_rows})")
+    return out
+
+
 def diff_html(d: Any, *, max_nodes: int = 50) -> str:
-    """HTML for a :class:`~pyir.analysis.diff.Diff`: summary, side-by-side changed
-    lines, new nodes with origins."""
+    """HTML for a :class:`~pyir.analysis.diff.Diff`: summary, the printed lines side by side
+    aligned by lineage (:func:`aligned_html`: only what changed coloured, bounded), new nodes
+    with origins and removed nodes (folded)."""
     parts = [f"<pre>{_esc(d.summary())}</pre>"]
     after = d.after if isinstance(d.after, Module) else None
     with_lineage = after is not None and len(after.pass_records) > 0
     for name in [*d.removed, *d.added, *d.changed]:
         fd = d.functions[name]
-        a, b = d.text_pair(name)
-        inner = _side_by_side(a, b)
+        inner = aligned_html(d.aligned(name))
         rows = []
         for n in fd.new[:max_nodes]:
             hx = n.id.hex()
             cell = f'<span class="id" title="{hx}">#{hx[:8]}</span>'
             origin = ""
             if with_lineage:
-                origin = " ".join(_idref(o, d.before) for o in sorted(after.origins(n)))  # type: ignore[union-attr]
+                os_ = sorted(after.origins(n))  # type: ignore[union-attr]
+                origin = " ".join(_idref(o, d.before) for o in os_[:8])
+                if len(os_) > 8:
+                    origin += f" (+{len(os_) - 8} more)"
             rows.append((cell, _esc(short_repr(n)), origin))
         if rows:
             hdr = ["new node", "summary", "origins"] if with_lineage else ["new node", "summary", ""]
-            inner += table_html(hdr, rows, raw=True)
-            if len(fd.new) > max_nodes:
-                inner += _note(f"... {len(fd.new) - max_nodes} more new node(s)")
+            more = _note(f"... {len(fd.new) - max_nodes} more new node(s)") if len(fd.new) > max_nodes else ""
+            inner += (f"<details><summary>new nodes ({len(fd.new)})</summary>"
+                      f"{table_html(hdr, rows, raw=True)}{more}</details>")
         if fd.removed:
             rem = [(f'<span class="id" id="pyir-{n.id.hex()[:12]}" title="{n.id.hex()}">'
                     f"#{n.id.hex()[:8]}</span>", _esc(short_repr(n))) for n in fd.removed[:max_nodes]]

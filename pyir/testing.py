@@ -19,7 +19,7 @@ examples and benchmarks (and for users testing their own passes).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -359,13 +359,38 @@ def check_pass(pass_: Any, mod: Module, *, idempotent: bool = True, lineage: boo
                 orig = out.origins(n, since=len(mod.pass_records))
                 if not orig or not orig <= input_ids:
                     raise AssertionError(f"{pass_.name}: {n!r} has no origins, or origins outside the input")
-        _check_forward_lineage(pass_.name, mod, out, {n.id for n in out_nodes})
+        _check_forward_lineage(pass_.name, mod, out, {n.id for n in out_nodes},
+                               lambda: _intermediate_var_ids(pass_, mod))
     if idempotent and pass_(out) is not out:
         raise AssertionError(f"{pass_.name} is not idempotent here")
     return out
 
 
-def _check_forward_lineage(name: str, mod: Module, out: Module, out_ids: set[bytes]) -> None:
+def _intermediate_var_ids(pass_: Any, mod: Module) -> set[bytes]:
+    """The ids of the variables of every module a pipeline makes on its way (its passes run
+    one by one again): lineage that reaches a variable ends there, in any intermediate module
+    too (``x + 0 -> %p`` inside a fused function whose ``%p`` DefuseOps then substitutes)."""
+    from .ir.traverse import post_order
+    from .transform.base import Sequential
+
+    out: set[bytes] = set()
+    todo = [pass_]
+    flat = []
+    while todo:
+        p = todo.pop()
+        if isinstance(p, Sequential):
+            todo.extend(reversed(p.passes))
+        else:
+            flat.append(p)
+    m = mod
+    for p in flat:
+        m = p(m)
+        out.update(n.id for n in post_order(list(m.functions().values())) if type(n) is Var)
+    return out
+
+
+def _check_forward_lineage(name: str, mod: Module, out: Module, out_ids: set[bytes],
+                           intermediate_vars: Callable[[], set[bytes]] | None = None) -> None:
     """Every expression node of ``mod`` (variables and operators aside) is in ``out``, is found
     again in it through the pass's records (a call site counts as found in the copies made
     at it, which derive from it AND the callee), or was eliminated by one of them.  A let or a
@@ -387,8 +412,10 @@ def _check_forward_lineage(name: str, mod: Module, out: Module, out_ids: set[byt
         if type(n) in skip or n.id in out_ids or n.id in removed:
             continue
         cur: dict[bytes, bool] = {n.id: True}
+        trail: set[bytes] = set()  # every id it became on the way
         gone = False
         for rec in recs:
+            trail.update(cur)
             if rec.removed and not rec.removed.isdisjoint(cur):
                 gone = True  # it, or what it became in an earlier record, was eliminated here
             by_site = rec._qfwd()[3]
@@ -401,6 +428,12 @@ def _check_forward_lineage(name: str, mod: Module, out: Module, out_ids: set[byt
                 gone = True  # what it became within this record was eliminated by it
         if gone or any(i in out_ids or i in var_ids for i in cur):
             continue
+        trail.update(cur)
+        if intermediate_vars is not None:  # the failure path only: re-run the pipeline once
+            var_ids |= intermediate_vars()
+            intermediate_vars = None
+            if not trail.isdisjoint(var_ids):
+                continue
         raise AssertionError(f"{name}: {n!r} of the input is neither in the output, nor found again "
                              "in it, nor eliminated (a rewrite consumed it without recording lineage)")
 

@@ -73,7 +73,8 @@ _PATTERNS = {
     "avg_pool2d": OpPattern.OUT_ELEMWISE_FUSABLE, "global_avg_pool2d": OpPattern.OUT_ELEMWISE_FUSABLE,
     "global_max_pool2d": OpPattern.OUT_ELEMWISE_FUSABLE, "batch_norm": OpPattern.OPAQUE,
     "layer_norm": OpPattern.OPAQUE, "lrn": OpPattern.OPAQUE, "dense": OpPattern.OUT_ELEMWISE_FUSABLE,
-    "bias_add": OpPattern.BROADCAST, "softmax": OpPattern.OUT_ELEMWISE_FUSABLE, "log_softmax": OpPattern.OUT_ELEMWISE_FUSABLE,  # as TVM
+    "bias_add": OpPattern.BROADCAST,
+    "softmax": OpPattern.OUT_ELEMWISE_FUSABLE, "log_softmax": OpPattern.OUT_ELEMWISE_FUSABLE,  # as TVM
     "dropout": OpPattern.OPAQUE, "batch_flatten": OpPattern.INJECTIVE, "pad": OpPattern.INJECTIVE,
     "batch_matmul": OpPattern.OUT_ELEMWISE_FUSABLE, "upsampling": OpPattern.INJECTIVE,
     "upsampling3d": OpPattern.INJECTIVE,

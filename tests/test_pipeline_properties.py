@@ -84,3 +84,16 @@ def test_basic_block_normal_form_leaves_a_conv_module_untouched():
 def test_remaining_passes_survive_the_deep_chain(p, deep_chain):
     """Passes without a deep test of their own take the 10^6-deep chain (nothing to change)."""
     assert p(deep_chain) is deep_chain
+
+
+def test_lineage_ending_in_a_substituted_parameter():
+    """Hypothesis found it: FuseOps -> SimplifyExpr -> DefuseOps on ``x + 0f``.  SimplifyExpr
+    rewrites the fused body ``%p + 0f`` to ``%p`` (the constant's lineage ends in the variable),
+    then DefuseOps substitutes the argument for ``%p``: the constant was consumed into a
+    variable, which the forward lineage check accepts in intermediate modules too."""
+    x = pyir.var("p0", shape=(4,))
+    c = pyir.const(np.float32(0.0))
+    for body in (pyir.op.add(x, c), pyir.op.nn.relu(pyir.op.add(x, c))):
+        mod = pyir.Module.from_expr(body)
+        out = check_pass(Sequential([FuseOps(), SimplifyExpr(), DefuseOps()]), mod, idempotent=False)
+        assert out["main"].body is (x if body.op is pyir.Op("add") else pyir.op.nn.relu(x))

@@ -261,8 +261,9 @@ class Diff:
         """Rows ``(status, before line no, before text, after line no, after text)`` of function
         ``name``'s printed text, aligned by node rather than by text: a line printing a node
         both versions share is ``"same"`` (even when its ``%N`` numbers moved), a line of a
-        paired old/new node (:meth:`pairs`) is ``"changed"``, the others ``"removed"`` or
-        ``"added"``.  Line numbers count from 1."""
+        paired old/new node (:meth:`pairs`) is ``"changed"`` when its text differs beyond the
+        numbers (else ``"same"``: only something upstream changed), the others ``"removed"``
+        or ``"added"``.  Line numbers count from 1."""
         fd = self.functions[name]
         a_text, a_nodes = _lines_with_nodes(fd.before, name)
         b_text, b_nodes = _lines_with_nodes(fd.after, name)
@@ -286,7 +287,10 @@ class Diff:
         for tag, i1, i2, j1, j2 in sm.get_opcodes():
             if tag == "equal":
                 for i, j in zip(range(i1, i2), range(j1, j2)):
-                    st = "changed" if ak[i][0] == "p" else "same"
+                    # a new version of a node printed alike (only its inputs' numbers moved) is the
+                    # same line: the change is where the text differs, not everything downstream
+                    st = "changed" if ak[i][0] == "p" and _RENUMBER.sub("%_", a_text[i]) != \
+                        _RENUMBER.sub("%_", b_text[j]) else "same"
                     rows.append((st, i + 1, a_text[i], j + 1, b_text[j]))
                 continue
             for i in range(i1, i2):
@@ -354,7 +358,7 @@ def _type_text(t: Any) -> str:
     return s if len(s) <= _LIMIT else s[:_LIMIT] + "..."
 
 
-_RENUMBER = re.compile(r"%\d+")
+_RENUMBER = re.compile(r"%\d+|meta\[[\w.]*Constant\]\[\d+\]")
 
 
 def _signature(n: Node) -> tuple[Any, ...]:
