@@ -289,17 +289,23 @@ def test_deep_chain() -> None:
 
 
 def test_expression_form() -> None:
-    """parse_expr reads astext(expr); free variables become fresh untyped Vars, one per name."""
+    """parse_expr reads astext(expr): its free variables are declared (``free_var %x: T;``, as
+    in TVM); an undeclared %name is an error unless free_vars=True (fresh untyped Vars)."""
     x = var("x", shape=(2,))
     e = op.add(op.nn.relu(x), Let(Var("t"), op.exp(x), op.multiply(x, const(2.0))))
     text = astext(e)
+    assert text.startswith("free_var %x: Tensor[(2), float32];\n")
     back = parse_expr(text)
     assert astext(back) == text
     fv = pyir.free_vars(back)
-    assert [v.name_hint for v in fv] == ["x"] and fv[0].type_annotation is None
-    assert alpha_equal(e, parse_expr(text, {"x": x}))
+    assert [v.name_hint for v in fv] == ["x"] and fv[0].type_annotation == x.type_annotation
+    assert pyir.alpha_equal(e, back, map_free_vars=True) and not pyir.alpha_equal(e, back)
+    assert alpha_equal(e, parse_expr(text, {"x": x}))  # env wins over the declaration
+    body = text.split("\n", 1)[1]
     with pytest.raises(ParseError, match="undefined variable %x"):
-        parse_expr(text, free_vars=False)
+        parse_expr(body)
+    loose = parse_expr(body, free_vars=True)
+    assert [v.type_annotation for v in pyir.free_vars(loose)] == [None]
     f = Function([x], e, None, {"Primitive": 1})
     assert alpha_equal(f, parse_expr(astext(f)))
 
@@ -605,7 +611,7 @@ def test_odd_names_round_trip() -> None:
 
 def test_quoted_and_plain_names_meet_only_when_the_same() -> None:
     """issue 10 item 5: %"x" is %x; %"0" is not the binding %0; %"a.0" is not element 0 of %a."""
-    e = parse_expr('%0 = (%"0", %x); (%0, %"x", %"a.0", %a.0)')
+    e = parse_expr('%0 = (%"0", %x); (%0, %"x", %"a.0", %a.0)', free_vars=True)
     fields = e.fields
     assert fields[1] is fields[0].fields[1]
     assert fields[0].fields[0].name_hint == "0" and fields[0].fields[0] is not fields[0]
@@ -657,7 +663,7 @@ def test_bad_hex_bit_patterns_are_parse_errors(text: str) -> None:
 def test_long_dotted_names_parse_in_linear_time() -> None:
     """issue 10 item 18: ``%a.0.0...`` with 3*10^5 indices parses quickly (was quadratic)."""
     n = 300_000
-    e = parse_expr("%a" + ".0" * n)
+    e = parse_expr("%a" + ".0" * n, free_vars=True)
     for _ in range(n):
         assert type(e) is TupleGetItem and e.index == 0
         e = e.tuple_value
@@ -666,7 +672,7 @@ def test_long_dotted_names_parse_in_linear_time() -> None:
     # otherwise every trailing number is an index (the printer quotes such names)
     a = Var("a.1", TupleType([T]))
     assert parse_expr("%a.1", env={"a.1": a}) is a
-    e2 = parse_expr("%a.1.0", env={"a.1": a})
+    e2 = parse_expr("%a.1.0", env={"a.1": a}, free_vars=True)
     assert type(e2.tuple_value) is TupleGetItem and e2.tuple_value.tuple_value.name_hint == "a"
     # the same for globals: element indices of @g
     g = parse_expr("@g" + ".1" * 1000)
@@ -736,7 +742,7 @@ def test_alias_declarations_and_references() -> None:
                 "def @g(%y: $c) { %y }\n")
     assert two["g"].params[0].type_annotation is FuncType([a], a)
     assert "$" not in two.astext()
-    e = parse_expr("type $a = Tensor[(2), float32];\nlet %v: ($a,) = (%x,);\n%v")
+    e = parse_expr("type $a = Tensor[(2), float32];\nlet %v: ($a,) = (%x,);\n%v", free_vars=True)
     assert e.var.type_annotation is TupleType([a])
     ft = parse_type("type $a = Tensor[(2), float32];\nfn ($a) -> ($a, $a)")
     assert ft is FuncType([a], TupleType([a, a]))

@@ -74,7 +74,7 @@ def test_text_and_formats() -> None:
                  pickle.loads(pickle.dumps(mod))):
         assert back["main"] is mod["main"]
     with pytest.raises(pyir.ParseError, match="ref_write takes 2 argument"):
-        pyir.parse_expr("ref_write(%x)")
+        pyir.parse_expr("ref_write(%x)", free_vars=True)
 
 
 def test_passes_keep_effects() -> None:

@@ -103,6 +103,11 @@ MAX_NESTING = 200
 """Maximum depth of inline nesting (parentheses, brackets, types); blocks are unbounded."""
 
 _STRING = r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+# ``/* ... */`` comments nest (as in TVM's Relay parser), up to _COMMENT_DEPTH levels
+_COMMENT_DEPTH = 4
+_COMMENT = r"/\*(?:[^/*]++|/(?!\*)|\*(?!/))*+\*/"
+for _ in range(_COMMENT_DEPTH - 1):
+    _COMMENT = r"/\*(?:[^/*]++|/(?!\*)|\*(?!/)|" + _COMMENT + r")*+\*/"
 _PLAIN_NUM = r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 # One alternative per token kind, tried in order (frequent and compound kinds first).  Compound
 # tokens (BIND ``%0 =``, CALLEE ``nn.relu(``, KEY ``axis=``, NUMLIST ``[1, 1]``, TENSOR
@@ -110,7 +115,7 @@ _PLAIN_NUM = r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 # not match (e.g. a comment inside), the text lexes into the basic tokens, which the parser
 # accepts as well.
 _TOKEN_RE = re.compile(
-    r"(?:\s+|//[^\n]*|/\*.*?\*/)*+"  # whitespace and comments before the token (possessive)
+    r"(?:\s+|//[^\n]*|" + _COMMENT + r")*+"  # whitespace and comments before the token (possessive)
     r"(?:(?P<COMMA>,)|(?P<RP>\))|(?P<SEMI>;)"
     r"|(?P<BIND>%(?:[A-Za-z0-9_.]+|" + _STRING + r")[ \t]*=(?![=>]))"
     r"|(?P<LOCAL>%(?:[A-Za-z0-9_.]+|" + _STRING + r"))"
@@ -118,17 +123,19 @@ _TOKEN_RE = re.compile(
     r"|(?P<CALLEE>(?!(?:fn|if|else|let|def|meta|tensor|Tensor|True|False|None)\()"
     r"[A-Za-z_][A-Za-z0-9_.]*\()"
     r"|(?P<KEY>(?:[A-Za-z_][A-Za-z0-9_]*|" + _STRING + r")[ \t]*=(?![=>]))"
-    r"|(?P<META>meta\[[A-Za-z_][A-Za-z0-9_]*\]\[[0-9]+\])"
+    r"|(?P<META>meta\[[A-Za-z_][A-Za-z0-9_.]*\]\[[0-9]+\])"
     r"|(?P<NUMLIST>\[\s*(?:" + _PLAIN_NUM + r"(?:\s*,\s*" + _PLAIN_NUM + r")*\s*)?\])"
     r"|(?P<NUM>-?(?:0[xX][0-9A-Fa-f]+|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf(?![A-Za-z0-9_.])|nan(?![A-Za-z0-9_.]))"
     r"(?:[A-Za-z_][A-Za-z0-9_]*)?)"
     r"|(?P<IDENT>[A-Za-z_][A-Za-z0-9_.]*)"
     r"|(?P<GLOBAL>@(?:[A-Za-z_][A-Za-z0-9_.]*|" + _STRING + r"))"
     r"|(?P<ALIAS>\$[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<CMP>==|!=|<=|>=|<|>)|(?P<SLASH>/(?!\*))"
     r"|(?P<LP>\()|(?P<EQ>=)|(?P<LB>\[)|(?P<RB>\])"
     r"|(?P<LC>\{)|(?P<RC>\})|(?P<COLON>:)|(?P<ARROW>->)|(?P<DOT>\.)"
     r"|(?P<STR>" + _STRING + r")"
     r"|(?P<METASEC>\#\[metadata\])"
+    r"|(?P<VERSION>\#\[version[ \t]*=[ \t]*" + _STRING + r"[ \t]*\])"
     r"|(?P<QMARK>\?)|(?P<STAR>\*)|(?P<PLUS>\+)|(?P<MINUS>-)"
     r"|(?P<EOF>\Z)"
     r"|(?P<BADCOMMENT>/\*)"
@@ -157,15 +164,21 @@ _DESCR = {"LP": "'('", "RP": "')'", "COMMA": "','", "SEMI": "';'", "EQ": "'='", 
           "STR": "a string", "META": "a meta[...] reference", "EOF": "end of input",
           "METASEC": "'#[metadata]'", "ALIAS": "a type alias $name", "BIND": "a binding '%name ='",
           "CALLEE": "a call", "QMARK": "'?'", "STAR": "'*'", "PLUS": "'+'", "MINUS": "'-'",
-          "KEY": "an attribute 'name='", "NUMLIST": "a list of numbers", "TENSOR": "a tensor literal"}
+          "KEY": "an attribute 'name='", "NUMLIST": "a list of numbers", "TENSOR": "a tensor literal",
+          "CMP": "a comparison operator", "SLASH": "'/'", "VERSION": "a version header '#[version = ...]'"}
 
 _NUM_RE = re.compile(r"(-?(?:0[xX][0-9A-Fa-f]+|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan))"
                      r"([A-Za-z_][A-Za-z0-9_]*)?\Z")
-_SUFFIX_DTYPE = {"f": "float32", "f16": "float16", "f32": "float32", "f64": "float64",
+_SUFFIX_DTYPE = {"f": "float32", "i": "int32", "f16": "float16", "f32": "float32", "f64": "float64",
                  "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
                  "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64"}
 _BLOCK_WORDS = frozenset(("fn", "if", "let", "def", "else", "match"))
 _REF_CALLS = frozenset(("ref", "ref_read", "ref_write"))
+# TVM's infix operators: symbol -> (operator, precedence); all left-associative
+_BINOPS = {"*": ("multiply", 10), "/": ("divide", 10), "+": ("add", 9), "-": ("subtract", 9),
+           "<": ("less", 8), ">": ("greater", 8), "<=": ("less_equal", 8), ">=": ("greater_equal", 8),
+           "==": ("equal", 7), "!=": ("not_equal", 7)}
+_INFIX = frozenset(("PLUS", "MINUS", "STAR", "SLASH", "CMP"))
 _MISSING: Any = object()
 
 Tok = tuple[str, str, int]  # (kind, text, offset)
@@ -376,6 +389,9 @@ class Parser:
         depth parse, like the deep types the printer writes after type inference.
         """
         k, s, _ = self.tok
+        if k == "KEY" and self._key_is_type(s):  # ``let %x: int32 = ...``, ``let %x: Nat = ...``
+            self._split_key()
+            k, s, _ = self.tok
         if k != "LP" and k != "ALIAS" and k != "IDENT" and not (k == "CALLEE" and s == "ref("):
             return None
         # frames: [kind, offset, items]; kind "tuple", "args" (of fn) or "ret" (of fn)
@@ -404,6 +420,12 @@ class Parser:
             elif k == "ALIAS":
                 self.advance()
                 t = self._alias(s, p)
+            elif k == "KEY" and self._key_is_type(s):
+                self._split_key()
+                continue
+            elif k == "IDENT" and _dtype_kind(s) is not None:  # TVM's scalar type: ``float32``
+                self.advance()
+                t = self.build(TensorType, p, (), _TVM_DTYPES.get(s, s))
             elif k == "LP":
                 self.advance()
                 if self.tok[0] != "RP":
@@ -455,6 +477,33 @@ class Parser:
                 self.parse_token("RP", "closing a tuple type")
                 stack.pop()
                 t = items[0] if len(items) == 1 and not comma else self.build(TupleType, fp, items)
+
+    def parse_annotation(self) -> Type | None:
+        """A type annotation after ``:``: a type, or TVM's incomplete type ``_`` (None)."""
+        k, s, _ = self.tok
+        if k == "IDENT" and s == "_":
+            self.advance()
+            return None
+        if k == "KEY" and s[:-1].rstrip() == "_":  # ``let %x: _ = v``
+            self._split_key()
+            self.advance()
+            return None
+        return self.parse_type()
+
+    def _split_key(self) -> None:
+        """Split the current KEY token ``name =`` into an IDENT and an EQ token (a type before
+        ``=`` in ``let %x: int32 = v`` lexes as an attribute key)."""
+        _, s, p = self.tok
+        name = s[:-1].rstrip()
+        self.toks[self.i:self.i + 1] = [("IDENT", name, p), ("EQ", "=", p + len(s) - 1)]
+        self.limit += 1
+        self.tok = self.toks[self.i]
+
+    def _key_is_type(self, s: str) -> bool:
+        """Whether a KEY token ``name =`` after ``:`` is a type before ``=``: a dtype, a type
+        parameter in scope or a type definition (``let %x: Nat = v``)."""
+        name = s[:-1].rstrip()
+        return _dtype_kind(name) is not None or name in self.type_params or name in self.type_defs
 
     def _named_type(self, s: str, p: int, stack: list[list[Any]]) -> Type | None:
         """A type named by an identifier: a type parameter in scope (``A``), the incomplete type
@@ -726,7 +775,7 @@ class Parser:
         self.advance()
         if _dtype_kind(s) is None:
             raise self.error(f"unknown dtype {s!r}", p)
-        return s
+        return _TVM_DTYPES.get(s, s)
 
     # -- attribute values --------------------------------------------------------------------------
     def parse_optional_attr_value(self) -> Any:
@@ -735,8 +784,11 @@ class Parser:
         if k == "NUM":
             self.advance()
             m = _NUM_RE.match(s)
-            if m is None or m.group(2):
-                raise self.error(f"attribute values take no numeric suffix: {s!r}", p)
+            if m is None:  # pragma: no cover - the lexer only makes matching NUM tokens
+                raise self.error(f"bad number {s!r}", p)
+            if m.group(2):  # TVM's typed literals ``alpha=0.1f``, ``1i64``: the decimal value
+                c = self._scalar(s, p)  # (range-checked for its dtype), a float for a float suffix
+                return float(m.group(1)) if c.data.dtype.kind == "f" else int(m.group(1))
             if s[1:2] in ("x", "X") or s[2:3] in ("x", "X"):
                 return self._float_bits(s, p)
             if s.lstrip("-").isdigit():
@@ -771,6 +823,12 @@ class Parser:
             return tuple(items)
         if k == "LP" or k == "ALIAS":
             return self.parse_type()
+        if k == "META":  # TVM's ``virtual_device=meta[VirtualDevice][0]``: the reference's text
+            kind = s[5:s.index("]")]
+            if kind in ("Constant", "relay.Constant"):
+                raise self.error("an attribute value cannot be a constant", p)
+            self.advance()
+            return s
         return _MISSING
 
     def parse_attr_value(self) -> Any:
@@ -883,15 +941,30 @@ class Parser:
             dtype = _SUFFIX_DTYPE.get(suffix)
             if dtype is None:
                 raise self.error(f"unknown numeric suffix {suffix!r} (use f, f16, f64, i8-i64, u8-u64)", pos)
-        else:
-            dtype = "int32" if is_int else "float32"
+        elif not is_int:
+            dtype = "float32"
+        else:  # TVM's rule: an integer without suffix is an int32, or an int64 if it does not fit
+            dtype = "int32" if -2**31 <= self._int(num, pos) < 2**31 else "int64"
         if dtype[0] != "f" and not is_int:
             raise self.error(f"{num!r} is not an integer, but suffix {suffix!r} makes an {dtype}", pos)
+        return Constant(self._typed_value(num, is_int, dtype, pos))
+
+    def _typed_value(self, num: str, is_int: bool, dtype: str, pos: int) -> np.ndarray:
+        """``num`` as a 0-d ``dtype`` array; out of range (a float that overflows to inf, an
+        integer that does not fit) is a ParseError, never a silent inf or wrap-around."""
         try:
-            value = np.array(self._int(num, pos) if is_int else float(num), dtype=dtype)
+            if dtype[0] in "iu":
+                v = self._int(num, pos)
+                info = np.iinfo(dtype)
+                if not info.min <= v <= info.max:
+                    raise OverflowError
+                return np.array(v, dtype=dtype)
+            f = float(self._int(num, pos)) if is_int else float(num)
+            if abs(f) > float(np.finfo(dtype).max) and not np.isinf(f):
+                raise OverflowError  # (TVM's rule: beyond the largest finite value)
+            return np.array(f, dtype=dtype)
         except (OverflowError, ValueError):
             raise self.error(f"{num} is out of range for {dtype}", pos) from None
-        return Constant(value)
 
     def _tensor_token(self, s: str, pos: int) -> Constant:
         """A whole ``tensor([...], dtype)`` token: elements read as JSON (bracket depth bounded)."""
@@ -981,7 +1054,7 @@ class Parser:
     def _meta_ref(self, s: str, pos: int) -> Constant:
         kind = s[5:s.index("]")]
         idx = int(s[s.rindex("[") + 1:-1]) if len(s) < 60 else -1
-        if kind != "Constant":
+        if kind != "Constant" and kind != "relay.Constant":
             raise self.error(f"unsupported metadata kind {kind!r} (only Constant)", pos)
         if self.meta is None:
             raise self.error(f"{s} refers to the metadata section, which is missing: print with "
@@ -993,9 +1066,85 @@ class Parser:
 
     # -- expressions -------------------------------------------------------------------------------
     def parse_optional_expr(self) -> Expr | None:
-        """A flat expression: a name, constant, call, tuple or ``e.i``; None if absent.
+        """An expression: operands (:meth:`parse_operand`) and TVM's infix operators
+        (``* /`` before ``+ -`` before ``< > <= >=`` before ``== !=``, left-associative, built as
+        calls of multiply, divide, add, ...); None if absent."""
+        e = self.parse_primary() if self.tok[0] != "MINUS" else self.parse_operand()
+        if e is None:
+            return None
+        k, s, _ = self.tok
+        if k in _INFIX or (k == "NUM" and s[0] == "-"):
+            return self._binary(e)
+        return e
 
-        Blocks (``fn``, ``if``, ``{ ... }``) are statements' values, see :meth:`value`.
+    def _binary(self, first: Expr) -> Expr:
+        """``first`` followed by infix operators and operands (operator precedence, explicit stacks)."""
+        vals: list[Expr] = [first]
+        ops: list[tuple[str, int, int]] = []  # (operator, precedence, offset)
+        while True:
+            k, s, p = self.tok
+            if k in _INFIX:
+                sym = "+" if k == "PLUS" else "-" if k == "MINUS" else "*" if k == "STAR" else \
+                    "/" if k == "SLASH" else s
+            elif k == "NUM" and s[0] == "-":  # ``%x -1`` lexes as an operand and a negative number
+                sym = "-"
+            else:
+                break
+            name, prec = _BINOPS[sym]
+            while ops and ops[-1][1] >= prec:
+                self._reduce(vals, ops.pop())
+            ops.append((name, prec, p))
+            rhs: Expr | None
+            if k == "NUM":
+                self.advance()
+                rhs = self._literal(s[1:], p + 1)
+                nk = self.tok[0]
+                if nk == "LP" or nk == "DOT":
+                    rhs = self._postfix(rhs)
+            else:
+                self.advance()
+                rhs = self.parse_operand()
+            if rhs is None:
+                raise self.expected(f"an expression after '{sym}'")
+            vals.append(rhs)
+        while ops:
+            self._reduce(vals, ops.pop())
+        return vals[0]
+
+    def _reduce(self, vals: list[Expr], op: tuple[str, int, int]) -> None:
+        b = vals.pop()
+        a = vals.pop()
+        vals.append(self.build(Call, op[2], self._op(op[0], op[2]), (a, b), None))
+
+    def _literal(self, s: str, pos: int) -> Constant:
+        c = self._const_cache.get(s)
+        if c is None:
+            c = self._const_cache[s] = self._scalar(s, pos)
+        return c
+
+    def parse_operand(self) -> Expr | None:
+        """An operand of the infix operators: ``-`` signs before a number literal (TVM folds
+        them into the literal: ``--10`` is 10), or a primary expression; None if absent."""
+        if self.tok[0] != "MINUS":
+            return self.parse_primary()
+        p = self.tok[2]
+        neg = False
+        while self.tok[0] == "MINUS":
+            self.advance()
+            neg = not neg
+        k, s, q = self.tok
+        if k != "NUM":
+            raise self.expected("a number after '-' (negation applies to literals only)")
+        self.advance()
+        if neg:
+            s = s[1:] if s[0] == "-" else "-" + s
+        return self._literal(s, p if q - p < 20 else q)
+
+    def parse_primary(self) -> Expr | None:
+        """A name, constant, call, tuple, ``e.i``, or a ``fn``/``if`` block used inline
+        (``(fn (%x) { %x })(1)``, bounded nesting); None if absent.
+
+        Blocks at the statement level are read by :meth:`value` (an explicit stack, any depth).
         """
         k, s, p = self.tok
         e: Expr
@@ -1012,6 +1161,10 @@ class Parser:
                 e = self._op_call(s, p)
             elif s == "True" or s == "False" or s == "tensor":
                 e = self.parse_constant()
+            elif s == "fn" or s == "if" or s == "let":  # inline blocks: ``(let %a = 1; %a) + 2``
+                self._nest()
+                e = self.run(self.function() if s == "fn" else self.if_() if s == "if" else self.body())
+                self.depth -= 1
             elif s in _BLOCK_WORDS:
                 return None
             elif s == "meta":
@@ -1168,9 +1321,12 @@ class Parser:
                     e = self.parse_expr()
                 else:
                     self.advance()
-                    nk = self.tok[0]
+                    nk, ns, _ = self.tok
                     if nk == "LP" or nk == "DOT":
                         e = self._postfix(e)
+                        nk, ns, _ = self.tok
+                    if nk in _INFIX or (nk == "NUM" and ns[0] == "-"):
+                        e = self._binary(e)
                 args.append(e)
             elif k == "RP":
                 break
@@ -1269,6 +1425,8 @@ class Parser:
                 if key in attrs:
                     raise self.error(f"duplicate attribute {key!r}", p)
                 attrs[key] = self.parse_attr_value()
+                if key == "virtual_device":  # TVM's function device: dropped (see _param_attrs)
+                    attrs[key] = _MISSING
             elif attrs:
                 raise self.expected("an attribute 'name=value' (parameters come before attributes)")
             else:
@@ -1276,15 +1434,35 @@ class Parser:
                 if key in seen:
                     raise self.error(f"duplicate parameter {_shown_local(name)}", p)
                 seen.add(key)
-                ty = self.parse_type() if self.parse_optional_token("COLON") else None
+                if self.tok[0] == "LC":
+                    self._param_attrs()
+                ty = self.parse_annotation() if self.parse_optional_token("COLON") else None
                 params.append(self.build(Var, p, name, ty))
                 keys.append(key)
             if self.parse_optional_token("COMMA") is None:
                 break
         self.parse_token("RP", "closing a parameter list")
+        attrs = {k: v for k, v in attrs.items() if v is not _MISSING}
         for key, v in zip(keys, params):
             self.bind(key, v, undo)
         return params, attrs
+
+    def _param_attrs(self) -> None:
+        """TVM's ``%x {virtual_device=...}`` on a parameter: read and dropped (pyir has no
+        devices: a program means the same on every device); any other key is a ParseError."""
+        self.advance()
+        while self.tok[0] != "RC":
+            k, _, p = self.tok
+            key = self._key() if k in ("KEY", "IDENT", "STR") else None
+            if key is None:
+                raise self.expected("an attribute 'name=value' of a parameter")
+            if key != "virtual_device":
+                raise self.error(f"unsupported parameter attribute {key!r} (only virtual_device, "
+                                 "which is dropped)", p)
+            self.parse_attr_value()
+            if self.parse_optional_token("COMMA") is None:
+                break
+        self.parse_token("RC", "closing the attributes of a parameter")
 
     def _is_block(self) -> bool:
         k, s, _ = self.tok
@@ -1294,18 +1472,26 @@ class Parser:
     def value(self) -> Generator[Any, Any, Expr]:
         """A statement's value: ``fn``/``if``/``{ ... }`` block or flat expression (a generator)."""
         k, s, _ = self.tok
+        e: Expr
         if k == "LC":
             self.advance()
             e = yield self.body()
             self.parse_token("RC", "closing a block")
-            return e
-        if s == "fn":
-            return (yield from self.function())
-        if s == "if":
-            return (yield from self.if_())
-        if s == "match" or s == "match(":
-            return (yield from self.match_())
-        return self.parse_expr()
+        elif s == "fn":
+            e = yield from self.function()
+        elif s == "if":
+            e = yield from self.if_()
+        elif s == "match" or s == "match(":
+            e = yield from self.match_()
+        else:
+            return self.parse_expr()
+        k, s, _ = self.tok
+        if k == "LP" or k == "DOT":
+            e = self._postfix(e)
+            k, s, _ = self.tok
+        if k in _INFIX or (k == "NUM" and s[0] == "-"):
+            e = self._binary(e)
+        return e
 
     def match_(self) -> Generator[Any, Any, Match]:
         """``match (data) { pattern => { body }, ... }`` or ``match?`` (a generator)."""
@@ -1332,7 +1518,11 @@ class Parser:
                 self.advance()
             else:
                 raise self.expected("'=>' after a pattern")
-            body = yield from self.value()
+            k, s, _ = self.tok
+            if k == "BIND" or (k == "IDENT" and (s == "let" or s == "free_var")):
+                body = yield self.body()  # TVM: ``P => %0 = e; f(%0),`` (statements up to the ',')
+            else:
+                body = yield from self.value()
             self.unbind(undo)
             clauses.append(self.build(Clause, cp, pat, body, [v for _, v in pvars]))
             if self.parse_optional_token("COMMA") is None:
@@ -1411,9 +1601,12 @@ class Parser:
                 if k == "CALLEE":  # the common case, inlined
                     self.advance()
                     val = self._op_call(s[:-1], p)
-                    k = self.tok[0]
+                    k, s, _ = self.tok
                     if k == "LP" or k == "DOT":
                         val = self._postfix(val)
+                        k, s, _ = self.tok
+                    if k in _INFIX or (k == "NUM" and s[0] == "-"):
+                        val = self._binary(val)
                 else:
                     val = (yield from self.value()) if self._is_block() else self.parse_expr()
                 if self.tok[0] != "SEMI":
@@ -1421,12 +1614,6 @@ class Parser:
                 self.advance()
                 undo.append((name, env.get(name, _MISSING)))
                 env[name] = val
-            elif k == "IDENT" and s == "free_var" and self.peek()[0] == "LOCAL":  # ``free_var %x: T;``
-                self.advance()
-                name, key, vp = self._binder_name("after 'free_var'")
-                ty = self.parse_type() if self.parse_optional_token("COLON") else None
-                self.parse_token("SEMI", "after a free_var declaration")
-                self.bind(key, self.build(Var, vp, name, ty), undo)
             elif k == "IDENT" and s == "let":
                 self.advance()
                 vp = self.tok[2]
@@ -1434,17 +1621,39 @@ class Parser:
                     (name, key), ty = self._bind_target(), None
                 else:
                     name, key, vp = self._binder_name("after 'let'")
-                    ty = self.parse_type() if self.parse_optional_token("COLON") else None
+                    ty = self.parse_annotation() if self.parse_optional_token("COLON") else None
                     self.parse_token("EQ", "in a let binding")
                 v = self.build(Var, vp, name, ty)
                 recursive = self.tok[1] == "fn" and self.tok[0] == "IDENT"
                 if recursive:  # a let-bound function may call itself
                     self.bind(key, v, undo)
-                val = (yield from self.value()) if self._is_block() else self.parse_expr()
+                k, s, q = self.tok
+                if k == "CALLEE":  # the common case, inlined (as for bindings)
+                    self.advance()
+                    val = self._op_call(s[:-1], q)
+                    k, s, _ = self.tok
+                    if k == "LP" or k == "DOT":
+                        val = self._postfix(val)
+                        k, s, _ = self.tok
+                    if k in _INFIX or (k == "NUM" and s[0] == "-"):
+                        val = self._binary(val)
+                else:
+                    val = (yield from self.value()) if self._is_block() else self.parse_expr()
                 self.parse_token("SEMI", "after a let binding")
                 lets.append((v, val, p))
                 if not recursive:
                     self.bind(key, v, undo)
+            elif k == "IDENT" and s == "free_var" and self.peek()[0] == "LOCAL":
+                self.advance()  # TVM's ``free_var %x: T;``: a free variable of the text
+                name, key, vp = self._binder_name("after 'free_var'")
+                if key in self.free:
+                    raise self.error(f"free variable {_shown_local(name)} is declared twice", vp)
+                ty = self.parse_annotation() if self.parse_optional_token("COLON") else None
+                self.parse_token("SEMI", "after a free_var declaration")  # as TVM (parser.cc)
+                if key in self.env:  # a name given in ``env`` stands for what env maps it to
+                    continue
+                v = self.free[key] = self.build(Var, vp, name, ty)
+                self.bind(key, v, undo)
             else:
                 if self._is_block():
                     tail = yield from self.value()
@@ -1453,6 +1662,11 @@ class Parser:
                     if e is None:
                         raise self.expected("an expression or a binding")
                     tail = e
+                if self.tok[0] == "SEMI" and self.peek()[0] not in ("RC", "EOF"):
+                    # TVM's sequencing ``e1; e2``: ``let %_ = e1; e2``
+                    lets.append((self.build(Var, p, "_", None), tail, p))
+                    self.advance()
+                    continue
                 break
         for v, val, p in reversed(lets):
             tail = self.build(Let, p, v, val, tail)
@@ -1526,9 +1740,20 @@ class Parser:
             val = None
 
     # -- top level ---------------------------------------------------------------------------------
+    def parse_version(self) -> None:
+        """TVM's optional version header ``#[version = "0.0.5"]`` (any 0.0.x is read)."""
+        k, s, p = self.tok
+        if k != "VERSION":
+            return
+        v = self._string(s[s.index('"'):s.rindex('"') + 1], p)
+        if not re.fullmatch(r"0\.0\.[0-9]+", v):
+            raise self.error(f"unsupported Relay text version {v!r} (pyir reads 0.0.5)", p)
+        self.advance()
+
     def parse_module(self) -> Module:
         """Definitions until the end of input."""
         funcs: dict[str, Function] = {}
+        self.parse_version()
         while self.tok[0] != "EOF":
             if self.at_alias_declaration():
                 self.parse_alias_declarations()
@@ -1553,6 +1778,7 @@ class Parser:
 
     def parse_toplevel_expr(self) -> Expr:
         """Type alias declarations, then a body (bindings and a tail expression) until the end."""
+        self.parse_version()
         self.parse_alias_declarations()
         e = self.run(self.body())
         if self.tok[0] != "EOF":
@@ -1634,8 +1860,12 @@ def _split_index(name: str) -> tuple[str, list[str]]:
 _DTYPE_KINDS: dict[str, str | None] = {}
 
 
+_TVM_DTYPES = {"int": "int32", "uint": "uint32", "float": "float32"}  # TVM's bare names: 32 bits
+
+
 def _dtype_kind(name: str) -> str | None:
     """The numpy kind of a canonical numeric or bool dtype name, else None (memoized)."""
+    name = _TVM_DTYPES.get(name, name)
     kind = _DTYPE_KINDS.get(name, "?")
     if kind == "?":
         try:
@@ -1704,6 +1934,13 @@ def _split(text: str) -> tuple[int, dict[int, Constant] | None]:
     md = _metadata_start(text)
     if md < 0:
         return len(text), None
+    js = md + len("#[metadata]")
+    while js < len(text) and text[js] in " \t\r\n":
+        js += 1
+    if text.startswith("{", js):  # TVM's form: the JSON node graph (see pyir.text.tvm_meta)
+        from .tvm_meta import load
+        entries = load(text, js)
+        return md, dict(enumerate(entries.get("relay.Constant", [])))
     # Fast path: one regex per well-formed entry; from the first other line on, the token parser
     # takes over (and reports errors with their position).
     out: dict[int, Constant] = {}
@@ -1730,10 +1967,33 @@ def _split(text: str) -> tuple[int, dict[int, Constant] | None]:
     return md, out
 
 
-def parse(text: str) -> Module:
+def _with_table(meta: dict[int, Constant] | None, table: Mapping[str, Any] | None,
+                pos: int) -> dict[int, Constant] | None:
+    """The metadata of the text, or the constants of TVM's ``init_meta_table`` argument."""
+    if table is None:
+        return meta
+    if meta is not None:
+        raise ParseError("the text has a metadata section and a meta_table is given: give one")
+    items = table.get("relay.Constant", table.get("Constant", ()))
+    out: dict[int, Constant] = {}
+    for i, c in enumerate(items):
+        if not isinstance(c, Constant):
+            try:
+                c = Constant(np.asarray(c))
+            except (PyIRError, TypeError, ValueError) as e:
+                raise ParseError(f"meta_table['relay.Constant'][{i}]: {e}") from None
+        out[i] = c
+    return out
+
+
+def parse(text: str, meta_table: Mapping[str, Any] | None = None) -> Module:
     """Parse module text (as printed by ``mod.astext()``, metadata section included).
 
     Raises :class:`~pyir.errors.ParseError` (with line and column) on malformed text.
+    Reads pyir's text and TVM's Relay text (version header, TVM's JSON metadata section,
+    infix operators, ``free_var``, scalar types, ...: see the module docstring).
+    ``meta_table`` (TVM's ``init_meta_table``): ``{"relay.Constant": [arrays or constants]}``
+    for the ``meta[relay.Constant][i]`` of a text without metadata section.
 
     >>> import pyir
     >>> mod = parse("def @main(%x: Tensor[(2), float32]) { nn.relu(%x) }")
@@ -1744,23 +2004,35 @@ def parse(text: str) -> Module:
     """
     with _gc_paused():
         end, meta = _split(text)
-        return Parser(text, 0, end, meta=meta).parse_module()
+        return Parser(text, 0, end, meta=_with_table(meta, meta_table, end)).parse_module()
 
 
-def parse_expr(text: str, env: Mapping[str, Expr] | None = None, *, free_vars: bool = True) -> Expr:
-    """Parse the expression form printed by ``pyir.astext(expr)``.
+def parse_expr(text: str, env: Mapping[str, Expr] | None = None, *, free_vars: bool = False,
+               meta_table: Mapping[str, Any] | None = None) -> Expr:
+    """Parse the expression form printed by ``pyir.astext(expr)`` (and TVM's ``parse_expr`` text).
 
-    ``env`` maps names (without ``%``) to expressions.  Other undefined ``%names``
-    become fresh (untyped) free variables, one per name, unless ``free_vars=False``
-    (then they are errors).  ``@names`` are not checked (there is no module).
+    ``env`` maps names (without ``%``) to expressions.  Free variables are declared with
+    ``free_var %x: T;`` (as the printer writes them, and as in TVM); another undefined ``%name``
+    is a ParseError, unless ``free_vars=True`` (then each becomes a fresh untyped free variable).
+    ``@names`` are not checked (there is no module).
 
-    >>> print(parse_expr("%0 = add(%a, 1.5f);\\nnegative(%0)"), end="")
+    >>> import pyir
+    >>> e = parse_expr("free_var %a: float32;\\n%0 = add(%a, 1.5f);\\nnegative(%0)")
+    >>> print(pyir.astext(e), end="")
+    free_var %a: Tensor[(), float32];
     %0 = add(%a, 1.5f);
     negative(%0)
+    >>> print(pyir.astext(parse_expr("%a * 2f + 1f < 5f", free_vars=True), tvm=True), end="")
+    #[version = "0.0.5"]
+    free_var %a;
+    %0 = multiply(%a, 2f);
+    %1 = add(%0, 1f);
+    less(%1, 5f)
     """
     with _gc_paused():
         end, meta = _split(text)
-        return Parser(text, 0, end, meta=meta, free_vars=free_vars, env=env).parse_toplevel_expr()
+        return Parser(text, 0, end, meta=_with_table(meta, meta_table, end), free_vars=free_vars,
+                      env=env).parse_toplevel_expr()
 
 
 def parse_type(text: str) -> Type:

@@ -142,8 +142,9 @@ def type_str(t: Type | None) -> str:
     return _type_text(t, None)
 
 
-def _type_text(t: Type, names: dict[Type, str] | None) -> str:
-    """Text of ``t``; its proper subtypes found in ``names`` print as their alias."""
+def _type_text(t: Type, names: dict[Type, str] | None, scalar: bool = False) -> str:
+    """Text of ``t``; its proper subtypes found in ``names`` print as their alias; ``scalar``:
+    a 0-d tensor type prints as its dtype (TVM's form: ``float32``)."""
     out: list[str] = []
     emit = out.append
     stack: list[Any] = [t]
@@ -161,6 +162,9 @@ def _type_text(t: Type, names: dict[Type, str] | None) -> str:
         k = type(x)
         if k is TensorType:
             shape = x.shape
+            if scalar and not shape:
+                emit(x.dtype)
+                continue
             emit("Tensor[(%s), %s]" % (", ".join([str(d) if type(d) is int else dim_str(d, text=True)
                                                   for d in shape]), x.dtype))
         elif k is TupleType:
@@ -470,10 +474,11 @@ def format_scalar(v: Any, dtype: str) -> str:
     return str(int(v))
 
 
-def format_attr_value(v: Any, type_text: Any = type_str) -> str:
+def format_attr_value(v: Any, type_text: Any = type_str, tvm: bool = False) -> str:
     """Text of an attribute value (typed: ``1``, ``1.0``, ``True`` differ; floats bit-exact).
 
     Types in the value print with ``type_text`` (the printer passes its alias-aware one).
+    ``tvm``: TVM's spelling of floats, ``%g`` and ``f`` (``alpha=0.1f``; not bit-exact).
     """
     out: list[str] = []
     emit = out.append
@@ -490,7 +495,7 @@ def format_attr_value(v: Any, type_text: Any = type_str) -> str:
         elif t is int:
             emit(str(x))
         elif t is float:
-            emit(_float_text(x))
+            emit(_tvm_float(x) + "f" if tvm and x - x == 0 else _float_text(x))  # (inf, nan: exact)
         elif t is str:
             emit(json.dumps(x))
         elif t is tuple:
@@ -517,8 +522,37 @@ class _Raw:
 _CLOSE, _SEP = _Raw("]"), _Raw(", ")
 
 
-def _attr_items_text(items: Any, type_text: Any = type_str) -> list[str]:
-    return [f"{_key_text(k)}={format_attr_value(v, type_text)}" for k, v in items]
+def _attr_items_text(items: Any, type_text: Any = type_str, tvm: bool = False) -> list[str]:
+    return [f"{_key_text(k)}={format_attr_value(v, type_text, tvm)}" for k, v in items]
+
+
+def _tvm_float(v: float) -> str:
+    """A float as TVM's printer writes it (C++ ``ostream <<``: ``%g``, 6 significant digits)."""
+    return "%g" % v
+
+
+_TVM_SUFFIX = {"float32": "f", "float64": "f64", "float16": "f16", "int32": "", "int64": "i64",
+               "int16": "i16"}
+
+
+def _tvm_inline_const(c: Constant) -> str | None:
+    """TVM's inline form of a constant: the 0-d ones of simple dtypes (``1f``, ``2i64``,
+    ``True``); None: it goes to the metadata section."""
+    data = c.data
+    if data.ndim:
+        return None
+    dt = data.dtype.name
+    if dt == "bool":
+        return "True" if data.item() else "False"
+    suffix = _TVM_SUFFIX.get(dt)
+    if suffix is None:
+        return None
+    v = data.item()
+    if dt[0] == "f":
+        if not np.isfinite(v):
+            return None
+        return _tvm_float(float(v)) + suffix
+    return f"{int(v)}{suffix}"
 
 
 def _inline_const(c: Constant, limit: int) -> str | None:
@@ -543,19 +577,23 @@ def _inline_const(c: Constant, limit: int) -> str | None:
     return f"tensor({nest(data)}, {dt})"
 
 
-def _op_attr_text(call: Call, type_text: Any = type_str) -> list[str]:
+def _op_attr_text(call: Call, type_text: Any = type_str, tvm: bool = False) -> list[str]:
     attrs = call.attrs
     if not attrs:
         return []
     if type(call.op) is not Op:
-        return _attr_items_text(attrs.items(), type_text)
+        return _attr_items_text(attrs.items(), type_text, tvm)
     specs = call.op.op_def._specs
     out = []
-    for k, v in attrs.items():
+    items: Any = attrs.items()
+    if tvm:  # TVM prints the fields in their declaration order (the operator's schema order)
+        order = {k: i for i, k in enumerate(specs)}
+        items = sorted(items, key=lambda kv: order.get(kv[0], len(order)))
+    for k, v in items:
         spec = specs.get(k)
         if spec is not None and spec.default is not REQUIRED and _typed_equal(spec.default, v):
             continue
-        out.append(f"{_key_text(k)}={format_attr_value(v, type_text)}")
+        out.append(f"{_key_text(k)}={format_attr_value(v, type_text, tvm)}")
     return out
 
 
@@ -765,13 +803,14 @@ class _Plan:
 
 class _Printer:
     def __init__(self, inline_limit: int, top_down: bool = False, show_types: bool = False,
-                 names_out: list[Any] | None = None) -> None:
+                 names_out: list[Any] | None = None, *, tvm: bool = False) -> None:
         self.inline_limit = inline_limit
         self.top_down = top_down
         self.show_types = show_types
         self.names_out = names_out  # receives (node, function, label, line) for each printed binding
         self.function = ""  # the definition being printed
         self.owner: list[str] = []  # labels of the enclosing scopes (a tail is "<owner>.return")
+        self.tvm = tvm
         self.lines: list[str] = []
         self.names: dict[Node, str] = {}
         self.used: set[str] = set()
@@ -782,6 +821,15 @@ class _Printer:
         self.next_suffix: dict[str, int] = {}
         self.types = _TypeAliases()
         self.type_text = self.types.text
+        if tvm:  # TVM's form: scalar types as their dtype, no type aliases (TVM has none)
+            memo: dict[Type, str] = {}
+
+            def tvm_type(t: Type) -> str:
+                r = memo.get(t)
+                if r is None:
+                    r = memo[t] = _type_text(t, None, True)
+                return r
+            self.type_text = tvm_type
         self.attr_text: dict[tuple[Node, Attrs], list[str]] = {}  # (callee, attrs) -> printed attributes
         self.tv_memo: dict[Type, bool] = {}  # type -> whether it holds a type variable
         self.outer_tvars: set[str] = set()  # the type parameters of the definition being printed
@@ -817,7 +865,8 @@ class _Printer:
             s = self.const_text.get(n)
             if s is not None:
                 return s
-            s = _inline_const(n, self.inline_limit)  # type: ignore[arg-type]
+            s = (_tvm_inline_const(n) if self.tvm  # type: ignore[arg-type]
+                 else _inline_const(n, self.inline_limit))  # type: ignore[arg-type]
             if s is not None:
                 self.const_text[n] = s
                 return s
@@ -825,7 +874,7 @@ class _Printer:
             if i is None:
                 i = self.meta_index[n] = len(self.meta)  # type: ignore[index]
                 self.meta.append(n)  # type: ignore[arg-type]
-            return f"meta[Constant][{i}]"
+            return f"meta[relay.Constant][{i}]" if self.tvm else f"meta[Constant][{i}]"
         return None
 
     def ref(self, n: Node) -> str:
@@ -859,7 +908,7 @@ class _Printer:
                 key = (op, attrs)
                 at = self.attr_text.get(key)
                 if at is None:
-                    at = _op_attr_text(n, self.type_text)  # type: ignore[arg-type]
+                    at = _op_attr_text(n, self.type_text, self.tvm)  # type: ignore[arg-type]
                     if not any("\x00" in x for x in at):  # no alias placeholder (those are counted)
                         self.attr_text[key] = at
                 parts += at
@@ -1013,7 +1062,7 @@ class _Printer:
         if self.names_out is not None:
             line = len(self.lines)
             self.names_out.extend((p, self.function, self.names[p], line) for p in f.params)
-        parts += _attr_items_text(f.attrs.items(), self.type_text)
+        parts += _attr_items_text(f.attrs.items(), self.type_text, self.tvm)
         ret = f" -> {self.type_text(f.ret_type)}" if f.ret_type is not None else ""
         tps = function_type_params(f, self.outer_tvars, self.tv_memo)
         if tps:  # ``def @id[A](%x: A)``, ``fn [A](...)``: TVM's type parameters
@@ -1044,6 +1093,9 @@ class _Printer:
             stack.append(item)
 
     def metadata(self) -> list[str]:
+        if self.tvm:
+            from .tvm_meta import dump
+            return ["#[metadata]", dump(self.meta)]
         out = ["#[metadata]"]
         for i, c in enumerate(self.meta):
             shape = "(%s)" % ", ".join(str(d) for d in c.data.shape)
@@ -1053,7 +1105,7 @@ class _Printer:
 
 
 def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_LIMIT, order: str = "post",
-           show_types: bool = False, names_out: list[Any] | None = None) -> str:
+           show_types: bool = False, names_out: list[Any] | None = None, tvm: bool = False) -> str:
     """Relay-like text of a module, function, expression, type or ``Attrs``.
 
     An ``Attrs`` prints as ``{axis=1, keepdims=True}``; anything else that is not a
@@ -1064,6 +1116,17 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
     section, so that :func:`pyir.parse` rebuilds the module exactly;
     ``show_meta_data=False`` replaces the section by a one-line note (that is
     what ``str()`` and notebooks show).
+
+    An expression's free variables are declared first, ``free_var %x: T;`` (as TVM prints
+    them; :func:`pyir.parse_expr` requires the declaration), except in the display form
+    (``show_meta_data=False``: ``str()``, notebooks, diffs), which is not meant to be parsed.
+
+    ``tvm=True`` writes the text TVM's Relay printer writes (``mod.astext()`` of TVM 0.18, which
+    ``tvm.relay.parse`` reads): the ``#[version = "0.0.5"]`` header, the functions in name
+    order, scalar types as their dtype (``float32``), only 0-d constants inline (``1f``,
+    ``2i64``, floats with TVM's 6 significant digits), the others as ``meta[relay.Constant][i]``
+    with TVM's JSON metadata section (:mod:`pyir.text.tvm_meta`), float attributes as
+    ``alpha=0.1f``, no type aliases; TVM's ``/* ty=... */`` comments only with ``show_types=True``.
 
     Options for reading (:func:`pyir.parse` reads every variant back to the same module):
 
@@ -1084,27 +1147,38 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
     if order not in ("post", "top-down"):
         raise TypeCheckError(f"astext: order is 'post' or 'top-down', got {order!r}")
     if isinstance(obj, Type):
+        if tvm:
+            return _type_text(obj, None, True)
         types = _TypeAliases()
         return types.resolve(types.text(obj))
     if type(obj) is Attrs:
-        return "{" + ", ".join(_attr_items_text(obj.items())) + "}"
+        return "{" + ", ".join(_attr_items_text(obj.items(), type_str, tvm)) + "}"
     if isinstance(obj, Pattern):
         return pattern_text(obj, [f"%{i}" for i in range(64 + len(obj.children()) * 0 + _npat(obj))])
     if type(obj) is Clause:
         obj = Match(obj.rhs.params[0] if obj.rhs.params else Tuple([]), [obj])  # shown in a match
     start = 0 if names_out is None else len(names_out)
-    p = _Printer(inline_limit, order == "top-down", bool(show_types), names_out)
+    p = _Printer(inline_limit, order == "top-down", bool(show_types), names_out, tvm=tvm)
+    if tvm:  # first, so that the line indices given to names_out count it
+        p.lines.append('#[version = "0.0.5"]')
     if isinstance(obj, Module):
         tds = obj.type_definitions()
         for i, tn in enumerate(sorted(tds)):
             if i:
                 p.lines.append("")
             p.lines.extend(type_data_text(tds[tn], p.type_text).split("\n"))
-        for i, (name, f) in enumerate(obj.items()):
+        for i, (name, f) in enumerate(sorted(obj.items()) if tvm else obj.items()):
             if i or tds:
                 p.lines.append("")
             p.run(p.definition(name, f))
     elif isinstance(obj, Expr):
+        if show_meta_data or tvm:
+            from ..ir.traverse import free_vars
+            for v in free_vars(obj):
+                decl = p.param(v)
+                if names_out is not None:
+                    names_out.append((v, "", p.names[v], len(p.lines)))
+                p.lines.append(f"free_var {decl};")
         p.run(p.scope(_Plan(obj, order == "top-down"), 0, ""))
     else:
         raise TypeCheckError(f"astext: cannot print a {type(obj).__name__} (expected a Module, an "
