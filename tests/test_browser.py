@@ -42,12 +42,13 @@ def rendered(tmp_path_factory):
     typed = InferType()(pyir.testing.resnet(2))
     fused = FuseOps()(typed)
     conv = _conv(typed)
+    found = fused.find(conv)
     pages = {
         "blank": page(""),
-        "module": page(fused._repr_html_(), "pre, table"),
-        "lineage": page(pyir.display.lineage(fused, conv)["find"]._repr_html_(), "table"),
-        "diff": page(diff(typed, fused)._repr_html_(), "tr .chg, tr .ins, tr .del"),
-        "summary": page(pyir.testing.elementwise_chain(20_000)._repr_html_(), "table"),
+        "module": page(fused.show(highlight=found)._repr_html_(), "span.hl"),
+        "lineage": page(found._repr_html_(), "tr.rep"),
+        "diff": page(diff(typed, fused)._repr_html_(), "td.chg, td.ins, td.del"),
+        "summary": page(pyir.testing.elementwise_chain(20_000)._repr_html_(), "details"),
         "svg": page(to_svg(typed, engine="pyir", around=[conv], radius=2, highlight=[conv]), "g.node.hl"),
     }
     out = artifact_dir(tmp_path_factory.mktemp("browser"))
@@ -64,8 +65,14 @@ def test_pages_are_not_blank(rendered):
         assert got["matched"] >= 1 and got["visible"] == got["matched"], (name, got)
 
 
-def test_svg_highlight_is_visible_and_filled(rendered):
+def test_highlights_are_visible_and_coloured(rendered):
+    """The highlighted conv: one filled node in the drawing, its line(s) in the program, the
+    representative row of the find answer; all painted in a highlight colour."""
     results, _ = rendered
     got = results["svg"]
     assert got["matched"] == 1 and got["visible"] == 1
     assert got["colour"] in (HL_FILL, "rgb(255, 213, 79)"), got
+    for name in ("module", "lineage"):
+        got = results[name]
+        assert got["matched"] >= 1 and got["visible"] == got["matched"], (name, got)
+    assert results["module"]["colour"] == "rgb(255, 211, 61)"  # .pyir .hl{background:#ffd33d}
