@@ -590,6 +590,9 @@ def install() -> None:
         setattr(cls, "_repr_pretty_", _text_pretty)  # noqa: B010 (attached to several classes)
     Expr._repr_html_ = _expr_repr_html  # type: ignore[attr-defined]
     Module._repr_html_ = _module_repr_html  # type: ignore[attr-defined]
+    from .summaries import Summary, summary_html
+
+    Summary._repr_html_ = lambda self: _wrap(summary_html(self))  # type: ignore[method-assign]
     Module._repr_pretty_ = _module_repr_pretty  # type: ignore[method-assign]
     PassRecord._repr_html_ = _record_repr_html  # type: ignore[attr-defined]
     PassRecord._repr_pretty_ = _record_repr_pretty  # type: ignore[attr-defined]

@@ -182,10 +182,9 @@ def _table(header: list[str], rows: list[list[Any]], total: int | None = None) -
 
 
 def summary_html(s: Summary) -> str:
-    """The HTML of a :class:`Summary` (bounded: at most ``MAX_ROWS`` rows per table)."""
-    from .display import _wrap
-
-    return _wrap('<div class="pyir-summary">' + "".join(summary_parts(s)) + "</div>")
+    """The HTML of a :class:`Summary` (bounded: at most ``MAX_ROWS`` rows per table); in a
+    notebook ``pyir.display`` wraps it with its style sheet."""
+    return '<div class="pyir pyir-summary">' + "".join(summary_parts(s)) + "</div>"
 
 
 def summary_parts(s: Summary) -> list[str]:

@@ -38,6 +38,6 @@ def test_notebook_executes_and_shows_html():
             and ({"text/html", "image/svg+xml"} & set(o.get("data", {})))]
     assert len(rich) == shows >= 10, (len(rich), shows)
     assert any("image/svg+xml" in o.data for o in rich)  # the neighbourhood drawing, inline
-    assert any('class="pyir-summary"' in o.data.get("text/html", "") for o in rich)
+    assert any("pyir-summary" in o.data.get("text/html", "") for o in rich)
     assert "TOUR OK" in "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert len(json.dumps(nb)) < 600_000  # the notebook stays small
