@@ -1584,6 +1584,22 @@ class Parser:
 
         return one(), pvars
 
+    def _bound_value(self) -> Generator[Any, Any, Expr]:
+        """The value of a ``%x = ...`` or ``let %x = ...`` binding (a generator: a block value
+        opens nested scopes); an operator call, the common case, is parsed inline."""
+        k, s, p = self.tok
+        if k != "CALLEE":
+            return (yield from self.value()) if self._is_block() else self.parse_expr()
+        self.advance()
+        val: Expr = self._op_call(s[:-1], p)
+        k, s, _ = self.tok
+        if k == "LP" or k == "DOT":
+            val = self._postfix(val)
+            k, s, _ = self.tok
+        if k in _INFIX or (k == "NUM" and s[0] == "-"):
+            val = self._binary(val)
+        return val
+
     def body(self) -> Generator[Any, Any, Expr]:
         """Bindings ``%N = v;`` / ``let %x: T = v;`` then a tail expression (a generator).
 
@@ -1596,19 +1612,7 @@ class Parser:
             k, s, p = self.tok
             if k == "BIND" or (k == "LOCAL" and self.peek()[0] == "EQ"):
                 _, name = self._bind_target()
-                k, s, p = self.tok
-                val: Expr
-                if k == "CALLEE":  # the common case, inlined
-                    self.advance()
-                    val = self._op_call(s[:-1], p)
-                    k, s, _ = self.tok
-                    if k == "LP" or k == "DOT":
-                        val = self._postfix(val)
-                        k, s, _ = self.tok
-                    if k in _INFIX or (k == "NUM" and s[0] == "-"):
-                        val = self._binary(val)
-                else:
-                    val = (yield from self.value()) if self._is_block() else self.parse_expr()
+                val = yield from self._bound_value()
                 if self.tok[0] != "SEMI":
                     raise self.expected("';' after a binding")
                 self.advance()
@@ -1627,18 +1631,7 @@ class Parser:
                 recursive = self.tok[1] == "fn" and self.tok[0] == "IDENT"
                 if recursive:  # a let-bound function may call itself
                     self.bind(key, v, undo)
-                k, s, q = self.tok
-                if k == "CALLEE":  # the common case, inlined (as for bindings)
-                    self.advance()
-                    val = self._op_call(s[:-1], q)
-                    k, s, _ = self.tok
-                    if k == "LP" or k == "DOT":
-                        val = self._postfix(val)
-                        k, s, _ = self.tok
-                    if k in _INFIX or (k == "NUM" and s[0] == "-"):
-                        val = self._binary(val)
-                else:
-                    val = (yield from self.value()) if self._is_block() else self.parse_expr()
+                val = yield from self._bound_value()
                 self.parse_token("SEMI", "after a let binding")
                 lets.append((v, val, p))
                 if not recursive:
