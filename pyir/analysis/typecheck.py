@@ -557,11 +557,15 @@ def has_unknowns(t: Type) -> bool:
     return has_type_vars(t) and any(is_unknown(v) for v in type_vars_of(t))
 
 
-def subst_tvars(t: Type, mapping: dict[Type, Type]) -> Type:
+def subst_tvars(t: Type, mapping: dict[Type, Type], simultaneous: bool = False) -> Type:
     """``t`` with the type variables of ``mapping`` replaced, bound unknowns resolved through
-    ``mapping`` too (iterative, memoized over the type DAG)."""
+    ``mapping`` too (iterative, memoized over the type DAG); ``simultaneous``: each variable
+    replaced once by its image, not resolved further (an instantiation, whose images may hold
+    variables of the same names)."""
     if not mapping:
         return t
+    if simultaneous:
+        return _subst_once(t, mapping)
     memo: dict[Type, Type] = {}
     stack: list[Type] = [t]
     active: set[Type] = set()
@@ -583,6 +587,29 @@ def subst_tvars(t: Type, mapping: dict[Type, Type]) -> Type:
                     raise TypeCheckError(f"cyclic type variable binding of {x}")
                 active.add(x)
                 stack.append(b)
+            continue
+        kids: Any = x.children()
+        todo = [c for c in kids if c not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        new = [memo[c] for c in kids]
+        memo[x] = x if all(a is b for a, b in zip(new, kids)) else x.replace_children(new)  # type: ignore[assignment]
+        stack.pop()
+    return memo[t]
+
+
+def _subst_once(t: Type, mapping: dict[Type, Type]) -> Type:
+    memo: dict[Type, Type] = {}
+    stack: list[Type] = [t]
+    while stack:
+        x = stack[-1]
+        if x in memo:
+            stack.pop()
+            continue
+        if type(x) is TypeVar:
+            memo[x] = mapping.get(x, x)
+            stack.pop()
             continue
         kids: Any = x.children()
         todo = [c for c in kids if c not in memo]
@@ -720,7 +747,9 @@ def pattern_types(p: Any, data_type: Type, clause: Node) -> list[Type]:
                                      f"{c.belong_to.name_hint} cannot match a value of type {_fmt(t)}")
             m: dict[Type, Type] = {TypeVar(v): a for v, a in zip(c.type_vars, t.args)}
             for sub, it in reversed(list(zip(q.patterns, c.inputs))):
-                stack.append((sub, subst_tvars(it, m)))
+                # simultaneous: the type definition's parameter A may be bound to a type holding
+                # the function's own parameter A (Option[(A, B)] in a function over [A, B])
+                stack.append((sub, subst_tvars(it, m, simultaneous=True)))
         elif k is PatternTuple:
             if type(t) is not TupleType or len(t.fields) != len(q.patterns):
                 raise TypeCheckError(f"{_where(clause)}: a tuple pattern of {len(q.patterns)} cannot match a "
