@@ -549,9 +549,11 @@ class Parser:
         self.parse_token("RB", "closing the type parameters")
         return names
 
-    def parse_type_definition(self) -> TypeData:
-        """``type List[A] { Cons(A, List[A]), Nil, }`` (TVM's ADT definition)."""
-        self.parse_keyword("type")
+    def parse_type_definition(self, extern: bool = False) -> TypeData:
+        """``type List[A] { Cons(A, List[A]), Nil, }`` (TVM's ADT definition); after ``extern``,
+        ``type Storage`` (an opaque type: a definition without constructors, braces optional)."""
+        ep = self.tok[2]
+        self.parse_keyword("type", "after 'extern'" if extern else "")
         k, name, p = self.tok
         if k != "IDENT" or not name.isidentifier():
             raise self.expected("a type name after 'type'")
@@ -563,8 +565,10 @@ class Parser:
         self.type_params = saved + tvs
         self._defining_types = True  # field types may name definitions that follow
         ctors: list[tuple[str, list[Type], int]] = []
-        self.parse_token("LC", "opening the constructors of a type definition")
-        while self.tok[0] != "RC":
+        braces = not extern or self.tok[0] == "LC"
+        if braces:
+            self.parse_token("LC", "opening the constructors of a type definition")
+        while braces and self.tok[0] != "RC":
             k, s, cp = self.tok
             fields: list[Type] = []
             if k == "CALLEE":
@@ -594,7 +598,10 @@ class Parser:
             ctors.append((cname, fields, cp))
             if self.parse_optional_token("COMMA") is None:
                 break
-        self.parse_token("RC", "closing a type definition")
+        if braces:
+            self.parse_token("RC", "closing a type definition")
+        if extern and ctors:
+            raise self.error(f"extern type {name} has constructors (an extern type has none)", ep)
         self.type_params = saved
         self._defining_types = False
         cs = [self.build(Constructor, cp, cname, fields, name, tvs) for cname, fields, cp in ctors]
@@ -1753,6 +1760,10 @@ class Parser:
                 continue
             if self.tok[0] == "IDENT" and self.tok[1] == "type":
                 self.parse_type_definition()
+                continue
+            if self.tok[0] == "IDENT" and self.tok[1] == "extern":  # extern type Storage
+                self.advance()
+                self.parse_type_definition(extern=True)
                 continue
             if self.tok[0] != "IDENT" or self.tok[1] != "def":
                 raise self.expected("'def' or end of input")
