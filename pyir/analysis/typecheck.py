@@ -383,7 +383,7 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
         if solving and has_type_vars(t):
             provisional.append(n)
     if solving:
-        _finish_solving(pending, started, subst, provisional, env, cache, store)
+        _finish_solving(pending, started, resolve, provisional, env, cache, store)
     return tyof(expr)
 
 
@@ -392,7 +392,7 @@ def _unify_at(a: Type, b: Type, s: dict[Type, Type], where: Node, what: Callable
     unify(a, b, s, lambda m: TypeCheckError(f"{_where(where)}: {what()} differ: {m}"))
 
 
-def _finish_solving(pending: dict[Node, TypeVar], started: set[Node], subst: dict[Type, Type],
+def _finish_solving(pending: dict[Node, TypeVar], started: set[Node], resolve: Callable[[Type], Type],
                     provisional: list[Node], env: dict[Var, Type], cache: dict[Node, Type],
                     store: Callable[[Node, Type], None]) -> None:
     """The end of a walk that inferred parameter types: a function never used (so never typed)
@@ -407,10 +407,10 @@ def _finish_solving(pending: dict[Node, TypeVar], started: set[Node], subst: dic
     for n in provisional:
         t = cached_type(n) or cache.get(n)
         if t is not None:
-            store(n, subst_tvars(t, subst))
-    for v, t in list(env.items()):
-        if has_type_vars(t):
-            env[v] = subst_tvars(t, subst)
+            store(n, resolve(t))
+    for v, t in env.items():
+        if type(t) is not TensorType and has_type_vars(t):
+            env[v] = resolve(t)
     for f in pending:
         for p in f.params:  # type: ignore[attr-defined]
             if p.type_annotation is None:
@@ -648,7 +648,7 @@ def unify(a: Type, b: Type, s: dict[Type, Type], err: Callable[[str], PyIRError]
             continue
         if is_unknown(x) or is_unknown(y):
             u, t = (x, y) if is_unknown(x) else (y, x)
-            if any(v is u for v in type_vars_of(subst_tvars(t, s))):
+            if has_type_vars(t) and any(v is u for v in type_vars_of(subst_tvars(t, s))):
                 raise err(f"{_fmt(u)} would contain itself in {_fmt(t)}")
             s[u] = t
             continue
@@ -958,13 +958,11 @@ class TypeContext:
             return t
         facts = self._facts
         t = facts.env.get(v)
+        if t is None:  # an unannotated parameter, typed by the uses of its function
+            t = self._mod_cache.get(v) or facts.cache.get(v)
         if t is None and not facts.harvested:
             self._harvest()
-            t = facts.env.get(v)
-        if t is None:  # an unannotated parameter, typed by the uses of its function
-            t = self._mod_cache.get(v)
-            if t is None:
-                t = facts.cache.get(v)
+            t = facts.env.get(v) or self._mod_cache.get(v)
         return t
 
     def type_of(self, e: Expr) -> Type:
