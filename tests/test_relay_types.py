@@ -192,3 +192,23 @@ def @main(%n: int32) -> int32 {
     assert "exp(" in folded.astext()  # no kernel: FoldConstant leaves the call
     with pytest.raises(pyir.TypeCheckError, match="floating-point"):
         op.sqrt(pyir.var("b", shape=(2,), dtype="bool")).checked_type
+
+
+def test_parse_with_an_init_module():
+    # TVM's import_from_std: a text using the prelude's List, Cons and @hd / @tl
+    mod = pyir.parse("""
+type Peano { Zero, Succ(Peano) }
+def @at[A](%l: List[A], %i: Peano) -> A {
+  match (%i) {
+    Zero => @hd(%l),
+    Succ(%j) => @at(@tl(%l), %j),
+  }
+}
+def @main(%x: int32) -> int32 { @at(Cons(%x, Cons(%x + 1, Nil)), Succ(Zero)) }""", init_module=pyir.prelude())
+    assert {"at", "main", "hd", "map"} <= set(mod.names())
+    assert {"List", "Peano"} <= set(mod.type_definitions())
+    assert int(pyir.evaluate(mod, np.array(7, "int32"))) == 8
+    with pytest.raises(pyir.ParseError, match="already a function of the init module"):
+        pyir.parse("def @hd(%x: int32) -> int32 { %x }", init_module=pyir.prelude())
+    with pytest.raises(pyir.ParseError, match="undefined global function @hd"):
+        pyir.parse("def @main(%l: int32) { @hd(%l) }")
