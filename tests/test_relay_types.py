@@ -10,6 +10,7 @@ import pytest
 import pyir
 from pyir import TensorType, op
 from pyir.analysis.typecheck import TypeContext
+from pyir.ir.adt import RefType
 from pyir.transform import FoldConstant, InferType
 
 F23 = TensorType((2, 3), "float32")
@@ -212,3 +213,23 @@ def @main(%x: int32) -> int32 { @at(Cons(%x, Cons(%x + 1, Nil)), Succ(Zero)) }""
         pyir.parse("def @hd(%x: int32) -> int32 { %x }", init_module=pyir.prelude())
     with pytest.raises(pyir.ParseError, match="undefined global function @hd"):
         pyir.parse("def @main(%l: int32) { @hd(%l) }")
+
+
+def test_global_function_params_solved_by_its_body_and_return_type():
+    mod = pyir.parse("""
+def @bump(%cell) -> int32 {
+  let %old = ref_read(%cell);
+  let %w = ref_write(%cell, %old * 2);
+  %old
+}
+def @main() -> int32 {
+  let %c = ref(5);
+  let %a = @bump(%c);
+  add(ref_read(%c), %a)
+}""")
+    assert str(mod.global_type("bump")) == "fn (ref(Tensor[(), int32])) -> Tensor[(), int32]"
+    InferType()(mod)
+    assert TypeContext.of(mod).var_type(mod["bump"].params[0]) == RefType(TensorType((), "int32"))
+    assert int(pyir.evaluate(mod)) == 15
+    with pytest.raises(pyir.TypeCheckError, match="parameter %x"):  # nothing says what %x is
+        pyir.parse("def @g(%x) { add(%x, 1) }").global_type("g")

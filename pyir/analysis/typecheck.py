@@ -189,6 +189,42 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
         return resolve(t) if solving else t
 
     members: dict[Type, list[Node]] = {}  # a root unknown -> the pending functions it stands for
+    roots: list[Node] = []  # the function checked, its unannotated parameters unknowns
+    deferred: list[tuple[Node, TypeVar]] = []  # operator calls of unknown arguments, their result
+
+    def solve_node(n: Node, k: type) -> Type:
+        """The type of ``n`` while solving: unknowns flow through references, operator calls of
+        unknown arguments wait (``deferred``), a declared return type solves the body's unknowns."""
+        if k is Call and type(n.op) is Op:  # type: ignore[attr-defined]
+            ats = tuple([tyof(a) for a in n.args])  # type: ignore[attr-defined]
+            try:
+                return check_call(n, ats)  # type: ignore[arg-type]
+            except TypeCheckError:
+                if not any(type(t) is not TensorType and has_unknowns(t) for t in ats):
+                    raise
+            u = fresh_unknown()
+            deferred.append((n, u))
+            return u
+        if k is RefRead:
+            rt = tyof(n.ref)  # type: ignore[attr-defined]
+            if is_unknown(rt):
+                u = fresh_unknown()
+                _unify_at(rt, RefType(u), subst, n, lambda: "the reference's type and its use")
+                return u
+        elif k is RefWrite:
+            rt, vt = tyof(n.ref), tyof(n.value)  # type: ignore[attr-defined]
+            if is_unknown(rt) or (type(rt) is RefType and has_unknowns(rt)) or has_unknowns(vt):
+                _unify_at(rt, RefType(vt), subst, n, lambda: "the reference's type and the value written")
+                return TupleType([])
+        elif k is Function:
+            pts = [p.type_annotation or env[p] for p in n.params]  # type: ignore[attr-defined]
+            body_t = tyof(n.body)  # type: ignore[attr-defined]
+            rt = n.ret_type  # type: ignore[attr-defined]
+            if rt is None or not has_unknowns(body_t):
+                return _compute_in_place(n, pts, tyof)  # type: ignore[arg-type]
+            _unify_at(rt, body_t, subst, n, lambda: "the declared return type and the body's type")
+            return FuncType(pts, rt)
+        return _compute(n, tyof)
 
     def pending_class(t: Type) -> list[Node]:
         """The pending functions (not typed yet) that unknown ``t`` (a root) stands for."""
@@ -257,7 +293,15 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
                 push((n, 1))
                 push((val, 0))
             elif k is Function:
-                if any(p.type_annotation is None for p in n.params):  # type: ignore[attr-defined]
+                if n is expr and any(p.type_annotation is None for p in n.params):  # type: ignore[attr-defined]
+                    # the function checked (a global function): its unannotated parameters are
+                    # unknowns solved by its body and its return type (TVM's type variables)
+                    for p in n.params:  # type: ignore[attr-defined]
+                        if p.type_annotation is None and p not in env:
+                            env[p] = fresh_unknown()
+                    roots.append(n)
+                    solving = True
+                elif any(p.type_annotation is None for p in n.params):  # type: ignore[attr-defined]
                     u = pending[n] = fresh_unknown()  # typed where it is used (see above)
                     members[u] = [n]
                     store(n, u)
@@ -378,12 +422,29 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
             continue
         # Not typed yet: a node is expanded once (its state 2 sits above any later state-0 entry
         # of it), so no cache probe here (a probe of an untyped node raises AttributeError).
-        t = _compute(n, tyof)
+        t = solve_node(n, k) if solving else _compute(n, tyof)
         store(n, t)
         if solving and has_type_vars(t):
             provisional.append(n)
     if solving:
-        _finish_solving(pending, started, resolve, provisional, env, cache, store)
+        while deferred:  # the operator calls whose arguments were unknown: retry until no progress
+            rest = []
+            for n, u in deferred:
+                dats = tuple([tyof(a) for a in n.args])  # type: ignore[attr-defined]
+                if any(type(t) is not TensorType and has_unknowns(t) for t in dats):
+                    rest.append((n, u))
+                    continue
+                t = check_call(n, dats)  # type: ignore[arg-type]
+                _unify_at(u, t, subst, n, lambda: "the operator's result and its uses")
+                store(n, t)
+            if len(rest) == len(deferred):
+                break
+            deferred = rest
+        _finish_solving(pending, started, resolve, provisional, env, cache, store, roots)
+        if deferred:
+            n = deferred[0][0]
+            raise TypeCheckError(f"cannot infer the argument types of {_where(n)}: they stay unknown "
+                                 f"({', '.join(_fmt(tyof(a)) for a in n.args)})")  # type: ignore[attr-defined]
     return tyof(expr)
 
 
@@ -394,7 +455,7 @@ def _unify_at(a: Type, b: Type, s: dict[Type, Type], where: Node, what: Callable
 
 def _finish_solving(pending: dict[Node, TypeVar], started: set[Node], resolve: Callable[[Type], Type],
                     provisional: list[Node], env: dict[Var, Type], cache: dict[Node, Type],
-                    store: Callable[[Node, Type], None]) -> None:
+                    store: Callable[[Node, Type], None], roots: Sequence[Node] = ()) -> None:
     """The end of a walk that inferred parameter types: a function never used (so never typed)
     or a parameter left unknown is an error naming the parameter; the solved types replace the
     provisional ones (nodes, let variables) and the parameters' types go into ``cache`` (keyed
@@ -411,7 +472,7 @@ def _finish_solving(pending: dict[Node, TypeVar], started: set[Node], resolve: C
     for v, t in env.items():
         if type(t) is not TensorType and has_type_vars(t):
             env[v] = resolve(t)
-    for f in pending:
+    for f in [*roots, *pending]:
         for p in f.params:  # type: ignore[attr-defined]
             if p.type_annotation is None:
                 t = env[p]
