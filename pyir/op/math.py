@@ -105,9 +105,6 @@ def _float_unary(name: str, fn: Callable[[np.ndarray], np.ndarray], doc: str,
     def on_float(x: np.ndarray) -> np.ndarray:
         return np.asarray(fn(_np_float(x))).astype(x.dtype, copy=False)
 
-    if not int_identity:
-        doc += (" An integer input has the input's type, as in TVM, but no kernel: evaluating it "
-                "is an EvaluationError (cast to a float first).")
     return register_op(name, num_inputs=1, type_rel=float_unary_rel,
                        compute=float_kernel(name, on_float, int_identity=int_identity),
                        pattern=OpPattern.ELEMWISE, doc=doc)
@@ -125,8 +122,8 @@ asinh: _sig.Asinh = _float_unary("asinh", np.arcsinh, "Elementwise inverse hyper
 acosh: _sig.Acosh = _float_unary("acosh", np.arccosh, "Elementwise inverse hyperbolic cosine.")
 atanh: _sig.Atanh = _float_unary("atanh", np.arctanh, "Elementwise inverse hyperbolic tangent.")
 round: _sig.Round = _float_unary(  # noqa: A001
-    "round", np.round, "Elementwise rounding to the nearest integer, halves to even (ONNX's Round); "
-    "an integer tensor is its own rounding.", int_identity=True)
+    "round", np.round, "Elementwise rounding to the nearest integer, halves to even (ONNX's Round).",
+    int_identity=True)
 
 
 def _sign_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:

@@ -1,5 +1,13 @@
 """Tensor operators: elementwise math, broadcasting arithmetic, comparisons,
-layout transforms, reductions and matmul."""
+layout transforms, reductions and matmul.
+
+The float math functions (``exp``, ``log``, ``sqrt``, ``rsqrt``, ``tanh``, ``sigmoid``, ``erf``,
+``floor``, ``ceil`` here; the trigonometric ones and ``round`` in :mod:`pyir.op.math`) type an
+integer input as TVM does, with the input's type (Relay's ``IdentityRel``: ``log`` of an
+``int32`` type-checks, TVM fails only when it compiles it).  Evaluating one on integers, as TVM's
+TOPI would (it neither computes in float nor casts: it emits ``tir.log`` of an ``int32``, which
+no target lowers), is an :class:`~pyir.errors.EvaluationError`; ``floor``, ``ceil`` and
+``round`` of an integer tensor are the tensor itself (TIR's rule).  Bool is a type error."""
 
 from __future__ import annotations
 
@@ -90,9 +98,6 @@ def _unary(name: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, *,
     if not float_only:
         return register_op(name, num_inputs=1, type_rel=_unary_rel, compute=lambda attrs, x: fn(x),
                            pattern=OpPattern.ELEMWISE, doc=doc)
-    if not int_identity:
-        doc += (" An integer input has the input's type, as in TVM, but no kernel: evaluating it "
-                "is an EvaluationError (cast to a float first).")
     return register_op(name, num_inputs=1, type_rel=float_unary_rel,
                        compute=float_kernel(name, fn, int_identity=int_identity),
                        pattern=OpPattern.ELEMWISE, doc=doc)
@@ -153,10 +158,8 @@ tanh: _sig.Tanh = _unary("tanh", np.tanh, "Elementwise hyperbolic tangent.")
 sigmoid: _sig.Sigmoid = _unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "Elementwise logistic function.")
 abs: _sig.Abs = _unary("abs", np.abs, "Elementwise absolute value.", float_only=False)  # noqa: A001
 erf: _sig.Erf = _unary("erf", _erf, "Elementwise error function.")
-floor: _sig.Floor = _unary("floor", np.floor, "Elementwise floor (an integer tensor is its own floor).",
-                           int_identity=True)
-ceil: _sig.Ceil = _unary("ceil", np.ceil, "Elementwise ceiling (an integer tensor is its own ceiling).",
-                         int_identity=True)
+floor: _sig.Floor = _unary("floor", np.floor, "Elementwise floor.", int_identity=True)
+ceil: _sig.Ceil = _unary("ceil", np.ceil, "Elementwise ceiling.", int_identity=True)
 logical_not: _sig.LogicalNot = register_op(
     "logical_not", num_inputs=1, type_rel=_unary_rel, compute=lambda attrs, x: np.logical_not(x),
     pattern=OpPattern.ELEMWISE, doc="Elementwise boolean not.")
