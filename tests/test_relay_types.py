@@ -24,7 +24,7 @@ def _fn_of_let(mod: pyir.Module, name: str = "main") -> pyir.Function:
 def test_let_bound_function_params_take_the_argument_types():
     mod = pyir.parse("""
 def @main(%u: Tensor[(2, 3), float32], %w: Tensor[(2, 3), float32]) {
-  let %g = fn (%p, %q) { multiply(%p, %q) };
+  let %g = fn (%p, %q) { let %m = multiply(%p, %q); %m };
   %0 = %g(%u, %w);
   subtract(%0, %u)
 }""")
@@ -33,6 +33,8 @@ def @main(%u: Tensor[(2, 3), float32], %w: Tensor[(2, 3), float32]) {
     ctx = TypeContext.of(mod)
     assert [ctx.var_type(p) for p in g.params] == [F23, F23]
     assert ctx.type_of(g) == pyir.FuncType([F23, F23], F23)
+    assert ctx.var_type(g.body.var) is F23  # a let inside it (the module's functions re-walked)
+    assert ctx.var_type(mod["main"].body.var) == pyir.FuncType([F23, F23], F23)
     out = InferType()(mod)  # the nodes stay as built: the parameters keep no annotation
     assert _fn_of_let(out).params[0].type_annotation is None
     a = np.arange(6, dtype="float32").reshape(2, 3)

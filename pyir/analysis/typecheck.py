@@ -280,7 +280,7 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
             if k is Let:
                 val: Any = n.value  # type: ignore[attr-defined]
                 v = n.var  # type: ignore[attr-defined]
-                if type(val) is Function and v.type_annotation is None and v not in env:
+                if type(val) is Function and v.type_annotation is None and v not in env and n not in rebound:
                     # a let-bound function may call itself (Relay's recursive let): its variable
                     # has the declared type, or an unknown solved by the function's type
                     if val.ret_type is not None and all(p.type_annotation is not None for p in val.params):
@@ -293,7 +293,12 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
                 push((n, 1))
                 push((val, 0))
             elif k is Function:
-                if n is expr and any(p.type_annotation is None for p in n.params):  # type: ignore[attr-defined]
+                if n in rebound and all(p.type_annotation is not None or p in cache
+                                        for p in n.params):  # type: ignore[attr-defined]
+                    for p in n.params:  # type: ignore[attr-defined]  # re-walked: as inferred
+                        if p.type_annotation is None:
+                            env[p] = cache[p]
+                elif n is expr and any(p.type_annotation is None for p in n.params):  # type: ignore[attr-defined]
                     # the function checked (a global function): its unannotated parameters are
                     # unknowns solved by its body and its return type (TVM's type variables)
                     for p in n.params:  # type: ignore[attr-defined]
