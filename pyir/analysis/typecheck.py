@@ -285,8 +285,11 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
                     # has the declared type, or an unknown solved by the function's type
                     if val.ret_type is not None and all(p.type_annotation is not None for p in val.params):
                         env[v] = FuncType([p.type_annotation for p in val.params], val.ret_type)  # type: ignore[misc]
-                    elif any(p.type_annotation is None for p in val.params):
-                        env[v] = fresh_unknown()
+                    elif any(p.type_annotation is None for p in val.params) and known(val) is None:
+                        # the function is pending (below): one unknown for it and its variable
+                        u = env[v] = pending[val] = fresh_unknown()
+                        members[u] = [val]
+                        store(val, u)
                         solving = True
                 push((n, 2))
                 push((n.body, 0))  # type: ignore[attr-defined]
