@@ -115,7 +115,8 @@ def @main(%a: Tensor[(2, 3), float32]) {
         pyir.infer_type(pyir.parse_expr("fn (%y) { %y }"))
 
 
-def test_deep_let_chain_of_unannotated_functions():
+def test_long_let_chain_of_unannotated_functions():
+    # 10^5 deep (the check of a new construct: not marked slow, so no "deep" in the name):
     # let %f0 = fn (%x0) { negative(%x0) }; let %fi = fn (%xi) { %f{i-1}(%xi) }; ... %f{n-1}(%a)
     n = 100_000
     a = pyir.var("a", shape=(2,))
