@@ -27,6 +27,8 @@ Extraction (heuristic, on the Python syntax tree of each test file):
 * TVM *rejects* a program if its parse call is inside ``with pytest.raises(...)`` or is an
   argument of ``assert_parse_error``/``pytest.raises(..., f, text)``; otherwise TVM accepts it.
 * test_ir_parser.py's ``parse_module`` helper prefixes ``SEMVER``; the prefix is added here too.
+* ``nat.rly`` is parsed with TVM's ``prelude.rly`` as its init module (TVM's tests import it
+  into a ``Prelude``'s module, whose ``List``, ``@hd`` and ``@tl`` it uses);
 * a text with ``meta[relay.Constant][i]`` references but no metadata section gets its constants
   from Python (``init_meta_table``); they are rebuilt here as zeros of the type TVM printed after
   each reference (``/* ty=Tensor[(3), float32] */``) and passed as ``meta_table``.
@@ -257,10 +259,14 @@ def measure(progs: list[Program]) -> None:
     from pyir.errors import PyIRError
     from pyir.transform import InferType
 
+    std = {os.path.basename(p.file): p.text for p in progs if p.file.startswith("python/tvm/relay/std/")}
     for p in progs:
         try:
             table = _meta_table(pyir, p.text)
-            obj = pyir.parse(p.text, meta_table=table) if p.mode == "module" else \
+            init = None
+            if p.file.endswith("std/nat.rly") and "prelude.rly" in std:  # TVM imports it into a
+                init = pyir.parse(std["prelude.rly"])                      # Prelude's module
+            obj = pyir.parse(p.text, meta_table=table, init_module=init) if p.mode == "module" else \
                 pyir.parse_expr(p.text, meta_table=table)
         except PyIRError as e:
             p.result, p.error = "parse", f"{type(e).__name__}: {e}"

@@ -149,14 +149,36 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
             t = cache.get(n)
         return t
 
+    # Parameter inference (TVM's monomorphic case): a function literal with unannotated
+    # parameters is typed where it is used, not where it is written.  It stands for a fresh
+    # unknown (``pending``) until a call of it gives its parameters the argument types (or it
+    # flows into a parameter of a declared function type, or an annotated let); then its body
+    # is typed with them and the unknown unified with its type.  ``subst`` holds the unknowns
+    # solved so far; the types stored while solving are substituted at the end.
+    subst: dict[Type, Type] = {}
+    pending: dict[Node, TypeVar] = {}  # function literal -> the unknown standing for it
+    started: set[Node] = set()  # pending functions whose body is being (or was) typed
+    provisional: list[Node] = []  # nodes stored with a type holding unknowns while solving
+    solving = False
+
+    def resolve(t: Type) -> Type:
+        if type(t) is TypeVar:
+            r = _walk(t, subst)
+            if r is not t:
+                subst[t] = r  # path compression
+                if type(r) is not TensorType and has_type_vars(r):
+                    r = subst_tvars(r, subst)
+            return r
+        return subst_tvars(t, subst) if has_type_vars(t) else t
+
     def tyof(n: Node) -> Type:
         k = type(n)
         if k is Var:
-            t = n.type_annotation or env.get(n)  # type: ignore[attr-defined,call-overload]
+            t = n.type_annotation or env.get(n) or cache.get(n)  # type: ignore[attr-defined,call-overload]
             if t is None:
                 raise TypeCheckError(f"cannot infer the type of %{n.name_hint}: it has no type annotation "  # type: ignore[attr-defined]
                                      "and is not bound by a let in scope")
-            return t
+            return resolve(t) if solving else t
         if k is GlobalVar:
             return global_type(n)  # type: ignore[arg-type]
         if k is Op:
@@ -164,7 +186,78 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
         t = known(n)
         if t is None:  # pragma: no cover - the driver computes children first
             raise TypeCheckError(f"internal: no type yet for {_where(n)}")
-        return t
+        return resolve(t) if solving else t
+
+    members: dict[Type, list[Node]] = {}  # a root unknown -> the pending functions it stands for
+    roots: list[Node] = []  # the function checked, its unannotated parameters unknowns
+    deferred: list[tuple[Node, TypeVar]] = []  # operator calls of unknown arguments, their result
+
+    def solve_node(n: Node, k: type) -> Type:
+        """The type of ``n`` while solving: unknowns flow through references, operator calls of
+        unknown arguments wait (``deferred``), a declared return type solves the body's unknowns."""
+        if k is Call and type(n.op) is Op:  # type: ignore[attr-defined]
+            ats = tuple([tyof(a) for a in n.args])  # type: ignore[attr-defined]
+            try:
+                return check_call(n, ats)  # type: ignore[arg-type]
+            except TypeCheckError:
+                if not any(type(t) is not TensorType and has_unknowns(t) for t in ats):
+                    raise
+            u = fresh_unknown()
+            deferred.append((n, u))
+            return u
+        if k is RefRead:
+            rt = tyof(n.ref)  # type: ignore[attr-defined]
+            if is_unknown(rt):
+                u = fresh_unknown()
+                _unify_at(rt, RefType(u), subst, n, lambda: "the reference's type and its use")
+                return u
+        elif k is RefWrite:
+            rt, vt = tyof(n.ref), tyof(n.value)  # type: ignore[attr-defined]
+            if is_unknown(rt) or (type(rt) is RefType and has_unknowns(rt)) or has_unknowns(vt):
+                _unify_at(rt, RefType(vt), subst, n, lambda: "the reference's type and the value written")
+                return TupleType([])
+        elif k is Function:
+            pts = [p.type_annotation or env[p] for p in n.params]  # type: ignore[attr-defined]
+            body_t = tyof(n.body)  # type: ignore[attr-defined]
+            rt = n.ret_type  # type: ignore[attr-defined]
+            if rt is None or not has_unknowns(body_t):
+                return _compute_in_place(n, pts, tyof)  # type: ignore[arg-type]
+            _unify_at(rt, body_t, subst, n, lambda: "the declared return type and the body's type")
+            return FuncType(pts, rt)
+        return _compute(n, tyof)
+
+    def pending_class(t: Type) -> list[Node]:
+        """The pending functions (not typed yet) that unknown ``t`` (a root) stands for."""
+        return [f for f in members.get(t, ()) if f not in started]
+
+    def join(a: Type, b: Type, where: Node, what: Callable[[], str]) -> None:
+        """Unify ``a`` and ``b`` (a value flowing where another is expected): their classes of
+        pending functions merge; a class solved to a function type has its functions typed."""
+        ra, rb = _walk(a, subst), _walk(b, subst)
+        _unify_at(a, b, subst, where, what)
+        r = _walk(ra, subst)
+        merged = [f for x in {ra, rb} for f in members.pop(x, ())]
+        if is_unknown(r):
+            members.setdefault(r, []).extend(merged)
+            return
+        r = resolve(r)
+        for f in merged:
+            if f not in started:
+                if type(r) is not FuncType:
+                    raise TypeCheckError(f"{_where(where)}: a function is used as a value of type {_fmt(r)}")
+                start(f, r.arg_types, where)
+
+    def start(f: Any, types: Sequence[Type], where: Node) -> None:
+        """Type pending function ``f`` with parameter types ``types`` (its body, then state 7)."""
+        if len(f.params) != len(types):
+            raise TypeCheckError(f"{_where(where)}: the function takes {len(f.params)} argument(s), got "
+                                 f"{len(types)}")
+        started.add(f)
+        for v, t in zip(f.params, types):
+            if v.type_annotation is None:
+                env[v] = t
+        push((f, 7))
+        push((f.body, 0))
 
     def store(n: Node, t: Type) -> None:
         if n._mask & _CONTEXT:
@@ -185,15 +278,43 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
                     continue
                 rebound.add(n)
             if k is Let:
+                val: Any = n.value  # type: ignore[attr-defined]
+                v = n.var  # type: ignore[attr-defined]
+                if type(val) is Function and v.type_annotation is None and v not in env and n not in rebound:
+                    # a let-bound function may call itself (Relay's recursive let): its variable
+                    # has the declared type, or an unknown solved by the function's type
+                    if val.ret_type is not None and all(p.type_annotation is not None for p in val.params):
+                        env[v] = FuncType([p.type_annotation for p in val.params], val.ret_type)  # type: ignore[misc]
+                    elif any(p.type_annotation is None for p in val.params) and known(val) is None:
+                        # the function is pending (below): one unknown for it and its variable
+                        u = env[v] = pending[val] = fresh_unknown()
+                        members[u] = [val]
+                        store(val, u)
+                        solving = True
                 push((n, 2))
                 push((n.body, 0))  # type: ignore[attr-defined]
                 push((n, 1))
-                push((n.value, 0))  # type: ignore[attr-defined]
+                push((val, 0))
             elif k is Function:
-                for p in n.params:  # type: ignore[attr-defined]
-                    if p.type_annotation is None:
-                        raise TypeCheckError(
-                            f"parameter %{p.name_hint} of {_where(n)} has no type annotation")
+                if n in rebound and all(p.type_annotation is not None or p in cache
+                                        for p in n.params):  # type: ignore[attr-defined]
+                    for p in n.params:  # type: ignore[attr-defined]  # re-walked: as inferred
+                        if p.type_annotation is None:
+                            env[p] = cache[p]
+                elif n is expr and any(p.type_annotation is None for p in n.params):  # type: ignore[attr-defined]
+                    # the function checked (a global function): its unannotated parameters are
+                    # unknowns solved by its body and its return type (TVM's type variables)
+                    for p in n.params:  # type: ignore[attr-defined]
+                        if p.type_annotation is None and p not in env:
+                            env[p] = fresh_unknown()
+                    roots.append(n)
+                    solving = True
+                elif any(p.type_annotation is None for p in n.params):  # type: ignore[attr-defined]
+                    u = pending[n] = fresh_unknown()  # typed where it is used (see above)
+                    members[u] = [n]
+                    store(n, u)
+                    solving = True
+                    continue
                 push((n, 2))
                 push((n.body, 0))  # type: ignore[attr-defined]
             elif k is Match:  # the data first, then each clause body with its pattern variables bound
@@ -210,8 +331,44 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
                     push((c, 0))
             else:
                 push((n, 2))
+                if (k is Call or k is If) and (solving or (n._mask & F_UNTYPED and any(
+                        type(c) is Function for c in n.children()))):
+                    push((n, 6))
                 for c in n.children():
                     push((c, 0))
+            continue
+        if state == 6:  # solving: a call's children are typed: type the pending functions it uses
+            if k is If:
+                tt, ft2 = tyof(n.true_branch), tyof(n.false_branch)  # type: ignore[attr-defined]
+                if (is_unknown(tt) or is_unknown(ft2)) and tt is not ft2:  # join the two classes
+                    join(tt, ft2, n, lambda: "branches have different types")
+                continue
+            callee = n.op  # type: ignore[attr-defined]
+            if type(callee) is Op:
+                continue
+            ats = [tyof(a) for a in n.args]  # type: ignore[attr-defined]
+            ct = tyof(callee)
+            if is_unknown(ct):
+                fs = pending_class(ct)
+                if fs:
+                    for f in fs:
+                        start(f, ats, n)
+                else:  # a function being typed (a recursive call) or a parameter: its type
+                    _unify_at(ct, FuncType(ats, fresh_unknown()), subst, n, lambda: "the callee's type")
+            elif type(ct) is FuncType:  # a pending function passed where a function type is declared
+                for want, got in zip(ct.arg_types, ats):
+                    if is_unknown(got) and type(want) is FuncType:
+                        for f in pending_class(got):
+                            start(f, want.arg_types, n)
+            continue
+        if state == 7:  # the body of a pending function is typed: its type solves its unknown
+            pf: Any = n
+            ft = _compute_in_place(pf, [p.type_annotation or env[p] for p in pf.params], tyof)
+            u = pending[n]
+            _unify_at(u, ft, subst, n, lambda: "the function's type and its uses")
+            store(n, ft)
+            if has_type_vars(ft):
+                provisional.append(n)
             continue
         if state == 1:  # a Let's value is typed: bind its variable
             v = n.var  # type: ignore[attr-defined]
@@ -222,6 +379,18 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
                 raise WellFormedError(f"variable %{v.name_hint} is bound twice (by two lets); use a fresh "
                                       "pyir.var for each binding")
             vt = tyof(n.value)  # type: ignore[attr-defined]
+            if solving and is_unknown(vt):
+                fs = pending_class(vt)
+                ann = v.type_annotation
+                if fs and type(ann) is FuncType:  # an annotated let types the function it binds
+                    push((n, 1))
+                    for f in fs:
+                        start(f, ann.arg_types, n)
+                    binder.pop(v, None)
+                    continue
+            pre = env.get(v)
+            if pre is not None and v.type_annotation is None and is_unknown(pre):  # a recursive let
+                join(pre, vt, n, lambda: "the function's type and its uses inside its value")
             if v.type_annotation is not None and v.type_annotation is not vt:
                 if not accepts(v.type_annotation, vt):
                     raise TypeCheckError(f"let %{v.name_hint}: annotated {_fmt(v.type_annotation)} "
@@ -261,8 +430,64 @@ def infer_type(expr: Expr, mod: Any = None, *, cache: dict[Node, Type] | None = 
             continue
         # Not typed yet: a node is expanded once (its state 2 sits above any later state-0 entry
         # of it), so no cache probe here (a probe of an untyped node raises AttributeError).
-        store(n, _compute(n, tyof))
+        t = solve_node(n, k) if solving else _compute(n, tyof)
+        store(n, t)
+        if solving and has_type_vars(t):
+            provisional.append(n)
+    if solving:
+        while deferred:  # the operator calls whose arguments were unknown: retry until no progress
+            rest = []
+            for n, u in deferred:
+                dats = tuple([tyof(a) for a in n.args])  # type: ignore[attr-defined]
+                if any(type(t) is not TensorType and has_unknowns(t) for t in dats):
+                    rest.append((n, u))
+                    continue
+                t = check_call(n, dats)  # type: ignore[arg-type]
+                _unify_at(u, t, subst, n, lambda: "the operator's result and its uses")
+                store(n, t)
+            if len(rest) == len(deferred):
+                break
+            deferred = rest
+        _finish_solving(pending, started, resolve, provisional, env, cache, store, roots)
+        if deferred:
+            n = deferred[0][0]
+            raise TypeCheckError(f"cannot infer the argument types of {_where(n)}: they stay unknown "
+                                 f"({', '.join(_fmt(tyof(a)) for a in n.args)})")  # type: ignore[attr-defined]
     return tyof(expr)
+
+
+def _unify_at(a: Type, b: Type, s: dict[Type, Type], where: Node, what: Callable[[], str]) -> None:
+    """:func:`unify` of ``a`` and ``b`` in ``s``; the error names ``where`` and ``what()`` differ."""
+    unify(a, b, s, lambda m: TypeCheckError(f"{_where(where)}: {what()} differ: {m}"))
+
+
+def _finish_solving(pending: dict[Node, TypeVar], started: set[Node], resolve: Callable[[Type], Type],
+                    provisional: list[Node], env: dict[Var, Type], cache: dict[Node, Type],
+                    store: Callable[[Node, Type], None], roots: Sequence[Node] = ()) -> None:
+    """The end of a walk that inferred parameter types: a function never used (so never typed)
+    or a parameter left unknown is an error naming the parameter; the solved types replace the
+    provisional ones (nodes, let variables) and the parameters' types go into ``cache`` (keyed
+    by the parameter: how a later walk, and :meth:`TypeContext.var_type`, find them)."""
+    for f in pending:
+        if f not in started:
+            p = next(p for p in f.params if p.type_annotation is None)  # type: ignore[attr-defined]
+            raise TypeCheckError(f"parameter %{p.name_hint} of {_where(f)} has no type annotation and no "
+                                 "use of the function gives it one")
+    for n in provisional:
+        t = cached_type(n) or cache.get(n)
+        if t is not None:
+            store(n, resolve(t))
+    for v, t in env.items():
+        if type(t) is not TensorType and has_type_vars(t):
+            env[v] = resolve(t)
+    for f in [*roots, *pending]:
+        for p in f.params:  # type: ignore[attr-defined]
+            if p.type_annotation is None:
+                t = env[p]
+                if has_unknowns(t):
+                    raise TypeCheckError(f"parameter %{p.name_hint} of {_where(f)} has no type annotation "
+                                         f"and its uses leave its type unknown ({_fmt(t)})")
+                cache[p] = t
 
 
 def _compute(n: Node, tyof: Callable[[Node], Type]) -> Type:
@@ -401,11 +626,15 @@ def has_unknowns(t: Type) -> bool:
     return has_type_vars(t) and any(is_unknown(v) for v in type_vars_of(t))
 
 
-def subst_tvars(t: Type, mapping: dict[Type, Type]) -> Type:
+def subst_tvars(t: Type, mapping: dict[Type, Type], simultaneous: bool = False) -> Type:
     """``t`` with the type variables of ``mapping`` replaced, bound unknowns resolved through
-    ``mapping`` too (iterative, memoized over the type DAG)."""
+    ``mapping`` too (iterative, memoized over the type DAG); ``simultaneous``: each variable
+    replaced once by its image, not resolved further (an instantiation, whose images may hold
+    variables of the same names)."""
     if not mapping:
         return t
+    if simultaneous:
+        return _subst_once(t, mapping)
     memo: dict[Type, Type] = {}
     stack: list[Type] = [t]
     active: set[Type] = set()
@@ -427,6 +656,29 @@ def subst_tvars(t: Type, mapping: dict[Type, Type]) -> Type:
                     raise TypeCheckError(f"cyclic type variable binding of {x}")
                 active.add(x)
                 stack.append(b)
+            continue
+        kids: Any = x.children()
+        todo = [c for c in kids if c not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        new = [memo[c] for c in kids]
+        memo[x] = x if all(a is b for a, b in zip(new, kids)) else x.replace_children(new)  # type: ignore[assignment]
+        stack.pop()
+    return memo[t]
+
+
+def _subst_once(t: Type, mapping: dict[Type, Type]) -> Type:
+    memo: dict[Type, Type] = {}
+    stack: list[Type] = [t]
+    while stack:
+        x = stack[-1]
+        if x in memo:
+            stack.pop()
+            continue
+        if type(x) is TypeVar:
+            memo[x] = mapping.get(x, x)
+            stack.pop()
             continue
         kids: Any = x.children()
         todo = [c for c in kids if c not in memo]
@@ -465,7 +717,7 @@ def unify(a: Type, b: Type, s: dict[Type, Type], err: Callable[[str], PyIRError]
             continue
         if is_unknown(x) or is_unknown(y):
             u, t = (x, y) if is_unknown(x) else (y, x)
-            if any(v is u for v in type_vars_of(subst_tvars(t, s))):
+            if has_type_vars(t) and any(v is u for v in type_vars_of(subst_tvars(t, s))):
                 raise err(f"{_fmt(u)} would contain itself in {_fmt(t)}")
             s[u] = t
             continue
@@ -564,7 +816,9 @@ def pattern_types(p: Any, data_type: Type, clause: Node) -> list[Type]:
                                      f"{c.belong_to.name_hint} cannot match a value of type {_fmt(t)}")
             m: dict[Type, Type] = {TypeVar(v): a for v, a in zip(c.type_vars, t.args)}
             for sub, it in reversed(list(zip(q.patterns, c.inputs))):
-                stack.append((sub, subst_tvars(it, m)))
+                # simultaneous: the type definition's parameter A may be bound to a type holding
+                # the function's own parameter A (Option[(A, B)] in a function over [A, B])
+                stack.append((sub, subst_tvars(it, m, simultaneous=True)))
         elif k is PatternTuple:
             if type(t) is not TupleType or len(t.fields) != len(q.patterns):
                 raise TypeCheckError(f"{_where(clause)}: a tuple pattern of {len(q.patterns)} cannot match a "
@@ -766,15 +1020,18 @@ class TypeContext:
         return t
 
     def var_type(self, v: Var) -> Type | None:
-        """The type of variable ``v``: its annotation, or the type of the value its let binds."""
+        """The type of variable ``v``: its annotation, the type of the value its let binds, or
+        (an unannotated parameter) the type the uses of its function give it."""
         t = v.type_annotation
         if t is not None:
             return t
         facts = self._facts
         t = facts.env.get(v)
+        if t is None:  # an unannotated parameter, typed by the uses of its function
+            t = self._mod_cache.get(v) or facts.cache.get(v)
         if t is None and not facts.harvested:
             self._harvest()
-            t = facts.env.get(v)
+            t = facts.env.get(v) or self._mod_cache.get(v)
         return t
 
     def type_of(self, e: Expr) -> Type:

@@ -49,6 +49,7 @@ from ..ir.node import Attrs
 from ..ir.types import TensorType, Type, normalize_dtype
 from ._rel import broadcast_shapes, fail, normalize_axis, same_dtype, shape_str, tensor, unify_dims
 from .registry import AttrSpec, OpPattern, register_op
+from .tensor import float_kernel, float_unary_rel
 
 if TYPE_CHECKING:  # the builders' typed signatures (generated, see _signature.py)
     from . import _signatures as _sig
@@ -97,18 +98,15 @@ def _run_axis(op: str, axis: int, ndim: int) -> int:
 # -- elementwise unary -------------------------------------------------------------------------
 
 
-def _float_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
-    t = tensor(types[0])
-    if not _is_float(t.dtype):
-        raise fail(f"needs a floating-point input, got {t.dtype}")
-    return t
-
-
-def _float_unary(name: str, fn: Callable[[np.ndarray], np.ndarray], doc: str) -> Any:
-    def compute(attrs: Attrs, x: np.ndarray) -> np.ndarray:
+def _float_unary(name: str, fn: Callable[[np.ndarray], np.ndarray], doc: str,
+                 int_identity: bool = False) -> Any:
+    """A float math function; integers as :func:`pyir.op.tensor.float_kernel` says (TVM's
+    relation accepts them; ``round`` of one is itself, the others have no kernel)."""
+    def on_float(x: np.ndarray) -> np.ndarray:
         return np.asarray(fn(_np_float(x))).astype(x.dtype, copy=False)
 
-    return register_op(name, num_inputs=1, type_rel=_float_rel, compute=compute,
+    return register_op(name, num_inputs=1, type_rel=float_unary_rel,
+                       compute=float_kernel(name, on_float, int_identity=int_identity),
                        pattern=OpPattern.ELEMWISE, doc=doc)
 
 
@@ -124,7 +122,8 @@ asinh: _sig.Asinh = _float_unary("asinh", np.arcsinh, "Elementwise inverse hyper
 acosh: _sig.Acosh = _float_unary("acosh", np.arccosh, "Elementwise inverse hyperbolic cosine.")
 atanh: _sig.Atanh = _float_unary("atanh", np.arctanh, "Elementwise inverse hyperbolic tangent.")
 round: _sig.Round = _float_unary(  # noqa: A001
-    "round", np.round, "Elementwise rounding to the nearest integer, halves to even (ONNX's Round).")
+    "round", np.round, "Elementwise rounding to the nearest integer, halves to even (ONNX's Round).",
+    int_identity=True)
 
 
 def _sign_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:

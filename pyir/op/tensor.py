@@ -1,5 +1,13 @@
 """Tensor operators: elementwise math, broadcasting arithmetic, comparisons,
-layout transforms, reductions and matmul."""
+layout transforms, reductions and matmul.
+
+The float math functions (``exp``, ``log``, ``sqrt``, ``rsqrt``, ``tanh``, ``sigmoid``, ``erf``,
+``floor``, ``ceil`` here; the trigonometric ones and ``round`` in :mod:`pyir.op.math`) type an
+integer input as TVM does, with the input's type (Relay's ``IdentityRel``: ``log`` of an
+``int32`` type-checks, TVM fails only when it compiles it).  Evaluating one on integers, as TVM's
+TOPI would (it neither computes in float nor casts: it emits ``tir.log`` of an ``int32``, which
+no target lowers), is an :class:`~pyir.errors.EvaluationError`; ``floor``, ``ceil`` and
+``round`` of an integer tensor are the tensor itself (TIR's rule).  Bool is a type error."""
 
 from __future__ import annotations
 
@@ -8,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import AttrError, PyIRError
+from ..errors import AttrError, EvaluationError, PyIRError
 from ..ir.dims import Any as ANY_DIM
 from ..ir.dims import (
     DimLike,
@@ -54,17 +62,45 @@ def _unary_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     return tensor(types[0])
 
 
-def _float_unary_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+def float_unary_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    """The relation of the float math functions: the input's type, for floats and integers (as
+    Relay's ``IdentityRel``: TVM type-checks ``log`` of an ``int32`` and fails only when it
+    compiles it); bool is an error."""
     t = tensor(types[0])
-    if dtype_kind(t.dtype) not in _FLOAT_KINDS:  # bfloat16, float8 (ml_dtypes) are floats
-        raise fail(f"needs a floating-point input, got {t.dtype}")
+    kind = dtype_kind(t.dtype)
+    if kind not in _FLOAT_KINDS and kind not in "iu":  # bfloat16, float8 (ml_dtypes) are floats
+        raise fail(f"needs a floating-point (or integer) input, got {t.dtype}")
     return t
 
 
+def float_kernel(name: str, fn: Callable[[np.ndarray], np.ndarray], *,
+                 int_identity: bool = False) -> Callable[[Attrs, np.ndarray], np.ndarray]:
+    """The compute of a float math function whose relation accepts integers (``float_unary_rel``).
+
+    As TVM's TOPI does: ``floor``, ``ceil``, ``round`` (``int_identity``) of an integer tensor
+    is the tensor itself (``tir.floor`` of an integer returns it); any other function of an
+    integer tensor has no kernel (TVM emits ``tir.log`` of an ``int32``, which no target lowers,
+    and neither computes it in float nor casts): an EvaluationError here, never floats."""
+    def compute(attrs: Attrs, x: np.ndarray) -> np.ndarray:
+        if dtype_kind(x.dtype.name) in "iu":
+            if int_identity:
+                return x
+            raise EvaluationError(f"{name}: no kernel for an integer input ({x.dtype}): its type is "
+                                  f"the input's, as in TVM, but TVM cannot compile it either; cast "
+                                  "the input to a float first")
+        return fn(x)
+
+    return compute
+
+
 def _unary(name: str, fn: Callable[[np.ndarray], np.ndarray], doc: str, *,
-           float_only: bool = True) -> Callable[..., Any]:
-    return register_op(name, num_inputs=1, type_rel=_float_unary_rel if float_only else _unary_rel,
-                       compute=lambda attrs, x: fn(x), pattern=OpPattern.ELEMWISE, doc=doc)
+           float_only: bool = True, int_identity: bool = False) -> Callable[..., Any]:
+    if not float_only:
+        return register_op(name, num_inputs=1, type_rel=_unary_rel, compute=lambda attrs, x: fn(x),
+                           pattern=OpPattern.ELEMWISE, doc=doc)
+    return register_op(name, num_inputs=1, type_rel=float_unary_rel,
+                       compute=float_kernel(name, fn, int_identity=int_identity),
+                       pattern=OpPattern.ELEMWISE, doc=doc)
 
 
 _SQRT_PI = float(np.sqrt(np.pi))
@@ -122,8 +158,8 @@ tanh: _sig.Tanh = _unary("tanh", np.tanh, "Elementwise hyperbolic tangent.")
 sigmoid: _sig.Sigmoid = _unary("sigmoid", lambda x: 1 / (1 + np.exp(-x)), "Elementwise logistic function.")
 abs: _sig.Abs = _unary("abs", np.abs, "Elementwise absolute value.", float_only=False)  # noqa: A001
 erf: _sig.Erf = _unary("erf", _erf, "Elementwise error function.")
-floor: _sig.Floor = _unary("floor", np.floor, "Elementwise floor.")
-ceil: _sig.Ceil = _unary("ceil", np.ceil, "Elementwise ceiling.")
+floor: _sig.Floor = _unary("floor", np.floor, "Elementwise floor.", int_identity=True)
+ceil: _sig.Ceil = _unary("ceil", np.ceil, "Elementwise ceiling.", int_identity=True)
 logical_not: _sig.LogicalNot = register_op(
     "logical_not", num_inputs=1, type_rel=_unary_rel, compute=lambda attrs, x: np.logical_not(x),
     pattern=OpPattern.ELEMWISE, doc="Elementwise boolean not.")

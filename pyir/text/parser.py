@@ -549,9 +549,11 @@ class Parser:
         self.parse_token("RB", "closing the type parameters")
         return names
 
-    def parse_type_definition(self) -> TypeData:
-        """``type List[A] { Cons(A, List[A]), Nil, }`` (TVM's ADT definition)."""
-        self.parse_keyword("type")
+    def parse_type_definition(self, extern: bool = False) -> TypeData:
+        """``type List[A] { Cons(A, List[A]), Nil, }`` (TVM's ADT definition); after ``extern``,
+        ``type Storage`` (an opaque type: a definition without constructors, braces optional)."""
+        ep = self.tok[2]
+        self.parse_keyword("type", "after 'extern'" if extern else "")
         k, name, p = self.tok
         if k != "IDENT" or not name.isidentifier():
             raise self.expected("a type name after 'type'")
@@ -563,8 +565,10 @@ class Parser:
         self.type_params = saved + tvs
         self._defining_types = True  # field types may name definitions that follow
         ctors: list[tuple[str, list[Type], int]] = []
-        self.parse_token("LC", "opening the constructors of a type definition")
-        while self.tok[0] != "RC":
+        braces = not extern or self.tok[0] == "LC"
+        if braces:
+            self.parse_token("LC", "opening the constructors of a type definition")
+        while braces and self.tok[0] != "RC":
             k, s, cp = self.tok
             fields: list[Type] = []
             if k == "CALLEE":
@@ -594,7 +598,10 @@ class Parser:
             ctors.append((cname, fields, cp))
             if self.parse_optional_token("COMMA") is None:
                 break
-        self.parse_token("RC", "closing a type definition")
+        if braces:
+            self.parse_token("RC", "closing a type definition")
+        if extern and ctors:
+            raise self.error(f"extern type {name} has constructors (an extern type has none)", ep)
         self.type_params = saved
         self._defining_types = False
         cs = [self.build(Constructor, cp, cname, fields, name, tvs) for cname, fields, cp in ctors]
@@ -1743,9 +1750,16 @@ class Parser:
             raise self.error(f"unsupported Relay text version {v!r} (pyir reads 0.0.5)", p)
         self.advance()
 
-    def parse_module(self) -> Module:
-        """Definitions until the end of input."""
+    def parse_module(self, init: Module | None = None) -> Module:
+        """Definitions until the end of input (added to those of ``init``, if given)."""
         funcs: dict[str, Function] = {}
+        known: dict[str, Function] = {}
+        if init is not None:  # TVM's init_module: its types, constructors and functions in scope
+            known = dict(init.functions())
+            for td in init.type_definitions().values():
+                self.type_defs[td.header.name_hint] = td
+                for c in td.constructors:
+                    self.ctors[c.name_hint] = c
         self.parse_version()
         while self.tok[0] != "EOF":
             if self.at_alias_declaration():
@@ -1754,15 +1768,23 @@ class Parser:
             if self.tok[0] == "IDENT" and self.tok[1] == "type":
                 self.parse_type_definition()
                 continue
+            if self.tok[0] == "IDENT" and self.tok[1] == "extern":  # extern type Storage
+                self.advance()
+                self.parse_type_definition(extern=True)
+                continue
             if self.tok[0] != "IDENT" or self.tok[1] != "def":
                 raise self.expected("'def' or end of input")
             name, f, p = self.run(self.definition())
             if name in funcs:
                 raise self.error(f"@{name} is defined twice", p)
+            if name in known:
+                raise self.error(f"@{name} is already a function of the init module", p)
             funcs[name] = f
         for name, p in self.globals_used.items():
-            if name not in funcs:
+            if name not in funcs and name not in known:
                 raise self.error(f"undefined global function @{name}", p)
+        if known:
+            funcs = {**known, **funcs}
         for name, p in self.types_used.items():
             if name not in self.type_defs:
                 raise self.error(f"undefined type {name} (not a type definition of the module, nor a type "
@@ -1979,14 +2001,19 @@ def _with_table(meta: dict[int, Constant] | None, table: Mapping[str, Any] | Non
     return out
 
 
-def parse(text: str, meta_table: Mapping[str, Any] | None = None) -> Module:
+def parse(text: str, meta_table: Mapping[str, Any] | None = None, *,
+          init_module: Module | None = None) -> Module:
     """Parse module text (as printed by ``mod.astext()``, metadata section included).
 
     Raises :class:`~pyir.errors.ParseError` (with line and column) on malformed text.
     Reads pyir's text and TVM's Relay text (version header, TVM's JSON metadata section,
     infix operators, ``free_var``, scalar types, ...: see the module docstring).
     ``meta_table`` (TVM's ``init_meta_table``): ``{"relay.Constant": [arrays or constants]}``
-    for the ``meta[relay.Constant][i]`` of a text without metadata section.
+    for the ``meta[relay.Constant][i]`` of a text without metadata section.  ``init_module``
+    (TVM's ``init_module``, as ``import_from_std`` uses it): a module whose type definitions,
+    constructors and functions the text may use; the result holds them and the text's
+    definitions (a function defined in both is a ParseError), e.g.
+    ``parse(text, init_module=pyir.prelude())``.
 
     >>> import pyir
     >>> mod = parse("def @main(%x: Tensor[(2), float32]) { nn.relu(%x) }")
@@ -1997,7 +2024,9 @@ def parse(text: str, meta_table: Mapping[str, Any] | None = None) -> Module:
     """
     with _gc_paused():
         end, meta = _split(text)
-        return Parser(text, 0, end, meta=_with_table(meta, meta_table, end)).parse_module()
+        if init_module is not None and not isinstance(init_module, Module):
+            raise ParseError(f"init_module must be a Module, got {type(init_module).__name__}")
+        return Parser(text, 0, end, meta=_with_table(meta, meta_table, end)).parse_module(init_module)
 
 
 def parse_expr(text: str, env: Mapping[str, Expr] | None = None, *, free_vars: bool = False,

@@ -206,8 +206,11 @@ def _type_text(t: Type, names: dict[Type, str] | None, scalar: bool = False) -> 
 
 
 def type_data_text(td: TypeData, type_text: Any = type_str) -> str:
-    """``type List[A] {\n  Cons(A, List[A]),\n  Nil,\n}`` (TVM's layout)."""
+    """``type List[A] {\n  Cons(A, List[A]),\n  Nil,\n}`` (TVM's layout); a definition without
+    constructors is ``extern type Storage`` (an opaque type; TVM's parser reads both forms)."""
     head = f"type {td.header.name_hint}" + (f"[{', '.join(td.type_vars)}]" if td.type_vars else "")
+    if not td.constructors:
+        return "extern " + head
     lines = [head + " {"]
     for c in td.constructors:
         fields = f"({', '.join(type_text(t) for t in c.inputs)})" if c.inputs else ""
