@@ -1289,11 +1289,11 @@ class NnAvgPool2d(Protocol):
         layout: str = 'NCHW',
         count_include_pad: Bool = False,
     ) -> Call:
-        """2-D average pooling over NCHW data (padding counted only with ``count_include_pad``;
-        ``layout``: see ``nn.max_pool2d``).
+        """2-D average pooling over NCHW data (padding counted only with ``count_include_pad``).
 
         ``pool_size``: 1 or 2 ints (kh, kw)
         ``padding``: 1, 2 (h, w) or 4 (top, left, bottom, right)
+        ``layout``: any permutation of NCHW; C and N may be split (NCHW16c), H and W may not (as in TVM)
         """
         ...
 
@@ -1383,9 +1383,7 @@ class NnContribConv2dNCHWc(Protocol):
         out_layout: str = '',
         out_dtype: object = None,
     ) -> Call:
-        """conv2d on packed layouts (data ``NCHW[x]c``, kernel ``OIHW[x]i[y]o``, ``out_layout``), as
-        TVM's AlterOpLayout writes it; ``channels`` and ``kernel_size`` are required. The same
-        relation and computation as ``nn.conv2d`` in those layouts.
+        """conv2d on packed layouts (NCHW4c data, OIHW4i4o kernel); channels and kernel_size required.
 
         ``padding``: 1, 2 (h, w) or 4 (top, left, bottom, right)
         ``data_layout``: any permutation of NCHW, sub-axes split off (NHWC, NCHW4c)
@@ -1494,7 +1492,10 @@ class NnGlobalAvgPool2d(Protocol):
     """The builder of ``nn.global_avg_pool2d``."""
 
     def __call__(self, data: ExprLike, /, *, layout: str = 'NCHW') -> Call:
-        """Mean over H and W: (N, C, H, W) -> (N, C, 1, 1) (``layout``: see ``nn.max_pool2d``)."""
+        """Mean over H and W: (N, C, H, W) -> (N, C, 1, 1).
+
+        ``layout``: any permutation of NCHW; C and N may be split (NCHW16c), H and W may not (as in TVM)
+        """
         ...
 
 
@@ -1502,7 +1503,10 @@ class NnGlobalMaxPool2d(Protocol):
     """The builder of ``nn.global_max_pool2d``."""
 
     def __call__(self, data: ExprLike, /, *, layout: str = 'NCHW') -> Call:
-        """Maximum over H and W: (N, C, H, W) -> (N, C, 1, 1) (``layout``: see ``nn.max_pool2d``)."""
+        """Maximum over H and W: (N, C, H, W) -> (N, C, 1, 1).
+
+        ``layout``: any permutation of NCHW; C and N may be split (NCHW16c), H and W may not (as in TVM)
+        """
         ...
 
 
@@ -1653,11 +1657,9 @@ class NnMaxPool2d(Protocol):
     ) -> Call:
         """2-D max pooling over NCHW data (padding never wins the max).
 
-        ``layout``: any permutation of NCHW (NHWC, CHWN, ...); C (and N) may be split (NCHW16c),
-        H and W may not, as in TVM.
-
         ``pool_size``: 1 or 2 ints (kh, kw)
         ``padding``: 1, 2 (h, w) or 4 (top, left, bottom, right)
+        ``layout``: any permutation of NCHW; C and N may be split (NCHW16c), H and W may not (as in TVM)
         """
         ...
 

@@ -51,7 +51,8 @@ if TYPE_CHECKING:  # the builders' typed signatures (generated, see _signature.p
     from ._signatures import DType, ExprLike
 
 __all__ = [
-    "avg_pool2d", "batch_flatten", "batch_norm", "bias_add", "contrib_conv2d_nchwc", "conv2d", "dense", "dropout",
+    "avg_pool2d", "batch_flatten", "batch_norm", "bias_add", "contrib_conv2d_NCHWc", "conv2d", "dense",
+    "dropout",
     "global_avg_pool2d", "global_max_pool2d", "layer_norm", "leaky_relu", "log_softmax", "lrn",
     "max_pool2d", "pad", "prelu", "relu", "softmax",
 ]
@@ -424,12 +425,10 @@ def _nchwc_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
     return _conv2d_rel(types, attrs, name)
 
 
-contrib_conv2d_nchwc: _sig.NnContribConv2dNCHWc = register_op(
+contrib_conv2d_NCHWc: _sig.NnContribConv2dNCHWc = register_op(
     "nn.contrib_conv2d_NCHWc", num_inputs=2, type_rel=_nchwc_rel, compute=_conv2d,
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    doc="conv2d on packed layouts (data ``NCHW[x]c``, kernel ``OIHW[x]i[y]o``, ``out_layout``), as\n"
-        "TVM's AlterOpLayout writes it; ``channels`` and ``kernel_size`` are required. The same\n"
-        "relation and computation as ``nn.conv2d`` in those layouts.",
+    doc="conv2d on packed layouts (NCHW4c data, OIHW4i4o kernel); channels and kernel_size required.",
     attrs=_CONV2D_ATTRS, canonicalize=_conv2d_canon_of("nn.contrib_conv2d_NCHWc"))
 
 
@@ -557,28 +556,27 @@ def _in_nchw(fn: Callable[[Attrs, np.ndarray], np.ndarray]) -> Callable[[Attrs, 
     return compute
 
 
+_POOL_LAYOUT_DOC = "any permutation of NCHW; C and N may be split (NCHW16c), H and W may not (as in TVM)"
+
 _POOL_ATTRS = (
     AttrSpec("pool_size", "ints", REQUIRED, "1 or 2 ints (kh, kw)"),
     AttrSpec("strides", "ints", (1, 1)),
     AttrSpec("padding", "ints", (0, 0, 0, 0), "1, 2 (h, w) or 4 (top, left, bottom, right)"),
     AttrSpec("dilation", "ints", (1, 1)),
     AttrSpec("ceil_mode", "bool", False),
-    AttrSpec("layout", "str", "NCHW"),
+    AttrSpec("layout", "str", "NCHW", _POOL_LAYOUT_DOC),
 )
 
 max_pool2d: _sig.NnMaxPool2d = register_op(
     "nn.max_pool2d", num_inputs=1, type_rel=_pool_rel("max_pool2d"), compute=_in_nchw(_max_pool2d),
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    doc="2-D max pooling over NCHW data (padding never wins the max).\n\n"
-        "``layout``: any permutation of NCHW (NHWC, CHWN, ...); C (and N) may be split (NCHW16c),\n"
-        "H and W may not, as in TVM.",
+    doc="2-D max pooling over NCHW data (padding never wins the max).",
     attrs=_POOL_ATTRS, canonicalize=_pool_canon("nn.max_pool2d"))
 
 avg_pool2d: _sig.NnAvgPool2d = register_op(
     "nn.avg_pool2d", num_inputs=1, type_rel=_pool_rel("avg_pool2d"), compute=_in_nchw(_avg_pool2d),
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    doc="2-D average pooling over NCHW data (padding counted only with ``count_include_pad``;\n"
-        "``layout``: see ``nn.max_pool2d``).",
+    doc="2-D average pooling over NCHW data (padding counted only with ``count_include_pad``).",
     attrs=(*_POOL_ATTRS, AttrSpec("count_include_pad", "bool", False)),
     canonicalize=_pool_canon("nn.avg_pool2d"))
 
@@ -608,15 +606,17 @@ global_avg_pool2d: _sig.NnGlobalAvgPool2d = register_op(
     "nn.global_avg_pool2d", num_inputs=1, type_rel=_global_pool_rel("global_avg_pool2d"),
     compute=_in_nchw(lambda attrs, x: np.mean(x, axis=(2, 3), keepdims=True).astype(x.dtype, copy=False)),
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    doc="Mean over H and W: (N, C, H, W) -> (N, C, 1, 1) (``layout``: see ``nn.max_pool2d``).",
-    attrs=(AttrSpec("layout", "str", "NCHW"),), canonicalize=_global_canon("nn.global_avg_pool2d"))
+    doc="Mean over H and W: (N, C, H, W) -> (N, C, 1, 1).",
+    attrs=(AttrSpec("layout", "str", "NCHW", _POOL_LAYOUT_DOC),),
+    canonicalize=_global_canon("nn.global_avg_pool2d"))
 
 global_max_pool2d: _sig.NnGlobalMaxPool2d = register_op(
     "nn.global_max_pool2d", num_inputs=1, type_rel=_global_pool_rel("global_max_pool2d"),
     compute=_in_nchw(lambda attrs, x: np.max(x, axis=(2, 3), keepdims=True)),
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    doc="Maximum over H and W: (N, C, H, W) -> (N, C, 1, 1) (``layout``: see ``nn.max_pool2d``).",
-    attrs=(AttrSpec("layout", "str", "NCHW"),), canonicalize=_global_canon("nn.global_max_pool2d"))
+    doc="Maximum over H and W: (N, C, H, W) -> (N, C, 1, 1).",
+    attrs=(AttrSpec("layout", "str", "NCHW", _POOL_LAYOUT_DOC),),
+    canonicalize=_global_canon("nn.global_max_pool2d"))
 
 
 # -- normalization -----------------------------------------------------------------------------------
