@@ -203,3 +203,28 @@ def test_onnx_conv_and_pools_stay_nchw() -> None:
             attrs["nn.conv2d"]["out_layout"]) == ("NCHW", "OIHW", "")
     assert attrs["nn.max_pool2d"]["layout"] == attrs["nn.global_avg_pool2d"]["layout"] == "NCHW"
     assert mod["main"].checked_type.ret_type == pyir.TensorType((1, 4, 1, 1), "float32")
+
+
+def test_alloc_tensor_takes_a_storage_type_and_a_constant_shape_attribute() -> None:
+    """The other issue-14 gap of the lowering internals: ``const_shape=meta[relay.Constant][0]`` (TVM keeps
+    the shape as a constant; pyir as its ints) and a storage typed with TVM's opaque ``Storage[]``."""
+    text = """#[version = "0.0.5"]
+def @main(%sto: Tensor[(?), uint8]) {
+  %0 = on_device(1, constrain_result=True);
+  memory.alloc_tensor(%sto, %0, meta[relay.Constant][0], const_shape=meta[relay.Constant][0], assert_shape=[])
+}
+"""
+    mod = InferType()(pyir.parse(text, meta_table={"relay.Constant": [np.array([4, 2], "int64")]}))
+    assert mod["main"].body.checked_type == pyir.TensorType((4, 2), "float32")
+    assert mod["main"].body.attrs["const_shape"] == (4, 2)
+    assert "const_shape=[4, 2]" in mod.astext(tvm=True)
+    with pytest.raises(pyir.ParseError, match="cannot be a constant, except a 1-D integer one"):
+        pyir.parse(text, meta_table={"relay.Constant": [np.array([4.0, 2.0], "float32")]})
+    from pyir.ir.adt import GlobalTypeVar, TypeCall
+
+    sto = pyir.var("sto", type_annotation=TypeCall(GlobalTypeVar("Storage"), []))
+    shape = pyir.const(np.array([3, 2], "int64"))
+    fn = pyir.Function([sto], op.memory.alloc_tensor(sto, pyir.const(np.int64(0)), shape, const_shape=(3, 2)))
+    assert pyir.infer_type(fn).ret_type == pyir.TensorType((3, 2), "float32")
+    with pytest.raises(pyir.TypeCheckError, match="storage must be a storage"):
+        pyir.infer_type(op.memory.alloc_tensor(pyir.Tuple([]), pyir.const(np.int64(0)), shape))
