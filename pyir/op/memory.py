@@ -64,7 +64,7 @@ def _storage(t: Type) -> None:
         return
     if type(t) is GlobalTypeVar and t.name_hint == "Storage":
         return
-    if type(t) is not TensorType:
+    if type(t) is not TensorType and str(t) not in ("Storage[]", "Storage"):  # (however it is declared)
         raise fail(f"storage must be a storage (Storage[] or {STORAGE_TYPE}), got {t}")
 
 
