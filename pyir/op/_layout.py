@@ -56,6 +56,15 @@ def layout_rank(layout: str) -> int:
     return len(_parsed(layout))
 
 
+@functools.lru_cache(maxsize=256)
+def _permutation(src: str, dst: str) -> tuple[int, ...] | None:
+    """The positions in ``src`` of ``dst``'s axes when both layouts only permute the same primal
+    axes (no sub-axes), else None."""
+    if not (src.isalpha() and src.isupper() and dst.isalpha() and dst.isupper()):
+        return None
+    return tuple(src.index(a) for a in dst) if sorted(src) == sorted(dst) else None
+
+
 def to_layout(op: str, what: str, t: TensorType, src: str, dst: str) -> TensorType:
     """The type ``t`` (a tensor in layout ``src``) has in layout ``dst``, or a TypeCheckError
     naming the operator, the tensor and its shape."""
@@ -64,6 +73,10 @@ def to_layout(op: str, what: str, t: TensorType, src: str, dst: str) -> TensorTy
     n = layout_rank(src)
     if t.ndim != n:
         raise fail(f"{op}: {what} must be {n}-D in layout {src}, got shape {shape_str(t.shape)}")
+    perm = _permutation(src, dst)
+    if perm is not None:  # NHWC <-> NCHW and the like: a plain permutation of the dimensions
+        shp = t.shape
+        return TensorType(tuple([shp[i] for i in perm]), t.dtype)
     try:
         shape = layout_shape(t.shape, src, dst)
     except TypeCheckError as e:
