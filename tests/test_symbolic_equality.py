@@ -150,9 +150,9 @@ def test_static_hashes_are_unchanged():
     v = pyir.var("v", shape=(2, 3))
     f = pyir.Function([x], pyir.Let(v, op.nn.relu(x), op.add(v, x)))
     assert pyir.alpha_hash(f).hex() == "7cf69bc65b76520b38f8ba234a3ffcc5"
-    m1 = pyir.testing.resnet(1, channels=2, size=4)
-    assert pyir.alpha_hash(m1["main"]).hex() == "28424c73772f942aed103a0579a3c811"
-    assert pyir.alpha_hash(m1).hex() == "1f96dad65190604ce0368883338f2ed8"
+    m1 = pyir.testing.resnet(1, channels=2, size=4)  # (re-pinned when nn.conv2d gained out_layout="")
+    assert pyir.alpha_hash(m1["main"]).hex() == "9dce8d9a3e765b6d5a225506593440a5"
+    assert pyir.alpha_hash(m1).hex() == "a531279f3e26bfac3318d5025273f7d6"
 
 
 def test_bad_arguments_still_raise_pyir_errors():

@@ -1293,6 +1293,7 @@ class NnAvgPool2d(Protocol):
 
         ``pool_size``: 1 or 2 ints (kh, kw)
         ``padding``: 1, 2 (h, w) or 4 (top, left, bottom, right)
+        ``layout``: any permutation of NCHW; C and N may be split (NCHW16c), H and W may not (as in TVM)
         """
         ...
 
@@ -1362,6 +1363,37 @@ class NnCelu(Protocol):
         ...
 
 
+class NnContribConv2dNCHWc(Protocol):
+    """The builder of ``nn.contrib_conv2d_NCHWc``."""
+
+    def __call__(
+        self,
+        lhs: ExprLike,
+        rhs: ExprLike,
+        /,
+        *,
+        strides: Ints = (1, 1),
+        padding: Ints = (0, 0, 0, 0),
+        dilation: Ints = (1, 1),
+        groups: Int = 1,
+        channels: Int | None = None,
+        kernel_size: Ints | None = None,
+        data_layout: str = 'NCHW',
+        kernel_layout: str = 'OIHW',
+        out_layout: str = '',
+        out_dtype: object = None,
+    ) -> Call:
+        """conv2d on packed layouts (NCHW4c data, OIHW4i4o kernel); channels and kernel_size required.
+
+        ``padding``: 1, 2 (h, w) or 4 (top, left, bottom, right)
+        ``data_layout``: any permutation of NCHW, sub-axes split off (NHWC, NCHW4c)
+        ``kernel_layout``: any permutation of OIHW, sub-axes split off (HWIO, OIHW4i4o)
+        ``out_layout``: layout of the result (empty: data_layout)
+        ``out_dtype``: dtype of the result (None: the input dtype)
+        """
+        ...
+
+
 class NnConv2d(Protocol):
     """The builder of ``nn.conv2d``."""
 
@@ -1379,11 +1411,15 @@ class NnConv2d(Protocol):
         kernel_size: Ints | None = None,
         data_layout: str = 'NCHW',
         kernel_layout: str = 'OIHW',
+        out_layout: str = '',
         out_dtype: DType | None = None,
     ) -> Call:
-        """2-D convolution (NCHW data, OIHW weight) with strides, padding, dilation and groups.
+        """2-D convolution (NCHW data, OIHW weight by default) with strides, padding, dilation and groups.
 
         ``padding``: 1, 2 (h, w) or 4 (top, left, bottom, right)
+        ``data_layout``: any permutation of NCHW, sub-axes split off (NHWC, NCHW4c)
+        ``kernel_layout``: any permutation of OIHW, sub-axes split off (HWIO, OIHW4i4o)
+        ``out_layout``: layout of the result (empty: data_layout)
         ``out_dtype``: dtype of the result (None: the input dtype)
         """
         ...
@@ -1456,7 +1492,10 @@ class NnGlobalAvgPool2d(Protocol):
     """The builder of ``nn.global_avg_pool2d``."""
 
     def __call__(self, data: ExprLike, /, *, layout: str = 'NCHW') -> Call:
-        """Mean over H and W: (N, C, H, W) -> (N, C, 1, 1)."""
+        """Mean over H and W: (N, C, H, W) -> (N, C, 1, 1).
+
+        ``layout``: any permutation of NCHW; C and N may be split (NCHW16c), H and W may not (as in TVM)
+        """
         ...
 
 
@@ -1464,7 +1503,10 @@ class NnGlobalMaxPool2d(Protocol):
     """The builder of ``nn.global_max_pool2d``."""
 
     def __call__(self, data: ExprLike, /, *, layout: str = 'NCHW') -> Call:
-        """Maximum over H and W: (N, C, H, W) -> (N, C, 1, 1)."""
+        """Maximum over H and W: (N, C, H, W) -> (N, C, 1, 1).
+
+        ``layout``: any permutation of NCHW; C and N may be split (NCHW16c), H and W may not (as in TVM)
+        """
         ...
 
 
@@ -1617,6 +1659,7 @@ class NnMaxPool2d(Protocol):
 
         ``pool_size``: 1 or 2 ints (kh, kw)
         ``padding``: 1, 2 (h, w) or 4 (top, left, bottom, right)
+        ``layout``: any permutation of NCHW; C and N may be split (NCHW16c), H and W may not (as in TVM)
         """
         ...
 

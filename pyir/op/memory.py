@@ -6,7 +6,9 @@ print and serialize; pyir does not lower programs itself.  Typing rule (pyir's d
 its types have no ``Storage``): a storage is modelled as a 1-D ``uint8`` tensor of unknown
 length, ``Tensor[(?,), uint8]``; ``alloc_tensor`` has the type its ``const_shape`` or
 ``assert_shape`` attribute says (``?`` dimensions of the shape argument's length when neither
-is given); ``kill`` gives the empty tuple, as in Relay.  The interpreter runs them functionally:
+is given); ``kill`` gives the empty tuple, as in Relay.  ``alloc_tensor`` also takes a storage
+typed with TVM's opaque ``Storage`` type (``extern type Storage`` of ``core.rly``: a parameter
+``%sto: Storage[]``), whatever module declares it.  The interpreter runs them functionally:
 an allocation is a fresh zero-filled array, ``kill`` does nothing.
 
 Relay's ``alloc_tensor`` keeps ``const_shape`` as a constant; pyir keeps it as ints.
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..ir.adt import GlobalTypeVar, TypeCall
 from ..ir.dims import Any as ANY_DIM
 from ..ir.node import Attrs
 from ..ir.types import TensorType, TupleType, Type
@@ -55,8 +58,18 @@ alloc_storage: _sig.MemoryAllocStorage = register_op(
            AttrSpec("virtual_device", "str", "", "the device ('' unconstrained)")))
 
 
+def _storage(t: Type) -> None:
+    """``t`` must be a storage: pyir's model (a tensor) or TVM's opaque ``Storage[]``."""
+    if type(t) is TypeCall and t.func.name_hint == "Storage" and not t.args:
+        return
+    if type(t) is GlobalTypeVar and t.name_hint == "Storage":
+        return
+    if type(t) is not TensorType and str(t) not in ("Storage[]", "Storage"):  # (however it is declared)
+        raise fail(f"storage must be a storage (Storage[] or {STORAGE_TYPE}), got {t}")
+
+
 def _alloc_tensor_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
-    tensor(types[0], "storage")
+    _storage(types[0])
     _int_scalar(types[1], "offset")
     shape = tensor(types[2], "shape")
     if shape.ndim > 1:

@@ -2,7 +2,9 @@
 
 Every operator here is declared with :func:`~pyir.op.registry.register_op`: its
 type relation, fusion pattern kind and a numpy reference ``compute``.  Only the
-``NCHW`` data layout (``OIHW`` for convolution weights) is supported.
+``NCHW`` data layout (``OIHW`` for convolution weights) is the default; ``nn.conv2d``, its
+packed variant ``nn.contrib_conv2d_NCHWc`` and the pools accept every layout TVM's relations
+accept (any permutation of the axes, split sub-axes such as ``NCHW4c``: see :mod:`._layout`).
 
 Deviations from Relay, kept deliberately simple:
 
@@ -37,6 +39,7 @@ from ..ir.dims import (
 )
 from ..ir.node import Attrs
 from ..ir.types import TensorType, TupleType, Type, dtype_kind, normalize_dtype
+from ._layout import array_to_layout, check_layout, layout_rank, to_layout
 from ._rel import fail, normalize_axis, provably_less, same_dtype, shape_str, tensor, unify_dims
 from .registry import REQUIRED, AttrSpec, OpPattern, register_op
 
@@ -48,7 +51,8 @@ if TYPE_CHECKING:  # the builders' typed signatures (generated, see _signature.p
     from ._signatures import DType, ExprLike
 
 __all__ = [
-    "avg_pool2d", "batch_flatten", "batch_norm", "bias_add", "conv2d", "dense", "dropout",
+    "avg_pool2d", "batch_flatten", "batch_norm", "bias_add", "contrib_conv2d_NCHWc", "conv2d", "dense",
+    "dropout",
     "global_avg_pool2d", "global_max_pool2d", "layer_norm", "leaky_relu", "log_softmax", "lrn",
     "max_pool2d", "pad", "prelu", "relu", "softmax",
 ]
@@ -81,12 +85,6 @@ def _pad4(op: str, name: str, value: tuple[int, ...]) -> tuple[int, int, int, in
     if len(value) != 4 or any(v < 0 for v in value):
         raise _attr_error(op, name, f"expected 1, 2 or 4 non-negative ints, got {value}")
     return (value[0], value[1], value[2], value[3])
-
-
-def _layout(op: str, name: str, value: str, supported: str) -> str:
-    if value != supported:
-        raise _attr_error(op, name, f"only layout {supported!r} is supported, got {value!r}")
-    return value
 
 
 def _out_dtype(op: str, value: Any) -> str | None:
@@ -234,8 +232,14 @@ def _window_out_dim(n: DimLike, k: DimLike, s: int, d: int, p0: int, p1: int,
     return ANY_DIM
 
 
-def _conv2d_canon(a: dict[str, Any]) -> dict[str, Any]:
-    op = "nn.conv2d"
+def _conv2d_canon_of(op: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def canon(a: dict[str, Any]) -> dict[str, Any]:
+        return _conv2d_canon(op, a)
+
+    return canon
+
+
+def _conv2d_canon(op: str, a: dict[str, Any]) -> dict[str, Any]:
     a["strides"] = _pair(op, "strides", a["strides"])
     a["dilation"] = _pair(op, "dilation", a["dilation"])
     a["padding"] = _pad4(op, "padding", a["padding"])
@@ -245,45 +249,62 @@ def _conv2d_canon(a: dict[str, Any]) -> dict[str, Any]:
         raise _attr_error(op, "channels", f"must be >= 1, got {a['channels']}")
     if a["kernel_size"] is not None:
         a["kernel_size"] = _pair(op, "kernel_size", a["kernel_size"])
-    _layout(op, "data_layout", a["data_layout"], "NCHW")
-    _layout(op, "kernel_layout", a["kernel_layout"], "OIHW")
+    check_layout(op, "data_layout", a["data_layout"], "NCHW", split="*")
+    check_layout(op, "kernel_layout", a["kernel_layout"], "OIHW", split="*")
+    if a["out_layout"]:
+        check_layout(op, "out_layout", a["out_layout"], "NCHW", split="*")
     a["out_dtype"] = _out_dtype(op, a["out_dtype"])
     return a
 
 
-def _conv2d_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+def _conv2d_rel(types: tuple[Type, ...], attrs: Attrs, name: str = "conv2d") -> Type:
+    """conv2d's relation in any layout: the shapes in NCHW / OIHW, the NCHW relation, the
+    result in ``out_layout`` (``""``: the data layout)."""
     d, w = tensor(types[0], "data"), tensor(types[1], "weight")
-    where = f"(data {d.shape}, weight {w.shape})"
+    dl, kl = attrs["data_layout"], attrs["kernel_layout"]
+    if dl == "NCHW" and kl == "OIHW" and not attrs["out_layout"]:
+        return _conv2d_rel_nchw(d, w, attrs, f"(data {d.shape}, weight {w.shape})", name)
+    where = f"(data {d.shape} in {dl}, weight {w.shape} in {kl})"
+    if d.ndim != layout_rank(dl):
+        raise fail(f"{name}: data must be {layout_rank(dl)}-D {dl} {where}")
+    if w.ndim != layout_rank(kl):
+        raise fail(f"{name}: weight must be {layout_rank(kl)}-D {kl} {where}")
+    out = _conv2d_rel_nchw(to_layout(name, "data", d, dl, "NCHW"),
+                           to_layout(name, "weight", w, kl, "OIHW"), attrs, where, name)
+    return to_layout(name, "result", out, "NCHW", attrs["out_layout"] or dl)
+
+
+def _conv2d_rel_nchw(d: TensorType, w: TensorType, attrs: Attrs, where: str, name: str) -> TensorType:
     if d.ndim != 4:
-        raise fail(f"conv2d: data must be 4-D NCHW {where}")
+        raise fail(f"{name}: data must be 4-D NCHW {where}")
     if w.ndim != 4:
-        raise fail(f"conv2d: weight must be 4-D OIHW {where}")
+        raise fail(f"{name}: weight must be 4-D OIHW {where}")
     if d.dtype != w.dtype and attrs["out_dtype"] is None:  # mixed (int8 x uint8 -> int32) with out_dtype
-        raise fail(f"conv2d: data dtype {d.dtype} != weight dtype {w.dtype} (give out_dtype to mix dtypes) "
+        raise fail(f"{name}: data dtype {d.dtype} != weight dtype {w.dtype} (give out_dtype to mix dtypes) "
                    f"{where}")
     n, c, h, wd = d.shape
     o, i, kh, kw = w.shape
     if not (type(c) is int and type(h) is int and type(wd) is int and type(o) is int and type(i) is int
             and type(kh) is int and type(kw) is int):  # the batch dimension n passes through
-        return _conv2d_rel_dims(d, w, attrs, where)
+        return _conv2d_rel_dims(d, w, attrs, where, name)
     g = attrs["groups"]
     if c != i * g:
-        raise fail(f"conv2d: input channels {c} != weight in-channels {i} x groups {g} {where}")
+        raise fail(f"{name}: input channels {c} != weight in-channels {i} x groups {g} {where}")
     if o % g:
-        raise fail(f"conv2d: weight out-channels {o} not divisible by groups {g} {where}")
+        raise fail(f"{name}: weight out-channels {o} not divisible by groups {g} {where}")
     if attrs["channels"] is not None and attrs["channels"] != o:
-        raise fail(f"conv2d: channels={attrs['channels']} != weight out-channels {o} {where}")
+        raise fail(f"{name}: channels={attrs['channels']} != weight out-channels {o} {where}")
     if attrs["kernel_size"] is not None and attrs["kernel_size"] != (kh, kw):
-        raise fail(f"conv2d: kernel_size={attrs['kernel_size']} != weight kernel {(kh, kw)} {where}")
+        raise fail(f"{name}: kernel_size={attrs['kernel_size']} != weight kernel {(kh, kw)} {where}")
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs["strides"], attrs["dilation"], attrs["padding"]
     oh, ow = _window_out(h, kh, sh, dh, pt, pb), _window_out(wd, kw, sw, dw, pl, pr)
     if oh < 1 or ow < 1:
-        raise fail(f"conv2d: dilated kernel {(dh * (kh - 1) + 1, dw * (kw - 1) + 1)} larger than "
+        raise fail(f"{name}: dilated kernel {(dh * (kh - 1) + 1, dw * (kw - 1) + 1)} larger than "
                    f"padded input {(h + pt + pb, wd + pl + pr)} {where}")
     return TensorType((n, o, oh, ow), attrs["out_dtype"] or d.dtype)
 
 
-def _conv2d_rel_dims(d: TensorType, w: TensorType, attrs: Attrs, where: str) -> Type:
+def _conv2d_rel_dims(d: TensorType, w: TensorType, attrs: Attrs, where: str, name: str) -> TensorType:
     """conv2d's relation over symbolic or unknown dimensions: every check fails only where it
     provably must, the attributes ``channels`` and ``kernel_size`` stand in for unknown weight
     dimensions, and the output size goes through :func:`_window_out_dim`."""
@@ -291,27 +312,27 @@ def _conv2d_rel_dims(d: TensorType, w: TensorType, attrs: Attrs, where: str) -> 
     o, i, kh, kw = w.shape
     g = attrs["groups"]
     if unify_dims(c, dim_mul(i, g)) is None:
-        raise fail(f"conv2d: input channels {dim_str(c, 40)} != weight in-channels {dim_str(i, 40)} x "
+        raise fail(f"{name}: input channels {dim_str(c, 40)} != weight in-channels {dim_str(i, 40)} x "
                    f"groups {g} {where}")
     rem = dim_mod(o, g)
     if rem != 0 and rem is not ANY_DIM and (type(rem) is int or dims_equal(rem, 0) is False):
-        raise fail(f"conv2d: weight out-channels {dim_str(o, 40)} not divisible by groups {g} {where}")
+        raise fail(f"{name}: weight out-channels {dim_str(o, 40)} not divisible by groups {g} {where}")
     ch = attrs["channels"]
     if ch is not None:
         u = unify_dims(o, ch)
         if u is None:
-            raise fail(f"conv2d: channels={ch} != weight out-channels {dim_str(o, 40)} {where}")
+            raise fail(f"{name}: channels={ch} != weight out-channels {dim_str(o, 40)} {where}")
         o = u
     ks = attrs["kernel_size"]
     if ks is not None:
         uh, uw = unify_dims(kh, ks[0]), unify_dims(kw, ks[1])
         if uh is None or uw is None:
-            raise fail(f"conv2d: kernel_size={ks} != weight kernel {shape_str((kh, kw))} {where}")
+            raise fail(f"{name}: kernel_size={ks} != weight kernel {shape_str((kh, kw))} {where}")
         kh, kw = uh, uw
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = attrs["strides"], attrs["dilation"], attrs["padding"]
     oh, ow = _window_out_dim(h, kh, sh, dh, pt, pb), _window_out_dim(wd, kw, sw, dw, pl, pr)
     if provably_less(oh, 1) or provably_less(ow, 1):
-        raise fail(f"conv2d: the dilated kernel {shape_str((kh, kw))} (dilation {(dh, dw)}) is larger than "
+        raise fail(f"{name}: the dilated kernel {shape_str((kh, kw))} (dilation {(dh, dw)}) is larger than "
                    f"the padded input {shape_str((h, wd))} + padding {(pt, pl, pb, pr)} {where}")
     return TensorType((n, o, oh, ow), attrs["out_dtype"] or d.dtype)
 
@@ -324,6 +345,14 @@ def _window_slices(x: np.ndarray, i: int, j: int, oh: int, ow: int, strides: tup
 
 
 def _conv2d(attrs: Attrs, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """conv2d in any layout: the arrays in NCHW / OIHW, the NCHW computation, the result in
+    ``out_layout`` (``""``: the data layout)."""
+    dl, kl = attrs["data_layout"], attrs["kernel_layout"]
+    y = _conv2d_nchw(attrs, array_to_layout(x, dl, "NCHW"), array_to_layout(w, kl, "OIHW"))
+    return array_to_layout(y, "NCHW", attrs["out_layout"] or dl)
+
+
+def _conv2d_nchw(attrs: Attrs, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     out_dtype = np.dtype(attrs["out_dtype"] or x.dtype)
     if x.dtype != out_dtype:
         x = x.astype(out_dtype)
@@ -368,20 +397,39 @@ def _conv2d(attrs: Attrs, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(out.reshape(n, o, oh, ow), dtype=out_dtype)
 
 
+_CONV2D_ATTRS = (
+    AttrSpec("strides", "ints", (1, 1)),
+    AttrSpec("padding", "ints", (0, 0, 0, 0), "1, 2 (h, w) or 4 (top, left, bottom, right)"),
+    AttrSpec("dilation", "ints", (1, 1)),
+    AttrSpec("groups", "int", 1),
+    AttrSpec("channels", "int?", None),
+    AttrSpec("kernel_size", "ints?", None),
+    AttrSpec("data_layout", "str", "NCHW", "any permutation of NCHW, sub-axes split off (NHWC, NCHW4c)"),
+    AttrSpec("kernel_layout", "str", "OIHW", "any permutation of OIHW, sub-axes split off (HWIO, OIHW4i4o)"),
+    AttrSpec("out_layout", "str", "", "layout of the result (empty: data_layout)"),
+    AttrSpec("out_dtype", "any", None, "dtype of the result (None: the input dtype)"),
+)
+
 conv2d: _sig.NnConv2d = register_op(
     "nn.conv2d", num_inputs=2, type_rel=_conv2d_rel, compute=_conv2d,
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
-    doc="2-D convolution (NCHW data, OIHW weight) with strides, padding, dilation and groups.",
-    attrs=(AttrSpec("strides", "ints", (1, 1)),
-           AttrSpec("padding", "ints", (0, 0, 0, 0), "1, 2 (h, w) or 4 (top, left, bottom, right)"),
-           AttrSpec("dilation", "ints", (1, 1)),
-           AttrSpec("groups", "int", 1),
-           AttrSpec("channels", "int?", None),
-           AttrSpec("kernel_size", "ints?", None),
-           AttrSpec("data_layout", "str", "NCHW"),
-           AttrSpec("kernel_layout", "str", "OIHW"),
-           AttrSpec("out_dtype", "any", None, "dtype of the result (None: the input dtype)")),
-    canonicalize=_conv2d_canon)
+    doc="2-D convolution (NCHW data, OIHW weight by default) with strides, padding, dilation and groups.",
+    attrs=_CONV2D_ATTRS, canonicalize=_conv2d_canon_of("nn.conv2d"))
+
+
+def _nchwc_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
+    name = "contrib_conv2d_NCHWc"
+    if attrs["channels"] is None or attrs["kernel_size"] is None:
+        raise fail(f"{name}: needs the attributes channels and kernel_size "
+                   f"(got channels={attrs['channels']}, kernel_size={attrs['kernel_size']})")
+    return _conv2d_rel(types, attrs, name)
+
+
+contrib_conv2d_NCHWc: _sig.NnContribConv2dNCHWc = register_op(
+    "nn.contrib_conv2d_NCHWc", num_inputs=2, type_rel=_nchwc_rel, compute=_conv2d,
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    doc="conv2d on packed layouts (NCHW4c data, OIHW4i4o kernel); channels and kernel_size required.",
+    attrs=_CONV2D_ATTRS, canonicalize=_conv2d_canon_of("nn.contrib_conv2d_NCHWc"))
 
 
 # -- pooling -------------------------------------------------------------------------------------
@@ -393,7 +441,7 @@ def _pool_canon(op: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
         a["strides"] = _pair(op, "strides", a["strides"])
         a["dilation"] = _pair(op, "dilation", a["dilation"])
         a["padding"] = _pad4(op, "padding", a["padding"])
-        _layout(op, "layout", a["layout"], "NCHW")
+        check_layout(op, "layout", a["layout"], "NCHW", split="NC")
         return a
 
     return canon
@@ -415,7 +463,14 @@ def _pool_out_hw_dims(attrs: Attrs, h: DimLike, w: DimLike) -> tuple[DimLike, Di
 
 def _pool_rel(name: str) -> _Rel:
     def rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
-        d = tensor(types[0], "data")
+        d, layout = tensor(types[0], "data"), attrs["layout"]
+        if layout == "NCHW":
+            return nchw(d, attrs)
+        # another layout: the NCHW relation on the data seen in NCHW, the result back in the layout
+        return to_layout(name, "result", nchw(to_layout(name, "data", d, layout, "NCHW"), attrs), "NCHW",
+                         layout)
+
+    def nchw(d: TensorType, attrs: Attrs) -> TensorType:
         if d.ndim != 4:
             raise fail(f"{name}: data must be 4-D NCHW, got shape {d.shape}")
         n, c, h, w = d.shape
@@ -490,23 +545,36 @@ def _avg_pool2d(attrs: Attrs, x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(out, dtype=x.dtype)
 
 
+def _in_nchw(fn: Callable[[Attrs, np.ndarray], np.ndarray]) -> Callable[[Attrs, np.ndarray], np.ndarray]:
+    """A pool's compute in any ``layout``: the data in NCHW, ``fn``, the result back."""
+    def compute(attrs: Attrs, x: np.ndarray) -> np.ndarray:
+        layout = attrs["layout"]
+        if layout == "NCHW":
+            return fn(attrs, x)
+        return array_to_layout(fn(attrs, array_to_layout(x, layout, "NCHW")), "NCHW", layout)
+
+    return compute
+
+
+_POOL_LAYOUT_DOC = "any permutation of NCHW; C and N may be split (NCHW16c), H and W may not (as in TVM)"
+
 _POOL_ATTRS = (
     AttrSpec("pool_size", "ints", REQUIRED, "1 or 2 ints (kh, kw)"),
     AttrSpec("strides", "ints", (1, 1)),
     AttrSpec("padding", "ints", (0, 0, 0, 0), "1, 2 (h, w) or 4 (top, left, bottom, right)"),
     AttrSpec("dilation", "ints", (1, 1)),
     AttrSpec("ceil_mode", "bool", False),
-    AttrSpec("layout", "str", "NCHW"),
+    AttrSpec("layout", "str", "NCHW", _POOL_LAYOUT_DOC),
 )
 
 max_pool2d: _sig.NnMaxPool2d = register_op(
-    "nn.max_pool2d", num_inputs=1, type_rel=_pool_rel("max_pool2d"), compute=_max_pool2d,
+    "nn.max_pool2d", num_inputs=1, type_rel=_pool_rel("max_pool2d"), compute=_in_nchw(_max_pool2d),
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
     doc="2-D max pooling over NCHW data (padding never wins the max).",
     attrs=_POOL_ATTRS, canonicalize=_pool_canon("nn.max_pool2d"))
 
 avg_pool2d: _sig.NnAvgPool2d = register_op(
-    "nn.avg_pool2d", num_inputs=1, type_rel=_pool_rel("avg_pool2d"), compute=_avg_pool2d,
+    "nn.avg_pool2d", num_inputs=1, type_rel=_pool_rel("avg_pool2d"), compute=_in_nchw(_avg_pool2d),
     pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
     doc="2-D average pooling over NCHW data (padding counted only with ``count_include_pad``).",
     attrs=(*_POOL_ATTRS, AttrSpec("count_include_pad", "bool", False)),
@@ -515,7 +583,10 @@ avg_pool2d: _sig.NnAvgPool2d = register_op(
 
 def _global_pool_rel(name: str) -> _Rel:
     def rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
-        d = tensor(types[0], "data")
+        d, layout = tensor(types[0], "data"), attrs["layout"]
+        if layout != "NCHW":  # the NCHW relation on the data seen in NCHW, the result back in the layout
+            out = TensorType(to_layout(name, "data", d, layout, "NCHW").shape[:2] + (1, 1), d.dtype)
+            return to_layout(name, "result", out, "NCHW", layout)
         if d.ndim != 4:
             raise fail(f"{name}: data must be 4-D NCHW, got shape {d.shape}")
         return TensorType(d.shape[:2] + (1, 1), d.dtype)
@@ -525,7 +596,7 @@ def _global_pool_rel(name: str) -> _Rel:
 
 def _global_canon(op: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def canon(a: dict[str, Any]) -> dict[str, Any]:
-        _layout(op, "layout", a["layout"], "NCHW")
+        check_layout(op, "layout", a["layout"], "NCHW", split="NC")
         return a
 
     return canon
@@ -533,15 +604,19 @@ def _global_canon(op: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
 
 global_avg_pool2d: _sig.NnGlobalAvgPool2d = register_op(
     "nn.global_avg_pool2d", num_inputs=1, type_rel=_global_pool_rel("global_avg_pool2d"),
-    compute=lambda attrs, x: np.mean(x, axis=(2, 3), keepdims=True).astype(x.dtype, copy=False),
-    pattern=OpPattern.OUT_ELEMWISE_FUSABLE, doc="Mean over H and W: (N, C, H, W) -> (N, C, 1, 1).",
-    attrs=(AttrSpec("layout", "str", "NCHW"),), canonicalize=_global_canon("nn.global_avg_pool2d"))
+    compute=_in_nchw(lambda attrs, x: np.mean(x, axis=(2, 3), keepdims=True).astype(x.dtype, copy=False)),
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    doc="Mean over H and W: (N, C, H, W) -> (N, C, 1, 1).",
+    attrs=(AttrSpec("layout", "str", "NCHW", _POOL_LAYOUT_DOC),),
+    canonicalize=_global_canon("nn.global_avg_pool2d"))
 
 global_max_pool2d: _sig.NnGlobalMaxPool2d = register_op(
     "nn.global_max_pool2d", num_inputs=1, type_rel=_global_pool_rel("global_max_pool2d"),
-    compute=lambda attrs, x: np.max(x, axis=(2, 3), keepdims=True),
-    pattern=OpPattern.OUT_ELEMWISE_FUSABLE, doc="Maximum over H and W: (N, C, H, W) -> (N, C, 1, 1).",
-    attrs=(AttrSpec("layout", "str", "NCHW"),), canonicalize=_global_canon("nn.global_max_pool2d"))
+    compute=_in_nchw(lambda attrs, x: np.max(x, axis=(2, 3), keepdims=True)),
+    pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    doc="Maximum over H and W: (N, C, H, W) -> (N, C, 1, 1).",
+    attrs=(AttrSpec("layout", "str", "NCHW", _POOL_LAYOUT_DOC),),
+    canonicalize=_global_canon("nn.global_max_pool2d"))
 
 
 # -- normalization -----------------------------------------------------------------------------------

@@ -833,7 +833,14 @@ class Parser:
         if k == "META":  # TVM's ``virtual_device=meta[VirtualDevice][0]``: the reference's text
             kind = s[5:s.index("]")]
             if kind in ("Constant", "relay.Constant"):
-                raise self.error("an attribute value cannot be a constant", p)
+                # TVM's ``memory.alloc_tensor(..., const_shape=meta[relay.Constant][0])``: a 1-D
+                # integer constant, kept as its ints (pyir's attributes hold no tensors)
+                c = self._meta_ref(s, p)
+                if c.data.ndim != 1 or c.data.dtype.kind not in "iu":
+                    raise self.error("an attribute value cannot be a constant, except a 1-D integer one "
+                                     f"(its ints), got {c.data.dtype} of shape {c.data.shape}", p)
+                self.advance()
+                return tuple(int(v) for v in c.data)
             self.advance()
             return s
         return _MISSING
