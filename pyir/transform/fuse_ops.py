@@ -146,23 +146,35 @@ class _Shared:
         g = len(mids)
         joined = b"".join(mids)
         edges.add_joined(self.fn.id, joined)
-        # the ids as a (group, member, byte) array: a column per body node, no loop over groups
-        arr = np.frombuffer(joined, dtype=np.uint8).reshape(g, len(self.copies), _ID_LEN)
-        for j, c in enumerate(self.copies):  # each body node: the members it copies there
-            col = arr[:, j]
-            col = col[(col != np.frombuffer(c.id, dtype=np.uint8)).any(axis=1)]  # (not itself)
-            if len(col):
-                edges.add_joined(c.id, col.tobytes(), shared=True)
-        params = self.fn.params
+        copies, params = self.copies, self.fn.params
+        # the ids as (group, member, byte) arrays; a column (a member / parameter over the
+        # groups) is a slice of the transposed bytes, or picked by a mask where ids repeat
+        w = g * _ID_LEN
+        arr = np.frombuffer(joined, dtype=np.uint8).reshape(g, len(copies), _ID_LEN)
+        cols = arr.transpose(1, 0, 2).tobytes()
+        own = np.frombuffer(b"".join([c.id for c in copies]), dtype=np.uint8).reshape(len(copies), _ID_LEN)
+        same = (arr == own).all(axis=2)  # (group, member): the member is its body copy itself
+        some: list[bool] = same.any(axis=0).tolist()
+        for j, c in enumerate(copies):  # each body node: the members it copies there
+            if some[j]:
+                ids = arr[~same[:, j], j].tobytes()
+                if ids:
+                    edges.add_joined(c.id, ids, shared=True)
+            else:
+                edges.add_joined(c.id, cols[j * w:(j + 1) * w], shared=True)
         if not params:
             return
         arr = np.frombuffer(b"".join(self.later_inputs), dtype=np.uint8).reshape(g, len(params), _ID_LEN)
-        keep = np.ones(g, dtype=bool)
+        cols = arr.transpose(1, 0, 2).tobytes()
+        # (the same input at consecutive sites, a weight or %x, once)
+        keep = np.ones((g, len(params)), dtype=bool)
+        np.any(arr[1:] != arr[:-1], axis=2, out=keep[1:])
+        whole: list[bool] = np.all(keep, axis=0).tolist()
         for k, p in enumerate(params):  # each parameter: its inputs
-            # (the same input at consecutive sites, a weight or %x, once)
-            col = arr[:, k]
-            np.any(col[1:] != col[:-1], axis=1, out=keep[1:])
-            edges.add_joined(p.id, col[keep].tobytes())
+            if whole[k]:
+                edges.add_joined(p.id, cols[k * w:(k + 1) * w])
+            else:
+                edges.add_joined(p.id, arr[keep[:, k], k].tobytes())
 
 
 @dataclasses.dataclass(frozen=True)
