@@ -84,12 +84,14 @@ import dataclasses
 import operator
 from typing import Any
 
+import numpy as np
+
 from ..analysis.typecheck import TypeContext
 from ..errors import PassError
 from ..ir.expr import Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var, make_call
 from ..ir.lineage import current_recorder, derive
 from ..ir.module import Module
-from ..ir.node import EMPTY_ATTRS, F_GETITEM, F_TUPLE, OP_BIT0, Node, digest
+from ..ir.node import EMPTY_ATTRS, F_GETITEM, F_TUPLE, OP_BIT0, Node, cached_type, digest
 from ..ir.node import gc_paused as no_gc
 from ..ir.types import TensorType, TupleType, Type
 from ..op.annotation import NON_COMPUTATIONAL_OPS
@@ -114,6 +116,8 @@ _SIMPLE_DTYPES = frozenset({"int32", "int64", "float32", "float64", "bool"})
 _NON_COMPUTATIONAL = NON_COMPUTATIONAL_OPS | {"call_lowered"}
 _NON_COMPUTATIONAL_PREFIXES = ("memory.", "vm.")
 _STOP_FUSION = "annotation.stop_fusion"
+_SPECIAL = 16  # (a pattern flag of the walk: the operator is not fused)
+_ID_LEN = 16  # (bytes of a node id)
 #: TVM's default ``relay.FuseOps.max_depth``.
 MAX_FUSE_DEPTH = 256
 
@@ -127,27 +131,50 @@ class _Shared:
     member order, and the groups after the first (their lineage is recorded once, at the end, as
     one edge per node: the members / inputs of every such group)."""
 
-    __slots__ = ("fn", "copies", "later", "later_mids", "later_inputs")
+    __slots__ = ("fn", "copies", "later_mids", "later_inputs")
 
     def __init__(self, fn: Function, copies: tuple[Expr, ...]) -> None:
         self.fn = fn
         self.copies = copies
-        self.later: list[list[Expr]] = []  # the members of each later group (in member order)
-        self.later_mids: list[bytes] = []  # ... and their ids, joined
-        self.later_inputs: list[list[Node]] = []  # the inputs of each, in parameter order
+        self.later_mids: list[bytes] = []  # the ids of each later group's members, joined
+        self.later_inputs: list[bytes] = []  # ... and of its inputs, in parameter order
 
     def flush(self, edges: Any) -> None:
-        later = self.later
-        if not later:
+        mids = self.later_mids
+        if not mids:
             return
-        edges.add_joined(self.fn.id, b"".join(self.later_mids))
-        for j, c in enumerate(self.copies):  # each body node: the members it copies there
-            ids = b"".join([ms[j].id for ms in later if ms[j] is not c])
-            if ids:
-                edges.add_joined(c.id, ids, shared=True)
-        for p, seq in zip(self.fn.params, zip(*self.later_inputs)):  # each parameter: its inputs
-            # (the same input at consecutive sites, a weight or %x, once)
-            edges.add_joined(p.id, b"".join([x.id for x, prev in zip(seq, (None, *seq)) if x is not prev]))
+        g = len(mids)
+        joined = b"".join(mids)
+        edges.add_joined(self.fn.id, joined)
+        copies, params = self.copies, self.fn.params
+        # the ids as (group, member, byte) arrays; a column (a member / parameter over the
+        # groups) is a slice of the transposed bytes, or picked by a mask where ids repeat
+        w = g * _ID_LEN
+        arr = np.frombuffer(joined, dtype=np.uint8).reshape(g, len(copies), _ID_LEN)
+        cols = arr.transpose(1, 0, 2).tobytes()
+        own = np.frombuffer(b"".join([c.id for c in copies]), dtype=np.uint8).reshape(len(copies), _ID_LEN)
+        same = (arr == own).all(axis=2)  # (group, member): the member is its body copy itself
+        some: list[bool] = same.any(axis=0).tolist()
+        for j, c in enumerate(copies):  # each body node: the members it copies there
+            if some[j]:
+                ids = arr[~same[:, j], j].tobytes()
+                if ids:
+                    edges.add_joined(c.id, ids, shared=True)
+            else:
+                edges.add_joined(c.id, cols[j * w:(j + 1) * w], shared=True)
+        if not params:
+            return
+        arr = np.frombuffer(b"".join(self.later_inputs), dtype=np.uint8).reshape(g, len(params), _ID_LEN)
+        cols = arr.transpose(1, 0, 2).tobytes()
+        # (the same input at consecutive sites, a weight or %x, once)
+        keep = np.ones((g, len(params)), dtype=bool)
+        np.any(arr[1:] != arr[:-1], axis=2, out=keep[1:])
+        whole: list[bool] = np.all(keep, axis=0).tolist()
+        for k, p in enumerate(params):  # each parameter: its inputs
+            if whole[k]:
+                edges.add_joined(p.id, cols[k * w:(k + 1) * w])
+            else:
+                edges.add_joined(p.id, arr[keep[:, k], k].tobytes())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,6 +253,11 @@ class FuseOps(ModulePass):
         types = TypeContext.of(mod)
         tys: dict[Node, Type] = {}  # the types of the nodes of the walk, if typed along it
         types.check(func, work, into=tys)  # along the walk: no second one (nor a stack) for the types
+        if not tys:  # typed before (nothing found along the walk): the types its nodes hold, once
+            for n in work:
+                t = cached_type(n)
+                if t is not None:
+                    tys[n] = t
         type_of = _TypeOf(tys, types)
         part.partition(type_of, fuse_opt_level > 0, max_fuse_depth)
         idx, roots, members_of = part.idx, part.roots, part.members
@@ -355,7 +387,8 @@ class _Partition:
         consts: list[tuple[int, Constant, Node]] = []  # the constants' uses: (index, c, consumer)
         seq: list[int] | None = None  # the order of the rounds, if constants' uses come in
         special: dict[Node, str] = {}
-        kinds: dict[Op, tuple[int, str | None]] = {}
+        kinds: dict[Op, int] = {}  # an operator's pattern, | _SPECIAL if it is in ``hows``
+        hows: dict[Op, str] = {}  # the operators handled otherwise: "stop" or "keep"
         multi: list[int] = []  # the nodes with several consumers
         deferred: list[int] = []  # the tuples and items, checked once typed
         work: list[Any] = []
@@ -400,12 +433,16 @@ class _Partition:
                         if j is not None:
                             ext.add(j)
                         continue
-                    kd = kinds.get(o)
-                    if kd is None:
-                        kd = kinds[o] = _op_kind(o)
-                    p, how = kd
-                    if how is not None:
-                        special[n] = how
+                    p = kinds.get(o)
+                    if p is None:
+                        p, how = _op_kind(o)
+                        if how is not None:
+                            hows[o] = how
+                            p |= _SPECIAL
+                        kinds[o] = p
+                    if p & _SPECIAL:
+                        special[n] = hows[o]
+                        p &= 15
                     args = n.args
                 elif k is Tuple:
                     p = _TUP
@@ -426,8 +463,7 @@ class _Partition:
                 add_node(n)
                 add_pat(p)
                 add_out(None)
-                ci = i << 4
-                ep = p if k is Call else _INJ
+                e = i << 4 | (p if k is Call else _INJ)  # the edge of each use
                 for a in args:
                     j = get(a)
                     if j is None:
@@ -436,7 +472,7 @@ class _Partition:
                             consts.append((v, a, n))
                             add_node(None)
                             add_pat(_EW)
-                            add_out(ci | ep)
+                            add_out(e)
                             if seq is None:
                                 seq = list(range(i))
                             elif seq[-1] == i:
@@ -444,7 +480,6 @@ class _Partition:
                             seq.append(v)
                             seq.append(i)
                         continue
-                    e = ci | ep
                     es = outs[j]
                     if es is None:
                         outs[j] = e
@@ -971,9 +1006,8 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
         mids = b"".join(map(_id_of, members))
         edges.add_joined(call.id, mids)
     if hit is not None:  # a later group of a shared function: its lineage is recorded at the end
-        hit.later.append(members)
         hit.later_mids.append(mids)
-        hit.later_inputs.append(inputs)
+        hit.later_inputs.append(b"".join(map(_id_of, inputs)))
         return call
     # the function derives from every group it stands for, a parameter from the inputs it
     # receives, each body node from the member it copies (for a shared function, through a
