@@ -51,6 +51,13 @@ def test_new_type_definitions_are_added(lib: pyir.Module) -> None:
     assert sorted(lib.type_definitions()) == ["Pair"]
 
 
+def test_extern_type_of_init_module() -> None:
+    core = pyir.parse("extern type Store")  # as TVM's core.rly, which tests pass as init_module
+    mod = pyir.parse("def @keep(%s: Store) -> Store { %s }", init_module=core)
+    assert mod.type_definition("Store") is core.type_definition("Store")
+    assert InferType()(mod).type_of(mod["keep"].body) == mod["keep"].ret_type
+
+
 def test_init_module_with_meta_table(lib: pyir.Module) -> None:
     table = {"relay.Constant": [np.ones(4, "float32")]}
     mod = pyir.parse("def @main(%a: Tensor[(4), float32]) { add(@double(%a), meta[relay.Constant][0]) }",
