@@ -266,6 +266,7 @@ class Parser:
         self.types_used: dict[str, int] = {}  # type definition name -> offset of a first use
         self._defining_types = False
         self._patterns: dict[tuple[Any, ...], Any] = {}  # (constructor or None, sub-patterns) -> pattern
+        self.init: Module | None = None  # TVM's ``init_module``: its globals and types are in scope
 
     # -- token stream ------------------------------------------------------------------------------
     def _refill(self, i: int) -> int:
@@ -559,7 +560,9 @@ class Parser:
             raise self.expected("a type name after 'type'")
         self.advance()
         if name in self.type_defs:
-            raise self.error(f"type {name} is defined twice", p)
+            raise self.error(f"type {name} is defined twice" + (
+                ": in init_module and here" if self.init is not None and name in
+                self.init.type_definitions() else ""), p)
         tvs = self.parse_type_params()
         saved = self.type_params
         self.type_params = saved + tvs
@@ -1760,9 +1763,8 @@ class Parser:
     def parse_module(self, init: Module | None = None) -> Module:
         """Definitions until the end of input (added to those of ``init``, if given)."""
         funcs: dict[str, Function] = {}
-        known: dict[str, Function] = {}
+        self.init = init
         if init is not None:  # TVM's init_module: its types, constructors and functions in scope
-            known = dict(init.functions())
             for td in init.type_definitions().values():
                 self.type_defs[td.header.name_hint] = td
                 for c in td.constructors:
@@ -1784,19 +1786,24 @@ class Parser:
             name, f, p = self.run(self.definition())
             if name in funcs:
                 raise self.error(f"@{name} is defined twice", p)
-            if name in known:
-                raise self.error(f"@{name} is already a function of the init module", p)
+            if init is not None and name in init:
+                raise self.error(f"@{name} is defined twice: already a function of the init module "
+                                 f"({_signature(name, init[name])}), and here", p)
             funcs[name] = f
         for name, p in self.globals_used.items():
-            if name not in funcs and name not in known:
-                raise self.error(f"undefined global function @{name}", p)
-        if known:
-            funcs = {**known, **funcs}
+            if name not in funcs and (init is None or name not in init):
+                raise self.error(f"undefined global function @{name}" + (
+                    "" if init is None else " (neither defined here nor in init_module, which defines "
+                    + (", ".join("@" + n for n in init.names()[:8]) + (", ..." if len(init) > 8 else "")
+                       if len(init) else "no function") + ")"), p)
         for name, p in self.types_used.items():
             if name not in self.type_defs:
                 raise self.error(f"undefined type {name} (not a type definition of the module, nor a type "
                                  "parameter in scope)", p)
-        return self.build(Module, self.tok[2], funcs, list(self.type_defs.values()))
+        if init is None:
+            return self.build(Module, self.tok[2], funcs, list(self.type_defs.values()))
+        new_types = [td for n, td in self.type_defs.items() if n not in init.type_definitions()]
+        return self.build(_extended, self.tok[2], init, funcs, new_types)
 
     def parse_toplevel_expr(self) -> Expr:
         """Type alias declarations, then a body (bindings and a tail expression) until the end."""
@@ -1854,6 +1861,23 @@ _META_LINE = re.compile(r'\s*meta\[Constant\]\[([0-9]+)\] = ([a-z][a-z0-9]*) \((
 _JSON_WORD = {"True": "true", "False": "false", "inf": "Infinity", "nan": "NaN"}
 _JSON_WORDS = re.compile(r"\b(?:True|False|inf|nan)\b")
 _LEAF_RE = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|inf|nan)\Z")
+
+
+def _signature(name: str, f: Function) -> str:
+    """``def @name(%x: T, ...) -> R`` of a function's annotations (for error messages)."""
+    from .printer import astext
+    params = ", ".join(_shown_local(v.name_hint) + ("" if v.type_annotation is None else
+                                                    ": " + astext(v.type_annotation)) for v in f.params)
+    ret = "" if f.ret_type is None else " -> " + astext(f.ret_type)
+    return f"def @{name}({params}){ret}"
+
+
+def _extended(init: Module, funcs: dict[str, Function], types: list[TypeData]) -> Module:
+    """``init`` with the parsed definitions added (a module derived from it: its history is kept)."""
+    m = init
+    for td in types:
+        m = m.with_type_definition(td)
+    return m.with_functions(funcs)
 
 
 def _quoted_key(name: str) -> str:
@@ -2018,9 +2042,9 @@ def parse(text: str, meta_table: Mapping[str, Any] | None = None, *,
     ``meta_table`` (TVM's ``init_meta_table``): ``{"relay.Constant": [arrays or constants]}``
     for the ``meta[relay.Constant][i]`` of a text without metadata section.  ``init_module``
     (TVM's ``init_module``, as ``import_from_std`` uses it): a module whose type definitions,
-    constructors and functions the text may use; the result holds them and the text's
-    definitions (a function defined in both is a ParseError), e.g.
-    ``parse(text, init_module=pyir.prelude())``.
+    constructors and functions the text may use; the result is that module with the text's
+    definitions added (a module derived from it; ``init_module`` itself is unchanged; a function
+    defined in both is a ParseError), e.g. ``parse(text, init_module=pyir.prelude())``.
 
     >>> import pyir
     >>> mod = parse("def @main(%x: Tensor[(2), float32]) { nn.relu(%x) }")
