@@ -711,7 +711,10 @@ def _walk_difference(a: Node, b: Node, root: str, map_free_vars: bool) -> str:
                     stack.append((xs[i], ys[i], (path, _ARG_STEPS[i] if i < 16 else f"args[{i}]")))
                 continue
         todo: list[tuple[Any, Any, Any]] = []
+        ident = getattr(k, "_identity", ())  # a reference operation's uid: not structure
         for f in x._fields:
+            if f.name in ident:
+                continue
             vx, vy = getattr(x, f.name), getattr(y, f.name)
             p = _join(path, f.name)
             if not f.node:

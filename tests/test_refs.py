@@ -98,3 +98,21 @@ def @main(%x: Tensor[(), float32]) {
               T.DeadCodeElimination(), T.Inline()):
         out = pyir.testing.check_pass(p, mod, idempotent=False)
         assert pyir.evaluate(out, np.float32(1)) == np.float32(2)
+
+
+def test_alpha_equality_ignores_uids_not_structure() -> None:
+    """Two parses of one program with a variable-free ``ref(0)`` are alpha-equal (the uid keeps
+    cells apart as nodes; it is not structure), with equal alpha hashes; a different initial
+    value is a difference that ``assert_alpha_equal`` names."""
+    from pyir.errors import AlphaEqualityError
+    from pyir.testing import assert_alpha_equal
+
+    text = "def @main() { let %r = ref(0); ref_read(%r) }"
+    a, b = pyir.parse(text), pyir.parse(text)
+    assert a["main"] is not b["main"]
+    assert pyir.alpha_equal(a, b) and pyir.alpha_hash(a["main"]) == pyir.alpha_hash(b["main"])
+    assert_alpha_equal(a, b)
+    c = pyir.parse(text.replace("ref(0)", "ref(1)"))
+    assert not pyir.alpha_equal(a, c)
+    with pytest.raises(AlphaEqualityError, match=r"body\.value\.value: 0 vs 1"):
+        assert_alpha_equal(a["main"], c["main"])

@@ -63,6 +63,7 @@ from ..ir.dims import Dim, DimFloorDiv, DimMod, DimPoly, Sym, substitute
 from ..ir.expr import Call, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.kinds import shape_key
 from ..ir.module import Module, _closed_checked
+from ..ir.adt import F_REF
 from ..ir.node import F_VAR, Attrs, Node, gc_paused
 from ..ir.traverse import BINDER_BITS, BOUND
 from ..ir.types import FuncType, TensorType, TupleType
@@ -134,6 +135,10 @@ def structural_hash(x: Any) -> int:
 # name can be missed (a false negative, never a false positive; the hash agrees with the answer).
 # Variable-free subgraphs are compared by identity, as before: a dimension in the attributes of a
 # call on constants alone is not renamed.
+
+#: A node compared by identity has neither bit: no variable, and no reference operation (whose
+#: uid keeps two ``ref(0)`` apart as nodes but is not structure, see ``RefCreate``).
+_OPEN = F_VAR | F_REF
 
 _syms_cache: weakref.WeakKeyDictionary[Node, tuple[Sym, ...]] = weakref.WeakKeyDictionary()
 
@@ -337,7 +342,7 @@ def alpha_hash(x: Expr | Module) -> bytes:
             return _digest(b"M" + b"".join(n.encode() + b"\x00" + _alpha_walk(f, marks) for n, f in items))
     if not isinstance(x, Expr):
         raise WellFormedError(f"alpha_hash takes an expression or a module, got {type(x).__name__}")
-    if not (x._mask & F_VAR) or type(x) is Var:
+    if not (x._mask & _OPEN) or type(x) is Var:
         return x.id  # variable-free nodes and free variables: the content id is canonical
     h = _hash_cache.get(x)
     if h is not None:
@@ -523,7 +528,7 @@ def _alpha_walk(root: Expr, seed: dict[Sym, tuple[Sym, int]] | None = None) -> b
             pushv((h, lv, opn))
             continue
         n = item
-        if not (n._mask & F_VAR):
+        if not (n._mask & _OPEN):
             pushv((n.id, 0, False))
             continue
         k = type(n)
@@ -622,7 +627,7 @@ def alpha_equal(a: Any, b: Any, *, map_free_vars: bool = False) -> bool:
     if not isinstance(a, Expr) or not isinstance(b, Expr):
         raise WellFormedError(f"alpha_equal takes expressions or modules, got {type(a).__name__} "
                               f"and {type(b).__name__}")
-    if type(a) is not type(b) or not (a._mask & F_VAR) or not (b._mask & F_VAR):
+    if type(a) is not type(b) or not (a._mask & _OPEN) or not (b._mask & _OPEN):
         return False
     key = (a.id, b.id, map_free_vars)
     if _equal_cache.get(key):
@@ -685,7 +690,7 @@ def _closed_walk(a: Function, b: Function, syms: _SymPairs | None = None) -> boo
     while sa:
         x: Any = popa()
         y: Any = popb()
-        if not (x._mask & F_VAR):
+        if not (x._mask & _OPEN):
             if x is y:
                 continue
             return False  # a variable-free node is alpha-equal only to itself
@@ -697,14 +702,14 @@ def _closed_walk(a: Function, b: Function, syms: _SymPairs | None = None) -> boo
                 return None
             return False
         k = type(x)
-        if k is not type(y) or not (y._mask & F_VAR):
+        if k is not type(y) or not (y._mask & _OPEN):
             return False
         if k is Call:
             xa, ya = x.args, y.args
             if len(xa) != len(ya) or ((x.attrs is not y.attrs or sp.a2b) and teq(x.attrs, y.attrs) < 0):
                 return False
             ox, oy = x.op, y.op
-            if ox is not oy or ox._mask & F_VAR:
+            if ox is not oy or ox._mask & _OPEN:
                 pusha(ox)
                 pushb(oy)
             a2b[x] = y
@@ -842,7 +847,7 @@ def _parallel_walk(a: Expr, b: Expr, map_free_vars: bool, syms: _SymPairs | None
                 pushv((lv, opn))
             continue
         x, y = item
-        if x is y and not (x._mask & F_VAR):
+        if x is y and not (x._mask & _OPEN):
             pushv((0, False))
             continue
         k = type(x)
@@ -872,7 +877,7 @@ def _parallel_walk(a: Expr, b: Expr, map_free_vars: bool, syms: _SymPairs | None
             elif fx is not y or fy is not x:
                 return False
             continue
-        if not (x._mask & F_VAR) or not (y._mask & F_VAR):
+        if not (x._mask & _OPEN) or not (y._mask & _OPEN):
             return False  # a variable-free node is alpha-equal only to itself
         rec = seen.get(item)
         if rec is not None:
