@@ -59,11 +59,11 @@ from typing import Any
 from xxhash import xxh3_128_digest
 
 from ..errors import WellFormedError
+from ..ir.adt import F_REF
 from ..ir.dims import Dim, DimFloorDiv, DimMod, DimPoly, Sym, substitute
 from ..ir.expr import Call, Expr, Function, If, Let, Op, Tuple, TupleGetItem, Var
 from ..ir.kinds import shape_key
 from ..ir.module import Module, _closed_checked
-from ..ir.adt import F_REF
 from ..ir.node import F_VAR, Attrs, Node, gc_paused
 from ..ir.traverse import BINDER_BITS, BOUND
 from ..ir.types import FuncType, TensorType, TupleType
