@@ -277,20 +277,44 @@ for _r in ("sum", "mean", "max", "min", "prod"):
     _OP_CASES[_r] = (("x2",), {"axis": (1,), "keepdims": True})
 
 
-def _builder(name: str) -> Callable[..., Any]:
-    """The builder of operator ``name`` (``dyn.nn.pad`` is ``op.dyn.pad``), taking the call's
-    inputs positionally (the builders with Relay's signatures are called through their operator's
-    registered builder: ``concatenate``'s one tuple input is built from its tensors)."""
-    if name == "concatenate":
-        return lambda *xs, **kw: op.concatenate(list(xs), **kw)
+def _builder(name: str) -> tuple[Callable[..., Any], str]:
+    """The builder of operator ``name`` (``dyn.nn.pad`` is ``op.dyn.pad``) and the form of its
+    call: ``"plain"`` takes the call's inputs positionally, ``"list"`` one list of them
+    (``concatenate``, Relay's signature), ``"pad"`` Relay's ``nn.pad(data, pad_width, pad_value)``."""
     for mod in op.BUILDER_MODULES:
         for n in mod.__all__:
             b = getattr(mod, n, None)
             if getattr(getattr(b, "op", None), "name", None) == name:
-                if getattr(b, "relay_signature", False) and name == "nn.pad":
-                    return lambda x, v, **kw: op.nn.pad(x, kw.pop("pad_width"), v, **kw)
-                return b  # type: ignore[no-any-return]
+                if getattr(b, "relay_signature", False) and name in ("concatenate", "nn.pad"):
+                    return b, "list" if name == "concatenate" else "pad"
+                return b, "plain"
     raise KeyError(name)
+
+
+def _loops(f: Callable[..., Any], form: str, args: tuple[Any, ...], kw: dict[str, Any], fresh: list[Any],
+           k: int) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """(hit loop, miss loop) calling ``f`` as a program does: inputs positionally, attributes as
+    keywords (``f(x, w, strides=s, padding=p)``, the values the very objects of each call, as a
+    literal is), generated for the operator -- not through ``f(*args, **kw)``, whose splat copies
+    a dict and rebinds the keywords at each call: a cost of the caller, not of the builder."""
+    kw = dict(kw)
+    ins = [f"a{i}" for i in range(len(args))]
+    if form == "pad":  # nn.pad(data, pad_width, pad_value): pad_width is positional
+        pos = [ins[0], "kv_pad_width", *ins[1:]]
+        kwn = [n for n in kw if n != "pad_width"]
+    else:
+        pos = [f"[{', '.join(ins)}]"] if form == "list" else ins
+        kwn = list(kw)
+    call = ", ".join(pos + [f"{n}=kv_{n}" for n in kwn])
+    params = ", ".join(["f", "fresh", "reps", *ins, *(f"kv_{n}" for n in kw)])
+    src = (f"def hit({params}):\n    return [f({call}) for _ in reps]\n"
+           f"def miss({params}):\n    return [f({call.replace('a0', 'x', 1)}) for x in fresh]\n")
+    ns: dict[str, Any] = {}
+    exec(compile(src, "<bench_build op loops>", "exec"), ns)
+    values = {"f": f, "fresh": fresh, "reps": range(k), **dict(zip(ins, args)),
+              **{f"kv_{n}": v for n, v in kw.items()}}
+    hit, miss = ns["hit"], ns["miss"]
+    return (lambda: hit(**values)), (lambda: miss(**values))
 
 
 def op_cases(k: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
@@ -303,19 +327,12 @@ def op_cases(k: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
             continue
         default = ("x2",) * (odef.num_inputs or 2)
         inputs, kw = _OP_CASES.get(name, (default, {}))
-        f = _builder(name)
+        f, form = _builder(name)
         args = tuple(ins[i] for i in inputs)
         s0, dt0 = _INPUTS[inputs[0]]
         fresh = [pyir.var("f", shape=s0, dtype=dt0) for _ in range(k)]
-        rest = args[1:]
-        f(*args, **kw)
-
-        def hit(f=f, args=args, kw=kw):
-            return [f(*args, **kw) for _ in range(k)]
-
-        def miss(f=f, rest=rest, kw=kw, fresh=fresh):
-            return [f(x, *rest, **kw) for x in fresh]
-
+        hit, miss = _loops(f, form, args, kw, fresh, k)
+        hit()
         out[name] = (hit, miss)
     return out
 

@@ -122,6 +122,28 @@ def test_identity_entries_are_bounded_and_weak():
     assert op.nn.softmax(x, axis=123).attrs["axis"] == 123
 
 
+def test_a_literal_of_a_second_call_site_becomes_an_identity_entry():
+    """Attributes equal to an entry's but other objects (a second call site's literal) are found
+    in the marshal cache; met again as the very same objects, they get an identity entry of their
+    own (the same Attrs); values rebuilt at each call never do."""
+    x = _x()
+    odef = get_op_def("nn.softmax")
+    first = op.nn.softmax(x, axis=10**6)  # an int past the small-int cache: a new object per site
+    site2 = int("1000000")  # equal, another object (as a literal of another call site is)
+    assert site2 is not first.attrs["axis"]
+    assert op.nn.softmax(x, axis=site2) is first  # a marshal hit: no entry yet
+    assert not any(e[0] is site2 for e in odef._hot)
+    assert op.nn.softmax(x, axis=site2) is first  # the same object again: entered
+    assert any(e[0] is site2 for e in odef._hot)
+    assert op.nn.softmax(x, axis=site2) is first  # ... and found by identity
+    odef = get_op_def("reshape")
+    c = op.reshape(x, newshape=(4, 64))
+    dims = [4, 64]
+    for _ in range(3):  # a shape rebuilt at each call: equal values, new objects
+        assert op.reshape(x, newshape=tuple(dims)) is c
+    assert sum(1 for e in odef._hot if e[0] == (4, 64)) == 1
+
+
 def test_identity_entry_of_a_dead_attrs_is_rebuilt():
     """An entry whose Attrs died is skipped: the next call normalizes again (a new, equal node)."""
     x = _x()

@@ -544,29 +544,32 @@ def _closed_without_inner_binders(f: Function) -> bool:
 
     Such a function binds each variable once (its parameters are distinct), so it is
     well-formed; anything else (False) takes the general scope walk.  (The check of every
-    module built: a variable is looked up where it is used, not pushed, and an operator
-    call's children are its args, read directly.)
+    module built, so its loop does as little as it can per node: one set holds the
+    parameters and the nodes met, so a child already met or a parameter costs one lookup
+    when it is popped; an operator call's args go onto the stack in one C step; a subgraph
+    without variables, by its mask, is not entered.)
     """
     body = f.body
     if body._mask & (F_LET | F_FUNC):
         return False
-    params = set(f.params)
+    seen: set[Node] = set(f.params)
     if type(body) is Var:
-        return body in params
-    seen: set[Node] = set()
+        return body in seen
     add = seen.add
     stack: list[Node] = [body]
-    pop, push = stack.pop, stack.append
+    pop = stack.pop
     while stack:
         n = pop()
-        for c in n.args if type(n) is Call and type(n.op) is Op else n.children():
-            if c._mask & F_VAR:
-                if type(c) is Var:
-                    if c not in params:
-                        return False
-                elif c not in seen:
-                    add(c)
-                    push(c)
+        if n in seen:
+            continue
+        if type(n) is Call and type(n.op) is Op:
+            add(n)
+            stack += n.args
+        elif type(n) is Var:  # not a parameter
+            return False
+        elif n._mask & F_VAR:
+            add(n)
+            stack += n.children()
     return True
 
 
@@ -611,22 +614,25 @@ def _uses_bound(e: Node, bound: set[Var], seen: set[Node], inner: set[Var]) -> b
     if type(e) is Var:
         return e in bound
     stack: list[Node] = [e]
-    pop, push = stack.pop, stack.append
+    pop = stack.pop
     add = seen.add
-    while stack:
+    while stack:  # the loop of _closed_without_inner_binders
         n = pop()
-        if type(n) is Function:
+        if n in seen:
+            continue
+        if type(n) is Call and type(n.op) is Op:
+            add(n)
+            stack += n.args
+        elif type(n) is Var:  # looked up where it is used
+            if n not in bound:
+                return False
+        elif type(n) is Function:
+            add(n)
             if not _inner_function_ok(n, bound, inner):
                 return False
-            continue
-        for c in n.children():
-            if c._mask & F_VAR:
-                if type(c) is Var:  # looked up where it is used
-                    if c not in bound:
-                        return False
-                elif c not in seen:
-                    add(c)
-                    push(c)
+        elif n._mask & F_VAR:
+            add(n)
+            stack += n.children()
     return True
 
 

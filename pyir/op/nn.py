@@ -37,6 +37,11 @@ from ..ir.dims import (
     dim_sub,
     dims_equal,
 )
+from ..ir.expr import Call as _Call
+from ..ir.expr import Expr as _Expr
+from ..ir.expr import Op as _Op
+from ..ir.expr import as_expr as _as_expr
+from ..ir.expr import const as _const
 from ..ir.node import Attrs
 from ..ir.types import TensorType, TupleType, Type, dtype_kind, normalize_dtype
 from ._layout import array_to_layout, check_layout, layout_rank, to_layout
@@ -923,11 +928,9 @@ def pad(data: ExprLike, pad_width: Expr | Sequence[Sequence[int]] | Sequence[int
     >>> pad(x, ((0, 0), (1, 1))).checked_type
     TensorType((2, 5), 'float32')
     """
-    from ..ir.expr import Call, Expr, Op, as_expr, const
-
-    value: Expr = pad_value if isinstance(pad_value, Expr) else const(pad_value)
-    if isinstance(pad_width, Expr):  # dyn.nn.pad (pyir.op.dyn imports this module: no import back)
-        return Call(Op("dyn.nn.pad"), [as_expr(data), pad_width, value], {"pad_mode": pad_mode})
+    value: Expr = pad_value if isinstance(pad_value, _Expr) else _const(pad_value)
+    if isinstance(pad_width, _Expr):  # dyn.nn.pad (pyir.op.dyn imports this module: no import back)
+        return _Call(_Op("dyn.nn.pad"), [_as_expr(data), pad_width, value], {"pad_mode": pad_mode})
     return _pad_op(data, value, pad_width=pad_width, pad_mode=pad_mode)
 
 

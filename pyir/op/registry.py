@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from marshal import dumps as _marshal
+from operator import is_
 from typing import Any
 
 from ..ir.node import _get, digest
@@ -479,13 +480,16 @@ def _builder_generated(odef: OpDef, op_node: Any, prefix: bytes, generic: Callab
     cache_get = odef._cache.get
     hot = odef._hot
     unset = _UNSET
+    last: list[Any] = [None]  # the values of the last marshal hit (kept alive: frozen or small)
 
     def attrs(kw: dict[str, Any], values: tuple[Any, ...]) -> Any:
         """The uncached path of a keyword builder: the Attrs of the given attributes ``kw``
         (``values``: all of them, ``_UNSET`` for one not given) from the ``marshal`` cache, else
         through the schema -- and only then entered in the identity entries: values built anew
         at each call (a shape computed in a loop) are found in the marshal cache and never push
-        out the entries of literals."""
+        out the entries of literals.  A marshal hit whose values are the very
+        objects of the previous marshal hit (a literal of a second call site) is entered too.
+        """
         k: Any = ()
         if kw:
             try:
@@ -497,6 +501,17 @@ def _builder_generated(odef: OpDef, op_node: Any, prefix: bytes, generic: Callab
             if e is not None:
                 a = e()
                 if a is not None:
+                    # the very objects of the previous marshal hit again: a literal of another call
+                    # site than the one whose entry the schema made (values rebuilt at every call
+                    # are new objects each time: they never pass this test)
+                    prev = last[0]
+                    if prev is not None and len(prev) == len(values) and all(map(is_, prev, values)):
+                        last[0] = None
+                        if all(v is unset or _frozen(v) for v in values):
+                            hot.insert(0, (*values, weakref.ref(a)))
+                            del hot[ATTR_HOT_MAX:]
+                    else:
+                        last[0] = values
                     return a
         a = normalize(kw if kw else None, k)
         if all(v is unset or _frozen(v) for v in values):

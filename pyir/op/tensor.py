@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import AttrError, EvaluationError, PyIRError
+from ..errors import AttrError, EvaluationError, PyIRError, WellFormedError
 from ..ir.dims import Any as ANY_DIM
 from ..ir.dims import (
     DimLike,
@@ -30,6 +30,8 @@ from ..ir.dims import (
     dim_sum,
     dims_equal,
 )
+from ..ir.expr import Expr as _Expr
+from ..ir.expr import Tuple as _TupleExpr
 from ..ir.node import MAX_INDEX, Attrs
 from ..ir.types import TensorType, Type, dtype_kind, dtype_range
 from ._rel import broadcast_shapes, fail, normalize_axis, same_dtype, shape_str, tensor, tuple_of, unify_dims
@@ -404,21 +406,17 @@ def concatenate(data: Expr | Sequence[ExprLike], axis: int = 0) -> Call:
     >>> concatenate([a, b], axis=1).checked_type
     TensorType((2, 8), 'float32')
     """
-    from ..errors import WellFormedError
-    from ..ir.expr import Expr, as_expr
-    from ..ir.expr import Tuple as TupleExpr
-
-    if isinstance(axis, Expr):
+    if isinstance(axis, _Expr):  # (the imports at module level: a builder runs no import statement)
         raise WellFormedError("concatenate takes the tensors as one list or tuple: "
                               "concatenate([a, b], axis=...), not concatenate(a, b)")
-    if not isinstance(data, Expr):
+    if not isinstance(data, _Expr):
         try:
             items = list(data)
         except TypeError:
             raise WellFormedError(f"concatenate takes a list or tuple of tensors, got {data!r:.80}") from None
         if not items:
             raise WellFormedError("concatenate needs at least one tensor, got an empty list")
-        data = TupleExpr([as_expr(x) for x in items])
+        data = _TupleExpr(items)  # which makes any non-expression item an expression (as_expr)
     return _concatenate_op(data, axis=axis)
 
 
