@@ -5,8 +5,7 @@ Operators pyir does not have (``contrib_reverse_reshape``, ``cast_like``, ``resh
 ``broadcast_to_like``, ``argsort``, ``bfloat16``) and the ``layout_transform`` half of
 SimplifyTranspose (not ported) leave those parts of the cases out; each test says which.
 Not ported: ``test_concretize_reshape_like(_attrs)``, ``test_concretize_broadcast_to_like``,
-``test_concretize_cast_like``, ``test_simplify_dq_argsort`` (operators pyir lacks) and
-``test_binomials`` (SimplifyBinomial is not ported)."""
+``test_concretize_cast_like``, ``test_simplify_dq_argsort`` (operators pyir lacks)."""
 
 from __future__ import annotations
 
@@ -288,3 +287,71 @@ def test_concretize_multiple():
     ones = op.ones(shape=(2, 3))
     expected = pyir.Tuple([op.collapse_sum_to(ones, shape=(2, 3)), op.collapse_sum_to(ones, shape=(3,))])
     _same(_simplify(ret, x, y), expected)
+
+
+def _quadratic_forms(x: pyir.Expr, y: pyir.Expr, a: int, b: int, c: int, dtype: str) -> list[pyir.Expr]:
+    """``a x^2 + b x y + c y^2`` in every operand order of its sums and products (a coefficient
+    of 1 written without its constant), as TVM's ``test_binomials`` generates them."""
+    def scaled(k: int, u: pyir.Expr, v: pyir.Expr) -> list[pyir.Expr]:
+        if k == 1:
+            return [op.multiply(u, v)] if u is v else [op.multiply(u, v), op.multiply(v, u)]
+        kc = pyir.const(np.asarray(k, dtype))
+        return [op.multiply(kc, op.multiply(u, v)), op.multiply(op.multiply(u, v), kc),
+                op.multiply(op.multiply(kc, u), v), op.multiply(u, op.multiply(kc, v)),
+                op.multiply(op.multiply(u, kc), v), op.multiply(v, op.multiply(kc, u))]
+    out = []
+    for sx in scaled(a, x, x):
+        for sxy in scaled(b, x, y):
+            for sy in scaled(c, y, y):
+                for t1, t2, t3 in ((sx, sxy, sy), (sxy, sy, sx), (sy, sx, sxy)):
+                    out.append(op.add(op.add(t1, t2), t3))
+                    out.append(op.add(t3, op.add(t2, t1)))
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
+def test_binomials(dtype):
+    """SimplifyBinomial: ``a x^2 + b x y + c y^2`` -> ``a (x + p y)(x + q y)`` in every operand
+    order of the input; ``x + y*1`` and ``1 * e`` then simplify away, and when ``c == 1 < a``
+    x and y swap (TVM's rule).  (1, 1, 1) has no real roots and stays.  The four coefficient
+    sets of TVM's test, every form in one module (a tuple of them: one pass run)."""
+    x, y = pyir.var("x", shape=(5,), dtype=dtype), pyir.var("y", shape=(5,), dtype=dtype)
+
+    def k(v: float) -> pyir.Constant:
+        return pyir.const(np.asarray(v, dtype))
+
+    xy, yx = op.add(x, y), op.add(y, x)
+    cases = {
+        (1, 2, 1): [op.multiply(xy, xy), op.multiply(yx, yx)],  # x and y are symmetric here
+        (6, 5, 1): [op.multiply(op.add(y, op.multiply(x, k(3))), op.add(y, op.multiply(x, k(2))))],
+        (1, 4, 4): [op.multiply(op.add(x, op.multiply(y, k(2))), op.add(x, op.multiply(y, k(2))))],
+    }
+    for (a, b, c), expected in cases.items():
+        forms = _quadratic_forms(x, y, a, b, c, dtype)
+        out = _simplify(pyir.Tuple(forms), x, y)
+        for form, got in zip(forms, out.fields):
+            assert any(pyir.alpha_equal(got, e) for e in expected), f"{form}\n->\n{got}"
+    same = pyir.Tuple(_quadratic_forms(x, y, 1, 1, 1, dtype))
+    assert _simplify(same, x, y, check=False) is same
+
+
+def test_binomials_keep_exact_integers():
+    """Where pyir differs: for an integer dtype the factoring needs integer roots.
+    ``2x^2 + 5xy + 2y^2 = 2 (x + 2y)(x + y/2)``: TVM would truncate 1/2 to 0 in int32 (a wrong
+    value); pyir leaves it, and factors it for floats.  ``x^2 + 3xy + 2y^2`` factors in int32."""
+    xi, yi = pyir.var("x", shape=(5,), dtype="int32"), pyir.var("y", shape=(5,), dtype="int32")
+    two, five = pyir.const(np.int32(2)), pyir.const(np.int32(5))
+    e = op.add(op.add(op.multiply(two, op.multiply(xi, xi)), op.multiply(five, op.multiply(xi, yi))),
+               op.multiply(two, op.multiply(yi, yi)))
+    assert _simplify(e, xi, yi, check=False) is e
+    three = pyir.const(np.int32(3))
+    e2 = op.add(op.add(op.multiply(xi, xi), op.multiply(three, op.multiply(xi, yi))),
+                op.multiply(two, op.multiply(yi, yi)))
+    _same(_simplify(e2, xi, yi), op.multiply(op.add(xi, op.multiply(yi, two)), op.add(xi, yi)))
+    x, y = pyir.var("x", shape=(5,)), pyir.var("y", shape=(5,))
+    f2, f5 = pyir.const(np.float32(2)), pyir.const(np.float32(5))
+    ef = op.add(op.add(op.multiply(f2, op.multiply(x, x)), op.multiply(f5, op.multiply(x, y))),
+                op.multiply(f2, op.multiply(y, y)))
+    first = op.add(x, op.multiply(y, pyir.const(np.float32(2))))
+    second = op.add(x, op.multiply(y, pyir.const(np.float32(0.5))))
+    _same(_simplify(ef, x, y), op.multiply(f2, op.multiply(first, second)))
