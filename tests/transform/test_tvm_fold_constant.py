@@ -2,11 +2,9 @@
 one test per case, named after it and rebuilt with pyir's builders: the result is
 alpha-equal to TVM's expected function, or the test says why pyir's answer differs.
 
-Not ported, for want of the construct in pyir: the ``on_device`` cases
-(``test_fold_const_with_on_device``, ``test_fold_let_with_on_device``), ``ndarray_size``
-(``test_fold_ndarray_size``), and the QNN cases on operators pyir does not have
-(``qnn.add``/``qnn.dense`` in ``test_fold_qnn_const``, ``qnn.conv2d``/``qnn.mul``,
-``qnn.requantize``)."""
+Not ported, for want of the operators in pyir: ``ndarray_size`` (``test_fold_ndarray_size``),
+and the QNN cases on operators pyir does not have (``qnn.add``/``qnn.dense`` in
+``test_fold_qnn_const``, ``qnn.conv2d``/``qnn.mul``, ``qnn.requantize``)."""
 
 from __future__ import annotations
 
@@ -131,3 +129,42 @@ def test_pass_link_params():
     """A cast of an int8 constant folds (TVM's test checks FoldConstant runs with int8)."""
     f = pyir.Function([], op.cast(pyir.const(np.int8(10)), dtype="int32"))
     _same(_fold(f), pyir.Function([], pyir.const(np.int32(10))))
+
+
+def _on_cpu(e: pyir.Expr) -> pyir.Expr:
+    return op.annotation.on_device(e, virtual_device="cpu", constrain_result=True)
+
+
+def test_fold_const_with_on_device():
+    """Devices on the parameter and the function do not get in the way.  pyir has no device on
+    a variable or a function (its parser reads TVM's ``virtual_device`` there and drops it: a
+    program means the same on every device), so the expected function is TVM's without them."""
+    mod = pyir.parse("""
+    def @main(%x {virtual_device="cpu"}: Tensor[(1, 2, 3), float32], virtual_device="cpu") {
+      %0 = add(meta[relay.Constant][0], meta[relay.Constant][0]);
+      %1 = multiply(%0, 2f);
+      %2 = add(%x, %1);
+      add(%2, meta[relay.Constant][0])
+    }
+    """, {"relay.Constant": [pyir.const(np.array([4, 5, 6], "float32"))]})
+    x = mod["main"].params[0]
+    cd = np.array([4, 5, 6], "float32")
+    expected = pyir.Function([x], op.add(op.add(x, pyir.const((cd + cd) * 2)), pyir.const(cd)))
+    _same(check_pass(FoldConstant(), mod)["main"], expected)
+
+
+def test_fold_let_with_on_device():
+    """A let of an annotated constant is inlined with its annotation; a call on annotated
+    constants folds inside the annotation around it; the rest stays (TVM's expected)."""
+    cd = np.array(3, "float32")
+    x = pyir.var("x", shape=(1,))
+    t1, t2, t3 = pyir.var("t1"), pyir.var("t2"), pyir.var("t3")
+    body = pyir.Let(t1, _on_cpu(pyir.const(cd)),
+                    pyir.Let(t2, _on_cpu(op.multiply(t1, t1)), pyir.Let(t3, _on_cpu(op.add(t2, x)), t3)))
+    expected = pyir.Function([x], pyir.Let(t3, _on_cpu(op.add(_on_cpu(pyir.const(cd * cd)), x)), t3))
+    _same(_fold(pyir.Function([x], body)), expected)
+    # an annotation alone (of a constant) is not folded away, nor is device_copy looked through
+    kept = pyir.Function([], op.add(op.annotation.device_copy(pyir.const(cd), src_virtual_device="cpu",
+                                                              dst_virtual_device="cuda"), pyir.const(cd)))
+    mod = pyir.Module({"main": kept})
+    assert FoldConstant()(mod) is mod
