@@ -88,6 +88,27 @@ class Argmin(Protocol):
         ...
 
 
+class Argsort(Protocol):
+    """The builder of ``argsort``."""
+
+    def __call__(
+        self,
+        data: ExprLike,
+        /,
+        *,
+        axis: Int = -1,
+        is_ascend: Bool = True,
+        dtype: DType = 'int32',
+    ) -> Call:
+        """The indices that sort ``data`` along ``axis`` (stable), ascending or not.
+
+        ``axis``: the axis sorted
+        ``is_ascend``: ascending (True) or descending order
+        ``dtype``: the dtype of the indices
+        """
+        ...
+
+
 class Asin(Protocol):
     """The builder of ``asin``."""
 
@@ -191,6 +212,14 @@ class BroadcastTo(Protocol):
         ...
 
 
+class BroadcastToLike(Protocol):
+    """The builder of ``broadcast_to_like``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Broadcast ``data`` to the shape of ``broadcast_type``."""
+        ...
+
+
 class CallLowered(Protocol):
     """The builder of ``call_lowered``."""
 
@@ -204,6 +233,14 @@ class Cast(Protocol):
 
     def __call__(self, data: ExprLike, /, *, dtype: DType) -> Call:
         """Convert to another dtype."""
+        ...
+
+
+class CastLike(Protocol):
+    """The builder of ``cast_like``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Cast ``data`` to the dtype of ``dtype_like``."""
         ...
 
 
@@ -1234,6 +1271,17 @@ class Multiply(Protocol):
         ...
 
 
+class NdarraySize(Protocol):
+    """The builder of ``ndarray_size``."""
+
+    def __call__(self, data: ExprLike, /, *, dtype: DType = 'int32') -> Call:
+        """The number of elements of ``data``, a scalar of ``dtype``.
+
+        ``dtype``: the dtype of the result
+        """
+        ...
+
+
 class Negative(Protocol):
     """The builder of ``negative``."""
 
@@ -2101,6 +2149,30 @@ class Reshape(Protocol):
 
     def __call__(self, data: ExprLike, /, *, newshape: Ints) -> Call:
         """Reshape; ``0`` copies the input dimension, ``-1`` is inferred."""
+        ...
+
+
+class ReshapeLike(Protocol):
+    """The builder of ``reshape_like``."""
+
+    def __call__(
+        self,
+        lhs: ExprLike,
+        rhs: ExprLike,
+        /,
+        *,
+        lhs_begin: Int = 0,
+        lhs_end: Int | None = None,
+        rhs_begin: Int = 0,
+        rhs_end: Int | None = None,
+    ) -> Call:
+        """Reshape ``data`` to (part of) ``shape_like``'s shape.
+
+        ``lhs_begin``: first axis of data's shape replaced
+        ``lhs_end``: end of data's replaced axes (None: the rank)
+        ``rhs_begin``: first axis of shape_like's shape taken
+        ``rhs_end``: end of shape_like's axes taken (None: the rank)
+        """
         ...
 
 

@@ -23,6 +23,7 @@ is folded when it is bound), so the rounds do not grow with the depth of the pro
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,7 @@ _RANDOM = _op_bits(("nn.dropout", "bernoulli"))
 #: The quantized operators (``fold_qnn=False`` leaves them, as TVM's default does).
 _QNN = _op_bits(n for n in _ALL_OPS if n.startswith("qnn."))
 _SHAPE_OF = Op("shape_of")
+_NDARRAY_SIZE = Op("ndarray_size")
 
 
 def _num_elements(t: Type) -> int:
@@ -211,12 +213,12 @@ class _StripOnDevice(Rewriter):
         return derive(new, node, *annotations)  # type: ignore[return-value]
 
 
-_SELECT = F_IF | F_GETITEM | _SHAPE_OF._mask
+_SELECT = F_IF | F_GETITEM | _SHAPE_OF._mask | _NDARRAY_SIZE._mask
 
 
 class _Select(Rewriter):
     """``if`` with a constant condition -> the branch taken; ``(a, b).i`` -> the field;
-    ``shape_of(x)`` of a static shape -> the constant.
+    ``shape_of(x)`` and ``ndarray_size(x)`` of a static shape -> the constant.
 
     The parts a selection drops (the condition, the other branch, the other fields) are
     collected in ``dropped``: the pass eliminates those the result no longer has."""
@@ -229,7 +231,7 @@ class _Select(Rewriter):
         return bool(node._mask & _SELECT)
 
     def visit_Call(self, node: Call) -> Expr:
-        if node.op is not _SHAPE_OF or node.args[0]._mask & F_UNTYPED:
+        if (node.op is not _SHAPE_OF and node.op is not _NDARRAY_SIZE) or node.args[0]._mask & F_UNTYPED:
             return node
         try:
             t = node.args[0].checked_type
@@ -238,6 +240,8 @@ class _Select(Rewriter):
         if type(t) is not TensorType or not t.static:
             return node
         self.dropped.append(node.args[0])
+        if node.op is _NDARRAY_SIZE:
+            return const(np.asarray(math.prod(t.shape), dtype=node.attrs["dtype"]))
         return const(np.asarray(t.shape, dtype=node.attrs["dtype"]))
 
     def visit_If(self, node: If) -> Expr:

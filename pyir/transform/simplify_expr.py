@@ -13,8 +13,10 @@ Rules (each only when it keeps the result's type, checked with inferred types):
 and the rule classes of TVM's SimplifyExpr (``src/relay/transforms/simplify_expr.cc``) for
 the operators pyir has:
 
-* ``zeros_like(y)``/``ones_like(y)``/``full_like(y, v)``/``collapse_sum_like(x, y)`` of a static
-  shape -> ``zeros``/``ones``/``full``/``collapse_sum_to`` (ConcretizeLike);
+* ``zeros_like(y)``/``ones_like(y)``/``full_like(y, v)``/``collapse_sum_like(x, y)``/
+  ``reshape_like(x, y)``/``broadcast_to_like(x, y)`` of a static shape -> ``zeros``/``ones``/
+  ``full``/``collapse_sum_to``/``reshape``/``broadcast_to``, and ``cast_like(x, y)`` ->
+  ``cast(x, dtype)`` (ConcretizeLike);
 * ``x + x`` -> ``x * 2`` (SimplifyAdd); ``n / sqrt(x)`` -> ``n * rsqrt(x)`` (SimplifyRSqrt);
 * ``x + zeros``, ``x * ones``, ``x - zeros``, ``x / ones`` (and ``_like``) -> ``x``
   (EliminateIdentity); ``op(full(c), x)`` -> ``op(c, x)`` for a broadcasting ``op`` when
@@ -23,8 +25,8 @@ the operators pyir has:
   (SimplifyConsecutiveCast; numpy's ``safe`` casting, where TVM also drops int -> uint);
 * ``(x + c1) * c2`` -> ``x * c2 + c1 * c2`` (SwitchAddMultiply); ``(x + c1) + c2``,
   ``(x * c1) * c2`` -> one constant (SimplifyAdjacentMultiplyOrAdd); every operand order;
-* ``argmax``/``argmin`` of ``qnn.dequantize(x)`` with positive scales -> of ``x``
-  (SimplifyDQArgMax/Min);
+* ``argmax``/``argmin``/``argsort`` of ``qnn.dequantize(x)`` with positive scales -> of ``x``
+  (SimplifyDQArgMax/Min/Sort);
 * ``cast(...(clip(x, lo, hi)))``: the casts whose dtype holds ``[lo, hi]`` go
   (SimplifyClipAndConsecutiveCast); ``clip`` over the whole range of its dtype -> ``x``
   (SimplifyClip).
@@ -32,9 +34,8 @@ the operators pyir has:
 * ``a*x*x + b*x*y + c*y*y`` -> ``a * ((x + y*p) * (x + y*q))`` (SimplifyBinomial; for
   integer dtypes only when ``p`` and ``q`` are integers, see :func:`_binomial`).
 
-Not ported: the rules of operators pyir does not have
-(``contrib_reverse_reshape``, ``cast_like``, ``reshape_like``, ``broadcast_to_like``,
-``argsort``), and SimplifyTranspose's ``layout_transform`` half (transposes only).
+Not ported: the rules of ``contrib_reverse_reshape`` (pyir does not have the operator), and
+SimplifyTranspose's ``layout_transform`` half (transposes only).
 FullElementwise is applied to add, subtract, multiply and divide (TVM: every broadcasting
 operator; a rule per operator would make the rule set's summary match every subgraph).
 
@@ -347,6 +348,17 @@ def _concretize(make: Any) -> Any:
     return cb
 
 
+def _concretize_cast_like(m: Match) -> Expr | None:
+    """``cast_like(x, y)`` -> ``cast(x, dtype of y)``: only the dtype is needed, whatever the
+    shapes (TVM's ConcretizeCastLikeRewrite)."""
+    t = _tensor(m, m.expr)
+    if t is None:
+        return None
+    like = m.expr.args[1]  # type: ignore[attr-defined]
+    out = op.cast(m[_x], dtype=t.dtype)
+    return derive(out, like) if like.children() else out  # type: ignore[return-value]
+
+
 def _widens(src: str, dst: str) -> bool:
     """Casting ``src`` to ``dst`` keeps every value (numpy's ``safe`` casting)."""
     try:
@@ -540,7 +552,7 @@ def _factor(x: Expr, y: Expr, a: Any, b: Any, c: Any, dtype: str, kind: str) -> 
 
 
 _MUL = Op("multiply")
-_ARG_OPS = (Op("argmax"), Op("argmin"))
+_ARG_OPS = tuple(Op(n) for n in ("argmax", "argmin", "argsort") if n in _HAVE)
 _CAST = Op("cast")
 _CLIP = Op("clip")
 _SQRT = Op("sqrt")
@@ -559,6 +571,12 @@ _TVM_RULES: list[Rule] = [
             _concretize(lambda m, t: op.collapse_sum_to(m[_x], shape=t.shape)),
             "concretize collapse_sum_like")]
       if "collapse_sum_like" in _HAVE else []),
+    *([Rule(is_op("reshape_like")(_x, wildcard()),
+            _concretize(lambda m, t: op.reshape(m[_x], newshape=t.shape)), "concretize reshape_like"),
+       Rule(is_op("broadcast_to_like")(_x, wildcard()),
+            _concretize(lambda m, t: op.broadcast_to(m[_x], shape=t.shape)), "concretize broadcast_to_like"),
+       Rule(is_op("cast_like")(_x, wildcard()), _concretize_cast_like, "concretize cast_like")]
+      if "reshape_like" in _HAVE else []),
     *[Rule(is_op(n)(_x, _y), _binary, f"{n}: TVM's binary rules") for n in _IDENTITY],
     Rule(is_op("cast")(_inner_cast), _cast_cast, "cast(cast(x)) widening"),
     Rule(CallPattern(wildcard(), [is_op("qnn.dequantize")(_x, _scale, is_constant())]), _dequantize_then_arg,

@@ -2,13 +2,15 @@
 one test per case, named after it and rebuilt with pyir's builders: the result is
 alpha-equal to TVM's expected function, or the test says why pyir's answer differs.
 
-Not ported, for want of the operators in pyir: ``ndarray_size`` (``test_fold_ndarray_size``),
-and the QNN cases on operators pyir does not have (``qnn.add``/``qnn.dense`` in
-``test_fold_qnn_const``, ``qnn.conv2d``/``qnn.mul``, ``qnn.requantize``)."""
+Not ported, for want of the operators in pyir: the QNN cases on Relay's QNN operators
+(``qnn.add``/``qnn.dense`` in ``test_fold_qnn_const``, ``qnn.conv2d``/``qnn.mul`` in
+``test_fold_qnn_conv2d_qnn_mul``, ``qnn.requantize`` in ``test_fold_requantize``); pyir's QNN
+operators are ONNX's (``qnn.quantize``/``dequantize``, ``qlinear_*``, ``*_integer``)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import pyir
 from pyir import op
@@ -168,3 +170,12 @@ def test_fold_let_with_on_device():
                                                               dst_virtual_device="cuda"), pyir.const(cd)))
     mod = pyir.Module({"main": kept})
     assert FoldConstant()(mod) is mod
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_fold_ndarray_size(dtype):
+    """ndarray_size of a static shape -> the constant element count (its argument need not be
+    constant), in the dtype asked."""
+    x, y = pyir.var("x", shape=(8, 9, 10)), pyir.var("y", shape=(8, 9, 10))
+    f = pyir.Function([x, y], op.ndarray_size(op.add(x, y), dtype=dtype))
+    _same(_fold(f), pyir.Function([x, y], pyir.const(np.asarray(720, dtype))))

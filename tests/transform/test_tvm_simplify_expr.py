@@ -1,11 +1,9 @@
 """TVM's SimplifyExpr cases (``tests/python/relay/test_pass_simplify_expr.py`` at v0.18.0),
 one test per case, named after it and rebuilt with pyir's builders: the result is
 alpha-equal to TVM's expected expression, or the test says why pyir's answer differs.
-Operators pyir does not have (``contrib_reverse_reshape``, ``cast_like``, ``reshape_like``,
-``broadcast_to_like``, ``argsort``, ``bfloat16``) and the ``layout_transform`` half of
-SimplifyTranspose (not ported) leave those parts of the cases out; each test says which.
-Not ported: ``test_concretize_reshape_like(_attrs)``, ``test_concretize_broadcast_to_like``,
-``test_concretize_cast_like``, ``test_simplify_dq_argsort`` (operators pyir lacks)."""
+Operators pyir does not have (``contrib_reverse_reshape``, ``bfloat16``) and the
+``layout_transform`` half of SimplifyTranspose (not ported) leave those parts of the cases
+out; each test says which.  Every case of the file is ported."""
 
 from __future__ import annotations
 
@@ -216,10 +214,10 @@ def _dq(x: pyir.Var, scale: float) -> pyir.Expr:
     return op.qnn.dequantize(x, pyir.const(scale), pyir.const(0))
 
 
-@pytest.mark.parametrize("arg", [op.argmax, op.argmin])
+@pytest.mark.parametrize("arg", [op.argmax, op.argmin, op.argsort])
 def test_simplify_dq_argmax_argmin(arg):
-    """TVM's test_simplify_dq_argmax and _argmin: ``arg(dequantize(x))`` -> ``arg(x)``
-    (argsort, TVM's third case, is not in pyir)."""
+    """TVM's test_simplify_dq_argmax, _argmin and _argsort: ``arg(dequantize(x))`` ->
+    ``arg(x)``."""
     x = pyir.var("x", shape=(4, 32, 1, 1), dtype="int8")
     _same(_simplify(arg(_dq(x, 2.0), axis=1), x), arg(x, axis=1))
 
@@ -355,3 +353,34 @@ def test_binomials_keep_exact_integers():
     first = op.add(x, op.multiply(y, pyir.const(np.float32(2))))
     second = op.add(x, op.multiply(y, pyir.const(np.float32(0.5))))
     _same(_simplify(ef, x, y), op.multiply(f2, op.multiply(first, second)))
+
+
+def test_concretize_reshape_like():
+    """reshape_like of static shapes -> reshape to the shape it gives."""
+    data, like = pyir.var("data", shape=(2, 3, 4)), pyir.var("shape_like", shape=(6, 2, 2))
+    _same(_simplify(op.reshape_like(data, like), data, like), op.reshape(data, newshape=(6, 2, 2)))
+
+
+def test_concretize_reshape_like_attrs():
+    """With ``lhs_begin=2, rhs_begin=1``: data's axes from 2 replaced by like's from 1."""
+    data, like = pyir.var("data", shape=(2, 3, 4)), pyir.var("shape_like", shape=(6, 2, 2))
+    e = op.reshape_like(data, like, lhs_begin=2, rhs_begin=1)
+    _same(_simplify(e, data, like), op.reshape(data, newshape=(2, 3, 2, 2)))
+    sym = pyir.var("shape_like", shape=(6, "n", 2))  # a symbolic result shape: it stays
+    kept = op.reshape_like(data, sym, lhs_begin=2, rhs_begin=1)
+    assert _simplify(kept, data, sym, check=False) is kept
+
+
+def test_concretize_broadcast_to_like():
+    """broadcast_to_like of a static shape -> broadcast_to."""
+    data, like = pyir.var("data", shape=(3,)), pyir.var("shape_like", shape=(3, 3, 3))
+    _same(_simplify(op.broadcast_to_like(data, like), data, like), op.broadcast_to(data, shape=(3, 3, 3)))
+
+
+def test_concretize_cast_like():
+    """cast_like needs only the dtype: -> cast, with unknown dimensions too."""
+    data = pyir.var("data", shape=(3, pyir.Any, 5))
+    like = pyir.var("dtype_like", shape=(pyir.Any, 3, 3), dtype="int32")
+    _same(_simplify(op.cast_like(data, like), data, like, check=False), op.cast(data, dtype="int32"))
+    static = pyir.var("data", shape=(3, 4, 5))
+    _same(_simplify(op.cast_like(static, like), static, like, check=False), op.cast(static, dtype="int32"))
