@@ -15,6 +15,7 @@ from . import (
     memory,
     nn,
     qnn,
+    qnn_relay,
     relay_like,
     relay_misc,
     shape,
@@ -43,11 +44,11 @@ from .tensor import __all__ as _tensor_all
 # tests and the attach loop below read this tuple. A new family adds its module here (and, if its
 # builders live at ``pyir.op.NAME`` rather than ``pyir.op.family.NAME``, star-imports it above).
 BUILDER_MODULES = (nn, tensor, shape, image, dyn, qnn, bitwise, math, index, annotation, relay_misc, memory,
-                   vm, relay_like)
+                   vm, relay_like, qnn_relay)
 
 for _m in BUILDER_MODULES:
     _signature.attach(_m)
 
-__all__ = ["nn", "image", "dyn", "qnn", "annotation", "memory", "vm", "AttrSpec", "OpDef", "OpPattern",
-           "get_op_def", "list_ops", "register_op", *_tensor_all, *_shape_all, *_bitwise_all, *_math_all,
-           *_index_all, *_annotation_all, *_relay_misc_all, *_relay_like_all]
+__all__ = ["nn", "image", "dyn", "qnn", "qnn_relay", "annotation", "memory", "vm", "AttrSpec", "OpDef",
+           "OpPattern", "get_op_def", "list_ops", "register_op", *_tensor_all, *_shape_all, *_bitwise_all,
+           *_math_all, *_index_all, *_annotation_all, *_relay_misc_all, *_relay_like_all]

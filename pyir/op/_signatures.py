@@ -1988,6 +1988,63 @@ class Prod(Protocol):
         ...
 
 
+class QnnAdd(Protocol):
+    """The builder of ``qnn.add``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        input4: ExprLike,
+        input5: ExprLike,
+        input6: ExprLike,
+        input7: ExprLike,
+        /,
+        *,
+        lhs_axis: Int = -1,
+        rhs_axis: Int = -1,
+    ) -> Call:
+        """Quantized addition: the real sum, quantized to (output_scale, output_zero_point).
+
+        ``lhs_axis``: the channel axis of lhs's parameters
+        ``rhs_axis``: the channel axis of rhs's parameters
+        """
+        ...
+
+
+class QnnConv2d(Protocol):
+    """The builder of ``qnn.conv2d``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        input4: ExprLike,
+        input5: ExprLike,
+        /,
+        *,
+        strides: Ints = (1, 1),
+        padding: Ints = (0, 0, 0, 0),
+        dilation: Ints = (1, 1),
+        groups: Int = 1,
+        channels: Int | None = None,
+        kernel_size: Ints | None = None,
+        data_layout: str = 'NCHW',
+        kernel_layout: str = 'OIHW',
+        out_dtype: object = 'int32',
+    ) -> Call:
+        """Quantized 2-D convolution: nn.conv2d of the zero-point-shifted integers, in ``out_dtype``.
+
+        ``padding``: 1, 2 (h, w) or 4 (top, left, bottom, right)
+        ``out_dtype``: the dtype of the result
+        """
+        ...
+
+
 class QnnConvInteger(Protocol):
     """The builder of ``qnn.conv_integer``."""
 
@@ -2012,6 +2069,30 @@ class QnnConvInteger(Protocol):
         ``strides``: per spatial axis; () for all 1
         ``padding``: begins then ends per spatial axis; () for none
         ``dilation``: per spatial axis; () for all 1
+        """
+        ...
+
+
+class QnnDense(Protocol):
+    """The builder of ``qnn.dense``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        input4: ExprLike,
+        input5: ExprLike,
+        /,
+        *,
+        units: Int | None = None,
+        out_dtype: DType = 'int32',
+    ) -> Call:
+        """Quantized dense: ``(data - izp) @ (weight - kzp).T`` in ``out_dtype`` (the scales not applied).
+
+        ``units``: the number of rows of the weight
+        ``out_dtype``: the dtype of the result
         """
         ...
 
@@ -2057,6 +2138,32 @@ class QnnMatmulInteger(Protocol):
         """``(a - a_zero_point) @ (b - b_zero_point)`` in int32 (ONNX MatMulInteger).
 
         Zero points per tensor, per row of ``a``, per column of ``b``.
+        """
+        ...
+
+
+class QnnMul(Protocol):
+    """The builder of ``qnn.mul``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        input4: ExprLike,
+        input5: ExprLike,
+        input6: ExprLike,
+        input7: ExprLike,
+        /,
+        *,
+        lhs_axis: Int = -1,
+        rhs_axis: Int = -1,
+    ) -> Call:
+        """Quantized multiplication: the real product, quantized to (output_scale, output_zero_point).
+
+        ``lhs_axis``: the channel axis of lhs's parameters
+        ``rhs_axis``: the channel axis of rhs's parameters
         """
         ...
 
@@ -2140,6 +2247,33 @@ class QnnQuantize(Protocol):
         ``block_size``: 0: per tensor or axis; > 0: blocks along axis
         ``saturate``: float8 targets: clamp to the finite range
         ``precision``: a float dtype to divide in; '' for numpy's promotion
+        """
+        ...
+
+
+class QnnRequantize(Protocol):
+    """The builder of ``qnn.requantize``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        input4: ExprLike,
+        /,
+        *,
+        axis: Int = -1,
+        rounding: str = 'None',
+        compute_dtype: str = 'None',
+        out_dtype: DType = 'int8',
+    ) -> Call:
+        """Requantize ``data`` from (input_scale, input_zero_point) to (output_scale, output_zero_point).
+
+        ``axis``: the channel axis of per-channel parameters
+        ``rounding``: UPWARD (the default, 'None') or TONEAREST
+        ``compute_dtype``: the dtype of the computation (pyir computes exactly)
+        ``out_dtype``: the dtype of the result
         """
         ...
 

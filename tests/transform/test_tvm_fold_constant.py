@@ -2,10 +2,9 @@
 one test per case, named after it and rebuilt with pyir's builders: the result is
 alpha-equal to TVM's expected function, or the test says why pyir's answer differs.
 
-Not ported, for want of the operators in pyir: the QNN cases on Relay's QNN operators
-(``qnn.add``/``qnn.dense`` in ``test_fold_qnn_const``, ``qnn.conv2d``/``qnn.mul`` in
-``test_fold_qnn_conv2d_qnn_mul``, ``qnn.requantize`` in ``test_fold_requantize``); pyir's QNN
-operators are ONNX's (``qnn.quantize``/``dequantize``, ``qlinear_*``, ``*_integer``)."""
+Every case is ported.  The QNN cases use Relay's QNN operators (``pyir.op.qnn_relay``); as in
+``test_fold_quantize``, ``fold_qnn=False`` is TVM's default behaviour and pyir's default folds
+them (TVM's ``fold_qnn=True``)."""
 
 from __future__ import annotations
 
@@ -179,3 +178,54 @@ def test_fold_ndarray_size(dtype):
     x, y = pyir.var("x", shape=(8, 9, 10)), pyir.var("y", shape=(8, 9, 10))
     f = pyir.Function([x, y], op.ndarray_size(op.add(x, y), dtype=dtype))
     _same(_fold(f), pyir.Function([x, y], pyir.const(np.asarray(720, dtype))))
+
+
+_Q = op.qnn_relay
+
+
+def _f32(v: float) -> pyir.Constant:
+    return pyir.const(np.float32(v))
+
+
+def _i32(v: int) -> pyir.Constant:
+    return pyir.const(np.int32(v))
+
+
+def _both_ways(f: pyir.Function, expected: pyir.Function) -> None:
+    """Left alone with ``fold_qnn=False``; folded to ``expected`` by default."""
+    mod = pyir.Module({"main": f})
+    assert FoldConstant(fold_qnn=False)(mod) is mod
+    _same(_fold(f), expected)
+
+
+def test_fold_qnn_const():
+    """A qnn.add of two constants folds (2*1 + 2*1 at output scale 1 = 4); the qnn.dense with
+    one variable operand and the qnn.add of two variable operands stay."""
+    def build(weight: pyir.Expr) -> pyir.Function:
+        a, b = pyir.var("a", shape=(2, 3)), pyir.var("b", shape=(2,), dtype="int32")
+        qa = op.qnn.quantize(a, _f32(1), pyir.const(np.uint8(0)), out_dtype="uint8")
+        dense = _Q.dense(qa, weight, _i32(0), _i32(0), _f32(2), _f32(2))
+        return pyir.Function([a, b], _Q.add(dense, b, _f32(2), _i32(0), _f32(2), _i32(0), _f32(1), _i32(0)))
+    ones = pyir.const(np.ones((2, 3), "uint8"))
+    before = build(_Q.add(ones, ones, _f32(2), _i32(0), _f32(2), _i32(0), _f32(1), _i32(0)))
+    after = build(pyir.const(np.full((2, 3), 4, "uint8")))
+    mod = pyir.Module({"main": before})
+    assert FoldConstant(fold_qnn=False)(mod) is mod
+    _same(_fold(before), after)
+
+
+def test_fold_qnn_conv2d_qnn_mul():
+    """qnn.conv2d of two constants (a 2x2 sum of ones: 4) then qnn.mul by 10 -> 40 (int32)."""
+    ones = pyir.const(np.ones((1, 1, 2, 2), "uint8"))
+    conv = _Q.conv2d(ones, ones, _i32(0), _i32(0), _f32(1), _f32(1), kernel_size=(2, 2), channels=1)
+    ten = pyir.const(np.array([10], "int32"))
+    mul = _Q.mul(conv, ten, _f32(1), _i32(0), _f32(1), _i32(0), _f32(1), _i32(0))
+    _both_ways(pyir.Function([], mul), pyir.Function([], pyir.const(np.array([[[[40]]]], "int32"))))
+
+
+def test_fold_requantize():
+    """requantize of a constant: ``(q - 1) * 2 / 1 + 1`` -> [1, 3, 5] (int8); the add stays."""
+    x = pyir.var("x", shape=(3,), dtype="int8")
+    rq = _Q.requantize(pyir.const(np.array([1, 2, 3], "int8")), _f32(2), _i32(1), _f32(1), _i32(1))
+    _both_ways(pyir.Function([x], op.add(rq, x)),
+               pyir.Function([x], op.add(pyir.const(np.array([1, 3, 5], "int8")), x)))
