@@ -124,4 +124,4 @@ class ToANormalForm(FunctionPass):
         """``func`` in A-normal form (the same object when it already is)."""
         if func.body._mask & (F_MATCH | F_REF) and not func.attrs.get("Primitive"):
             return _sequenced(func)
-        return normalize_function(func, mod, bind_all=True)
+        return normalize_function(func, mod, bind_all=True, name=name)

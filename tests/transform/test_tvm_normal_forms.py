@@ -215,3 +215,16 @@ def test_gradient_if():
     assert _lets(once["main"].body) == 2
     xs = np.ones((1, 16), "float32")
     np.testing.assert_array_equal(pyir.evaluate(twice, np.bool_(True), xs, xs), xs + xs)
+
+
+def test_shared_subexpression_in_two_functions():
+    """Two functions sharing a closed subexpression (one hash-consed node) each bind it to a
+    variable of their own: a module binds each variable once (it was one variable for both,
+    an ill-formed module).  Deterministic per function: the pass is idempotent."""
+    c = op.add(pyir.const(1), pyir.const(1))
+    x, y = pyir.var("x", _I32), pyir.var("y", _I32)
+    mod = pyir.Module({"main": pyir.Function([x], op.multiply(c, x)),
+                       "g": pyir.Function([y], op.subtract(c, y))})
+    out = check_pass(ToANormalForm(), mod)
+    assert out["main"].body.var is not out["g"].body.var
+    assert out["main"].body.value is out["g"].body.value is c
