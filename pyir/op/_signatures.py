@@ -2035,11 +2035,15 @@ class QnnConv2d(Protocol):
         kernel_size: Ints | None = None,
         data_layout: str = 'NCHW',
         kernel_layout: str = 'OIHW',
+        out_layout: str = '',
         out_dtype: object = 'int32',
     ) -> Call:
         """Quantized 2-D convolution: nn.conv2d of the zero-point-shifted integers, in ``out_dtype``.
 
         ``padding``: 1, 2 (h, w) or 4 (top, left, bottom, right)
+        ``data_layout``: any permutation of NCHW, sub-axes split off (NHWC, NCHW4c)
+        ``kernel_layout``: any permutation of OIHW, sub-axes split off (HWIO, OIHW4i4o)
+        ``out_layout``: layout of the result (empty: data_layout)
         ``out_dtype``: the dtype of the result
         """
         ...

@@ -12,7 +12,7 @@ inputs, scalars or, for ``requantize``'s and the kernel's, per-channel 1-D tenso
   ``(data - izp) @ (weight - kzp).T`` in ``out_dtype`` (int32); the scales are not applied
   (the result's scale is ``input_scale * kernel_scale``, as in Relay).
 * ``conv2d(data, kernel, input_zp, kernel_zp, input_scale, kernel_scale)``: ``nn.conv2d`` of the
-  zero-point-shifted integers in ``out_dtype`` (int32), NCHW / OIHW, ``nn.conv2d``'s attributes.
+  zero-point-shifted integers in ``out_dtype`` (int32), with ``nn.conv2d``'s attributes.
 
 Every type relation accepts symbolic and unknown dimensions (:mod:`pyir.ir.dims`).
 """
@@ -193,7 +193,7 @@ dense: _sig.QnnDense = register_op(
 
 
 def _conv_canon(a: dict[str, Any]) -> dict[str, Any]:
-    return _nn._conv2d_canon(a)
+    return _nn._conv2d_canon("qnn.conv2d", a)
 
 
 def _conv2d_rel(types: tuple[Type, ...], attrs: Attrs) -> Type:
@@ -207,16 +207,10 @@ def _conv2d(attrs: Attrs, x: np.ndarray, w: np.ndarray, xz: Any, wz: Any, xs: An
     return _nn._conv2d(attrs, _shifted(x, xz), _shifted(w, wz, 0))
 
 
+_INT32_OUT = AttrSpec("out_dtype", "any", "int32", "the dtype of the result")
+
 conv2d: _sig.QnnConv2d = register_op(
     "qnn.conv2d", num_inputs=6, type_rel=_conv2d_rel, compute=_conv2d, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
     doc="Quantized 2-D convolution: nn.conv2d of the zero-point-shifted integers, in ``out_dtype``.",
-    attrs=(AttrSpec("strides", "ints", (1, 1)),
-           AttrSpec("padding", "ints", (0, 0, 0, 0), "1, 2 (h, w) or 4 (top, left, bottom, right)"),
-           AttrSpec("dilation", "ints", (1, 1)),
-           AttrSpec("groups", "int", 1),
-           AttrSpec("channels", "int?", None),
-           AttrSpec("kernel_size", "ints?", None),
-           AttrSpec("data_layout", "str", "NCHW"),
-           AttrSpec("kernel_layout", "str", "OIHW"),
-           AttrSpec("out_dtype", "any", "int32", "the dtype of the result")),
+    attrs=tuple(_INT32_OUT if a.name == "out_dtype" else a for a in _nn._CONV2D_ATTRS),
     canonicalize=_conv_canon)
