@@ -78,8 +78,9 @@ def test_text_and_formats() -> None:
 
 
 def test_passes_keep_effects() -> None:
-    """DeadCodeElimination keeps an unused let of a ref_write (an effect); the normal forms leave
-    functions with references as they are; every pass keeps the result."""
+    """DeadCodeElimination keeps an unused let of a ref_write (an effect); the graph and
+    basic-block normal forms leave functions with references as they are, the A-normal form
+    keeps their lets in order; every pass keeps the result."""
     src = """
 def @main(%x: Tensor[(), float32]) {
   let %r = ref(%x);
@@ -92,8 +93,11 @@ def @main(%x: Tensor[(), float32]) {
     assert pyir.evaluate(mod, np.float32(1)) == np.float32(2)
     dce = T.DeadCodeElimination()(mod)
     assert "ref_write" in dce.astext() and "%dead" not in dce.astext()
-    for p in (T.ToANormalForm(), T.ToGraphNormalForm(), T.ToBasicBlockNormalForm()):
+    for p in (T.ToGraphNormalForm(), T.ToBasicBlockNormalForm()):
         assert p(mod)["main"] is mod["main"]
+    anf = pyir.testing.check_pass(T.ToANormalForm(), mod)  # keeps the lets, binds the operands
+    assert pyir.evaluate(anf, np.float32(1)) == np.float32(2)
+    assert anf.astext().index("let %r") < anf.astext().index("let %unused") < anf.astext().index("ref_read")
     for p in (T.InferType(), T.FoldConstant(), T.SimplifyExpr(), T.FuseOps(), T.EliminateCommonSubexpr(),
               T.DeadCodeElimination(), T.Inline()):
         out = pyir.testing.check_pass(p, mod, idempotent=False)

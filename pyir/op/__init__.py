@@ -15,6 +15,8 @@ from . import (
     memory,
     nn,
     qnn,
+    qnn_relay,
+    relay_like,
     relay_misc,
     shape,
     tensor,
@@ -29,6 +31,8 @@ from .index import __all__ as _index_all
 from .math import *  # noqa: F403
 from .math import __all__ as _math_all
 from .registry import AttrSpec, OpDef, OpPattern, get_op_def, list_ops, register_op
+from .relay_like import *  # noqa: F403
+from .relay_like import __all__ as _relay_like_all
 from .relay_misc import *  # noqa: F403
 from .relay_misc import __all__ as _relay_misc_all
 from .shape import *  # noqa: F403
@@ -40,11 +44,11 @@ from .tensor import __all__ as _tensor_all
 # tests and the attach loop below read this tuple. A new family adds its module here (and, if its
 # builders live at ``pyir.op.NAME`` rather than ``pyir.op.family.NAME``, star-imports it above).
 BUILDER_MODULES = (nn, tensor, shape, image, dyn, qnn, bitwise, math, index, annotation, relay_misc, memory,
-                   vm)
+                   vm, relay_like, qnn_relay)
 
 for _m in BUILDER_MODULES:
     _signature.attach(_m)
 
-__all__ = ["nn", "image", "dyn", "qnn", "annotation", "memory", "vm", "AttrSpec", "OpDef", "OpPattern",
-           "get_op_def", "list_ops", "register_op", *_tensor_all, *_shape_all, *_bitwise_all, *_math_all,
-           *_index_all, *_annotation_all, *_relay_misc_all]
+__all__ = ["nn", "image", "dyn", "qnn", "qnn_relay", "annotation", "memory", "vm", "AttrSpec", "OpDef",
+           "OpPattern", "get_op_def", "list_ops", "register_op", *_tensor_all, *_shape_all, *_bitwise_all,
+           *_math_all, *_index_all, *_annotation_all, *_relay_misc_all, *_relay_like_all]

@@ -88,6 +88,27 @@ class Argmin(Protocol):
         ...
 
 
+class Argsort(Protocol):
+    """The builder of ``argsort``."""
+
+    def __call__(
+        self,
+        data: ExprLike,
+        /,
+        *,
+        axis: Int = -1,
+        is_ascend: Bool = True,
+        dtype: DType = 'int32',
+    ) -> Call:
+        """The indices that sort ``data`` along ``axis`` (stable), ascending or not.
+
+        ``axis``: the axis sorted
+        ``is_ascend``: ascending (True) or descending order
+        ``dtype``: the dtype of the indices
+        """
+        ...
+
+
 class Asin(Protocol):
     """The builder of ``asin``."""
 
@@ -191,6 +212,14 @@ class BroadcastTo(Protocol):
         ...
 
 
+class BroadcastToLike(Protocol):
+    """The builder of ``broadcast_to_like``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Broadcast ``data`` to the shape of ``broadcast_type``."""
+        ...
+
+
 class CallLowered(Protocol):
     """The builder of ``call_lowered``."""
 
@@ -204,6 +233,14 @@ class Cast(Protocol):
 
     def __call__(self, data: ExprLike, /, *, dtype: DType) -> Call:
         """Convert to another dtype."""
+        ...
+
+
+class CastLike(Protocol):
+    """The builder of ``cast_like``."""
+
+    def __call__(self, lhs: ExprLike, rhs: ExprLike, /) -> Call:
+        """Cast ``data`` to the dtype of ``dtype_like``."""
         ...
 
 
@@ -1234,6 +1271,17 @@ class Multiply(Protocol):
         ...
 
 
+class NdarraySize(Protocol):
+    """The builder of ``ndarray_size``."""
+
+    def __call__(self, data: ExprLike, /, *, dtype: DType = 'int32') -> Call:
+        """The number of elements of ``data``, a scalar of ``dtype``.
+
+        ``dtype``: the dtype of the result
+        """
+        ...
+
+
 class Negative(Protocol):
     """The builder of ``negative``."""
 
@@ -1940,6 +1988,67 @@ class Prod(Protocol):
         ...
 
 
+class QnnAdd(Protocol):
+    """The builder of ``qnn.add``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        input4: ExprLike,
+        input5: ExprLike,
+        input6: ExprLike,
+        input7: ExprLike,
+        /,
+        *,
+        lhs_axis: Int = -1,
+        rhs_axis: Int = -1,
+    ) -> Call:
+        """Quantized addition: the real sum, quantized to (output_scale, output_zero_point).
+
+        ``lhs_axis``: the channel axis of lhs's parameters
+        ``rhs_axis``: the channel axis of rhs's parameters
+        """
+        ...
+
+
+class QnnConv2d(Protocol):
+    """The builder of ``qnn.conv2d``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        input4: ExprLike,
+        input5: ExprLike,
+        /,
+        *,
+        strides: Ints = (1, 1),
+        padding: Ints = (0, 0, 0, 0),
+        dilation: Ints = (1, 1),
+        groups: Int = 1,
+        channels: Int | None = None,
+        kernel_size: Ints | None = None,
+        data_layout: str = 'NCHW',
+        kernel_layout: str = 'OIHW',
+        out_layout: str = '',
+        out_dtype: object = 'int32',
+    ) -> Call:
+        """Quantized 2-D convolution: nn.conv2d of the zero-point-shifted integers, in ``out_dtype``.
+
+        ``padding``: 1, 2 (h, w) or 4 (top, left, bottom, right)
+        ``data_layout``: any permutation of NCHW, sub-axes split off (NHWC, NCHW4c)
+        ``kernel_layout``: any permutation of OIHW, sub-axes split off (HWIO, OIHW4i4o)
+        ``out_layout``: layout of the result (empty: data_layout)
+        ``out_dtype``: the dtype of the result
+        """
+        ...
+
+
 class QnnConvInteger(Protocol):
     """The builder of ``qnn.conv_integer``."""
 
@@ -1964,6 +2073,30 @@ class QnnConvInteger(Protocol):
         ``strides``: per spatial axis; () for all 1
         ``padding``: begins then ends per spatial axis; () for none
         ``dilation``: per spatial axis; () for all 1
+        """
+        ...
+
+
+class QnnDense(Protocol):
+    """The builder of ``qnn.dense``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        input4: ExprLike,
+        input5: ExprLike,
+        /,
+        *,
+        units: Int | None = None,
+        out_dtype: DType = 'int32',
+    ) -> Call:
+        """Quantized dense: ``(data - izp) @ (weight - kzp).T`` in ``out_dtype`` (the scales not applied).
+
+        ``units``: the number of rows of the weight
+        ``out_dtype``: the dtype of the result
         """
         ...
 
@@ -2009,6 +2142,32 @@ class QnnMatmulInteger(Protocol):
         """``(a - a_zero_point) @ (b - b_zero_point)`` in int32 (ONNX MatMulInteger).
 
         Zero points per tensor, per row of ``a``, per column of ``b``.
+        """
+        ...
+
+
+class QnnMul(Protocol):
+    """The builder of ``qnn.mul``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        input4: ExprLike,
+        input5: ExprLike,
+        input6: ExprLike,
+        input7: ExprLike,
+        /,
+        *,
+        lhs_axis: Int = -1,
+        rhs_axis: Int = -1,
+    ) -> Call:
+        """Quantized multiplication: the real product, quantized to (output_scale, output_zero_point).
+
+        ``lhs_axis``: the channel axis of lhs's parameters
+        ``rhs_axis``: the channel axis of rhs's parameters
         """
         ...
 
@@ -2096,11 +2255,62 @@ class QnnQuantize(Protocol):
         ...
 
 
+class QnnRequantize(Protocol):
+    """The builder of ``qnn.requantize``."""
+
+    def __call__(
+        self,
+        input0: ExprLike,
+        input1: ExprLike,
+        input2: ExprLike,
+        input3: ExprLike,
+        input4: ExprLike,
+        /,
+        *,
+        axis: Int = -1,
+        rounding: str = 'None',
+        compute_dtype: str = 'None',
+        out_dtype: DType = 'int8',
+    ) -> Call:
+        """Requantize ``data`` from (input_scale, input_zero_point) to (output_scale, output_zero_point).
+
+        ``axis``: the channel axis of per-channel parameters
+        ``rounding``: UPWARD (the default, 'None') or TONEAREST
+        ``compute_dtype``: the dtype of the computation (pyir computes exactly)
+        ``out_dtype``: the dtype of the result
+        """
+        ...
+
+
 class Reshape(Protocol):
     """The builder of ``reshape``."""
 
     def __call__(self, data: ExprLike, /, *, newshape: Ints) -> Call:
         """Reshape; ``0`` copies the input dimension, ``-1`` is inferred."""
+        ...
+
+
+class ReshapeLike(Protocol):
+    """The builder of ``reshape_like``."""
+
+    def __call__(
+        self,
+        lhs: ExprLike,
+        rhs: ExprLike,
+        /,
+        *,
+        lhs_begin: Int = 0,
+        lhs_end: Int | None = None,
+        rhs_begin: Int = 0,
+        rhs_end: Int | None = None,
+    ) -> Call:
+        """Reshape ``data`` to (part of) ``shape_like``'s shape.
+
+        ``lhs_begin``: first axis of data's shape replaced
+        ``lhs_end``: end of data's replaced axes (None: the rank)
+        ``rhs_begin``: first axis of shape_like's shape taken
+        ``rhs_end``: end of shape_like's axes taken (None: the rank)
+        """
         ...
 
 

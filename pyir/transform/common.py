@@ -264,11 +264,13 @@ def record_graph_lineage(g: dict[Node, Expr]) -> None:
             d.derive(img, n)
 
 
-def let_var(value: Expr, ty: Type | None) -> Var:
+def let_var(value: Expr, ty: Type | None, where: bytes = b"") -> Var:
     """The let variable binding graph node ``value`` of type ``ty`` (A-normal and basic-block
-    normal forms).  Deterministic: the same node and type always give the same ``Var``."""
+    normal forms) in the function ``where`` names.  Deterministic: the same node, type and
+    function always give the same ``Var`` (the function name keeps two functions sharing a
+    subexpression from binding one variable: a module binds each variable once)."""
     salt = ty.id if ty is not None else b"-"
-    return Var("x", ty, uid=xxh3_128_digest(value.id + salt + b"anf"))
+    return Var("x", ty, uid=xxh3_128_digest(value.id + salt + b"anf" + where))
 
 
 def _eval_children(n: Node) -> tuple[Node, ...]:
@@ -325,10 +327,11 @@ class _Bind(Rewriter):
     record_lineage = False  # edges go to the input nodes the graph nodes stand for (``pre``)
 
     def __init__(self, plan: _Plan, ty: Any, bind_all: bool, d: Derivations,
-                 pre: dict[Node, Any]) -> None:
+                 pre: dict[Node, Any], where: bytes = b"") -> None:
         super().__init__()
         self.scope, self.inner, self.mixed, self.flat = plan.scope, plan.inner, plan.mixed, plan.flat
         self.ty = ty
+        self.where = where
         self.bind_all = bind_all
         self.d = d
         self.pre = pre
@@ -411,7 +414,7 @@ class _Bind(Rewriter):
 
     def bind(self, new: Expr, n: Node) -> Expr:
         if self.bind_all or n in self.mixed:
-            v = let_var(n, self.ty(n))  # type: ignore[arg-type]
+            v = let_var(n, self.ty(n), self.where)  # type: ignore[arg-type]
             s = 0 if self.flat else self.scope[n]
             lst = self.bindings.get(s)
             if lst is None:
@@ -446,23 +449,24 @@ class _Bind(Rewriter):
         return self.bind(out, n)
 
 
-def normalize_function(func: Function, mod: Module, *, bind_all: bool) -> Function:
+def normalize_function(func: Function, mod: Module, *, bind_all: bool, name: str = "") -> Function:
     """``func`` in A-normal form (``bind_all``) or basic-block normal form.
 
     Existing lets are first inlined (:func:`graph_form`); each compound node is then
     let-bound (A-normal form) or only those used from a scope (``if`` branch, function
     body) other than the one they are placed in (basic-block normal form), in the
     innermost scope enclosing all their uses.  Let variables are annotated with the
-    value's type when the body type-checks (the module's typing context).  Returns
+    value's type when the body type-checks (the module's typing context), and derived
+    from ``name``, the function's name in the module (see :func:`let_var`).  Returns
     ``func`` itself when nothing changes; records lineage only then.
     """
     if func.body._mask & (F_MATCH | F_REF):
         return func  # matches (scopes of their own) and references (effects): left as they are
     with gc_paused():
-        return _normalize(func, mod, bind_all)
+        return _normalize(func, mod, bind_all, name.encode())
 
 
-def _normalize(func: Function, mod: Module, bind_all: bool) -> Function:
+def _normalize(func: Function, mod: Module, bind_all: bool, where: bytes) -> Function:
     d = Derivations()
     dropped: list[Node] | None = [] if d else None
     body, g = graph_form(func.body, into_primitive=False, dropped=dropped)
@@ -474,7 +478,7 @@ def _normalize(func: Function, mod: Module, bind_all: bool) -> Function:
     del g
     ctx = TypeContext.of(mod)
     ty: Any = ctx.get if ctx.get(body) is not None else _untyped  # annotate only a body that types
-    b = _Bind(_Plan(body), ty, bind_all, d, pre)
+    b = _Bind(_Plan(body), ty, bind_all, d, pre, where)
     b.visit(body)
     atom = b.memo[body]
     del pre, body  # nothing but ``b`` holds the graph form now: close_body frees it

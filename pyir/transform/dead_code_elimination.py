@@ -1,6 +1,8 @@
 """DeadCodeElimination: drop unused ``let`` bindings and unreachable global functions.
 
-* A ``let`` whose variable is not used is replaced by its body (values are pure).
+* A ``let`` whose variable is not used is replaced by its body, unless its value has an
+  effect (a stateful operator such as ``memory.kill``, a reference read or write, or a call
+  of a function that has one: see :data:`STATEFUL_OPS`).
   Liveness is reachability from the function's body, a binding's value being
   reached only through its variable, so chains of dead bindings and a recursive
   closure bound but never called (``let %f = fn (...) { ... %f(...) ... }; ()``)
@@ -44,24 +46,95 @@ from __future__ import annotations
 import dataclasses
 from typing import cast
 
-from ..ir.adt import F_REF
-from ..ir.expr import Expr, Function, Let, Var
+from ..ir.adt import F_REF, Constructor, RefRead, RefWrite
+from ..ir.expr import Call, Expr, Function, GlobalVar, Let, Op, Var
 from ..ir.lineage import eliminate
 from ..ir.module import Module
 from ..ir.node import F_LET, F_VAR, Node
+from ..ir.opdef import get_op_def, list_ops
 from ..ir.traverse import global_vars, post_order
 from ..rewrite.functor import Rewriter
 from .base import ModulePass
 
-__all__ = ["DeadCodeElimination"]
+__all__ = ["DeadCodeElimination", "STATEFUL_OPS"]
+
+#: The operators with effects (TVM's ``TOpIsStateful``: ``memory.kill``, ``vm.invoke_tvm_op``;
+#: and ``call_lowered``, a call of a lowered primitive, impure by TVM's rule for externals).
+#: A ``let`` of a call to one, or to a function that calls one, is kept even when unused, and
+#: never inlined by ``inline_once``.  ``memory.alloc_storage`` is pure, as in TVM: it stays
+#: while a ``memory.kill`` uses it.
+STATEFUL_OPS = frozenset({"memory.kill", "vm.invoke_tvm_op", "call_lowered"})
+_STATEFUL_BITS = 0
+for _name in STATEFUL_OPS & frozenset(list_ops()):
+    _STATEFUL_BITS |= get_op_def(_name).mask
 
 
-def _dead_lets(func: Function) -> tuple[set[Let], list[Node]]:
+def _impure_lets(func: Function, impure_globals: set[str]) -> tuple[set[Let], bool]:
+    """The lets of ``func`` whose value has an effect when evaluated, and whether evaluating
+    ``func``'s body has one (TVM's DCE purity, ``src/relay/transforms/dead_code.cc``).
+
+    Effects: a stateful operator (:data:`STATEFUL_OPS`), ``ref_read`` / ``ref_write``, a call of
+    a global function in ``impure_globals``, of a local function whose body has one, or of a
+    callee pyir cannot see (a parameter, a projection, a branch: assumed impure, TVM's rules
+    B to E).  Creating a function or a reference has none.  One walk, children first."""
+    order = post_order(func.body)
+    closures: dict[Node, Function] = {}
+    for n in order:
+        if type(n) is Let and type(n.value) is Function:
+            closures[n.var] = n.value
+    impure: set[Node] = set()
+    lets: set[Let] = set()
+    for n in order:
+        t = type(n)
+        if t is Function or t is Var or t is GlobalVar or t is Op or t is Constructor:
+            continue
+        if t is RefRead or t is RefWrite or any(c in impure for c in n.children()):
+            impure.add(n)
+        elif t is Call:
+            callee = n.op
+            tc = type(callee)
+            if tc is Op:
+                bad = callee.name in STATEFUL_OPS
+            elif tc is GlobalVar:
+                bad = callee.name_hint in impure_globals
+            elif tc is Constructor:
+                bad = False
+            elif tc is Function:
+                bad = callee.body in impure
+            elif tc is Var and callee in closures:
+                bad = closures[callee].body in impure  # (a recursive call: not known yet, pure)
+            else:
+                bad = True
+            if bad:
+                impure.add(n)
+        if t is Let and n.value in impure:
+            lets.add(n)
+    return lets, func.body in impure
+
+
+def _impure_globals(mod: Module) -> set[str] | None:
+    """The global functions whose call has an effect (a fixpoint over the module), or None
+    when no function holds a stateful operator or a reference operation (then nothing has)."""
+    if not any(f.body._mask & (_STATEFUL_BITS | F_REF) for f in mod.functions().values()):
+        return None
+    bad: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, f in mod.items():
+            if name not in bad and _impure_lets(f, bad)[1]:
+                bad.add(name)
+                changed = True
+    return bad
+
+
+def _dead_lets(func: Function, effects: set[Let]) -> tuple[set[Let], list[Node]]:
     """The dropped lets of ``func`` and the nodes that die with them.
 
     Liveness is reachability from the body where a ``let`` keeps its body alive and its
     value only once its variable is reached: a binding used only by dead bindings, or only
-    by its own value (a recursive closure nobody calls), is dead.  One walk over the live
+    by its own value (a recursive closure nobody calls), is dead, unless its value has an
+    effect (``effects``, or a reference operation below it).  One walk over the live
     nodes, then one over what the dead values hold."""
     live: set[Node] = set(func.params)
     waiting: dict[Node, list[Let]] = {}  # let variable not reached yet -> the lets binding it
@@ -77,7 +150,7 @@ def _dead_lets(func: Function) -> tuple[set[Let], list[Node]]:
         if t is Let:
             let = cast(Let, n)
             reached.append(let)
-            if let.value._mask & F_REF and let.var not in live:  # a reference operation: an effect,
+            if (let.value._mask & F_REF or let in effects) and let.var not in live:  # an effect:
                 live.add(let.var)  # kept even when its variable is unused
                 push(let.value)
             elif let.var in live:
@@ -170,9 +243,13 @@ class _DropLets(Rewriter):
         return None
 
 
-def _remove_lets(func: Function, inline_once: bool) -> tuple[Function, list[Node]]:
-    dropped, dead = _dead_lets(func)
+def _remove_lets(func: Function, inline_once: bool, impure_globals: set[str] | None
+                 ) -> tuple[Function, list[Node]]:
+    effects = _impure_lets(func, impure_globals)[0] if impure_globals is not None else set()
+    dropped, dead = _dead_lets(func, effects)
     inline = _used_once(func, dropped) if inline_once else {}
+    if effects:  # an effect stays where it is (inlining would move or drop it)
+        inline = {v: let for v, let in inline.items() if let not in effects}
     if not dropped and not inline:
         return func, []
     out = _DropLets(dropped, inline).visit(func)  # the new function derives from ``func``
@@ -206,13 +283,14 @@ class DeadCodeElimination(ModulePass):
                 if name not in reach:
                     updates[name] = None
                     gone.append((name, [mod[name], *post_order(mod[name].body)]))
+        impure = _impure_globals(mod)
         for name in names:
             if name in updates:
                 continue
             f = mod[name]
             if f.attrs.get("Primitive") or not f.body._mask & F_LET:
                 continue
-            nf, removed = _remove_lets(f, self.inline_once)
+            nf, removed = _remove_lets(f, self.inline_once, impure)
             if nf is not f:
                 updates[name] = nf
                 gone.append((name, removed))

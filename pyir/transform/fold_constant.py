@@ -12,15 +12,18 @@ Around that, the constructs a closed subgraph cannot contain are simplified as T
 FoldConstant does: an ``if`` whose condition is a constant becomes the branch it takes,
 ``(a, b, ...).i`` becomes the ``i``-th field (whatever the fields are: values are pure),
 and a ``let`` whose value is (or folds to) a constant or a tuple of constants is dropped,
-its variable replaced by that value.  Each of these can make new closed subgraphs
-(``let %t = 1f; add(%t, %t)``), so the steps repeat until nothing changes; each step is
-linear and a let chain is folded in one step (a let's value is folded when it is bound),
-so the rounds do not grow with the depth of the program.
+its variable replaced by that value.  ``on_device`` annotations do not get in the way (as in
+TVM): a let of ``on_device(constant)`` is inlined with its annotation, and an operator call
+on such annotated constants is folded (an annotation around the call stays).  Each of these
+can make new closed subgraphs (``let %t = 1f; add(%t, %t)``), so the steps repeat until
+nothing changes; each step is linear and a let chain is folded in one step (a let's value
+is folded when it is bound), so the rounds do not grow with the depth of the program.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
@@ -66,6 +69,7 @@ _RANDOM = _op_bits(("nn.dropout", "bernoulli"))
 #: The quantized operators (``fold_qnn=False`` leaves them, as TVM's default does).
 _QNN = _op_bits(n for n in _ALL_OPS if n.startswith("qnn."))
 _SHAPE_OF = Op("shape_of")
+_NDARRAY_SIZE = Op("ndarray_size")
 
 
 def _num_elements(t: Type) -> int:
@@ -170,12 +174,51 @@ def _is_literal(n: Node) -> bool:
     return not (n._mask & ~_LITERAL) and type(n) in (Constant, Tuple)
 
 
-_SELECT = F_IF | F_GETITEM | _SHAPE_OF._mask
+_ON_DEVICE = Op("on_device")
+_ON_DEVICE_BIT = get_op_def("on_device").mask
+
+
+def _on_device_literal(n: Node) -> bool:
+    """``on_device(literal)``: a constant placed on a device (TVM's ``IsSimpleConstant``)."""
+    return type(n) is Call and n.op is _ON_DEVICE and _is_literal(n.args[0])
+
+
+class _StripOnDevice(Rewriter):
+    """An operator call whose arguments are all literals, some on a device
+    (``add(on_device(c1), c2)``), calls the literals themselves (``add(c1, c2)``: closed, the
+    next fold evaluates it); an ``on_device`` around the call stays, as TVM keeps it.  The
+    annotations it drops are in ``dropped``."""
+
+    def __init__(self, open_mask: int) -> None:
+        super().__init__()
+        self.dropped: list[Node] = []
+        self.open_mask = open_mask
+
+    def should_visit(self, node: Node) -> bool:
+        return bool(node._mask & _ON_DEVICE_BIT)
+
+    def visit_Call(self, node: Call) -> Expr:
+        o = node.op
+        if type(o) is not Op or o.name in ANNOTATION_OPS or not node.args:
+            return node
+        if not any(_on_device_literal(a) for a in node.args):
+            return node
+        if not all(_is_literal(a) or _on_device_literal(a) for a in node.args):
+            return node
+        new = Call(o, [a.args[0] if _on_device_literal(a) else a for a in node.args], node.attrs)  # type: ignore[attr-defined]
+        if new._mask & self.open_mask:  # an operator never folded (random, qnn when asked)
+            return node
+        annotations = [a for a in node.args if _on_device_literal(a)]
+        self.dropped.extend(annotations)
+        return derive(new, node, *annotations)  # type: ignore[return-value]
+
+
+_SELECT = F_IF | F_GETITEM | _SHAPE_OF._mask | _NDARRAY_SIZE._mask
 
 
 class _Select(Rewriter):
     """``if`` with a constant condition -> the branch taken; ``(a, b).i`` -> the field;
-    ``shape_of(x)`` of a static shape -> the constant.
+    ``shape_of(x)`` and ``ndarray_size(x)`` of a static shape -> the constant.
 
     The parts a selection drops (the condition, the other branch, the other fields) are
     collected in ``dropped``: the pass eliminates those the result no longer has."""
@@ -188,7 +231,7 @@ class _Select(Rewriter):
         return bool(node._mask & _SELECT)
 
     def visit_Call(self, node: Call) -> Expr:
-        if node.op is not _SHAPE_OF or node.args[0]._mask & F_UNTYPED:
+        if (node.op is not _SHAPE_OF and node.op is not _NDARRAY_SIZE) or node.args[0]._mask & F_UNTYPED:
             return node
         try:
             t = node.args[0].checked_type
@@ -197,6 +240,8 @@ class _Select(Rewriter):
         if type(t) is not TensorType or not t.static:
             return node
         self.dropped.append(node.args[0])
+        if node.op is _NDARRAY_SIZE:
+            return const(np.asarray(math.prod(t.shape), dtype=node.attrs["dtype"]))
         return const(np.asarray(t.shape, dtype=node.attrs["dtype"]))
 
     def visit_If(self, node: If) -> Expr:
@@ -226,6 +271,8 @@ class _BindConstants(BindingRewriter):
     def bind(self, let: Let, value: Expr) -> Expr | None:
         if not (value._mask & self.fold._open_mask) and not _is_literal(value):
             value = self.fold._fold_closed(value)
+        if _on_device_literal(value):  # the constant keeps its device where it goes (TVM's rule)
+            return value
         if not _is_literal(value):
             return None
         self.dropped.append(let.value)
@@ -285,6 +332,10 @@ class FoldConstant(FunctionPass):
                 sel = _Select()
                 nxt = rounds.run(sel.visit, nxt)
                 dropped.extend(sel.dropped)
+            if nxt._mask & _ON_DEVICE_BIT:
+                strip = _StripOnDevice(self._open_mask)
+                nxt = rounds.run(strip.visit, nxt)
+                dropped.extend(strip.dropped)
             if nxt._mask & F_LET and self._binds_constant(nxt):
                 lets = _BindConstants(self)
                 nxt = rounds.run(lets.visit, nxt)
@@ -315,7 +366,7 @@ class FoldConstant(FunctionPass):
                     break
                 seen.add(n)
                 value = n.value
-                if not value._mask & open_mask:
+                if not value._mask & open_mask or _on_device_literal(value):
                     return True
                 if value._mask & F_LET:
                     stack.append(value)

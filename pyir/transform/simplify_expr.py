@@ -13,8 +13,10 @@ Rules (each only when it keeps the result's type, checked with inferred types):
 and the rule classes of TVM's SimplifyExpr (``src/relay/transforms/simplify_expr.cc``) for
 the operators pyir has:
 
-* ``zeros_like(y)``/``ones_like(y)``/``full_like(y, v)``/``collapse_sum_like(x, y)`` of a static
-  shape -> ``zeros``/``ones``/``full``/``collapse_sum_to`` (ConcretizeLike);
+* ``zeros_like(y)``/``ones_like(y)``/``full_like(y, v)``/``collapse_sum_like(x, y)``/
+  ``reshape_like(x, y)``/``broadcast_to_like(x, y)`` of a static shape -> ``zeros``/``ones``/
+  ``full``/``collapse_sum_to``/``reshape``/``broadcast_to``, and ``cast_like(x, y)`` ->
+  ``cast(x, dtype)`` (ConcretizeLike);
 * ``x + x`` -> ``x * 2`` (SimplifyAdd); ``n / sqrt(x)`` -> ``n * rsqrt(x)`` (SimplifyRSqrt);
 * ``x + zeros``, ``x * ones``, ``x - zeros``, ``x / ones`` (and ``_like``) -> ``x``
   (EliminateIdentity); ``op(full(c), x)`` -> ``op(c, x)`` for a broadcasting ``op`` when
@@ -23,15 +25,17 @@ the operators pyir has:
   (SimplifyConsecutiveCast; numpy's ``safe`` casting, where TVM also drops int -> uint);
 * ``(x + c1) * c2`` -> ``x * c2 + c1 * c2`` (SwitchAddMultiply); ``(x + c1) + c2``,
   ``(x * c1) * c2`` -> one constant (SimplifyAdjacentMultiplyOrAdd); every operand order;
-* ``argmax``/``argmin`` of ``qnn.dequantize(x)`` with positive scales -> of ``x``
-  (SimplifyDQArgMax/Min);
+* ``argmax``/``argmin``/``argsort`` of ``qnn.dequantize(x)`` with positive scales -> of ``x``
+  (SimplifyDQArgMax/Min/Sort);
 * ``cast(...(clip(x, lo, hi)))``: the casts whose dtype holds ``[lo, hi]`` go
   (SimplifyClipAndConsecutiveCast); ``clip`` over the whole range of its dtype -> ``x``
   (SimplifyClip).
 
-Not ported: SimplifyBinomial, and the rules of operators pyir does not have
-(``contrib_reverse_reshape``, ``cast_like``, ``reshape_like``, ``broadcast_to_like``,
-``argsort``), and SimplifyTranspose's ``layout_transform`` half (transposes only).
+* ``a*x*x + b*x*y + c*y*y`` -> ``a * ((x + y*p) * (x + y*q))`` (SimplifyBinomial; for
+  integer dtypes only when ``p`` and ``q`` are integers, see :func:`_binomial`).
+
+Not ported: the rules of ``contrib_reverse_reshape`` (pyir does not have the operator), and
+SimplifyTranspose's ``layout_transform`` half (transposes only).
 FullElementwise is applied to add, subtract, multiply and divide (TVM: every broadcasting
 operator; a rule per operator would make the rule set's summary match every subgraph).
 
@@ -77,6 +81,7 @@ from ..ir.lineage import derive
 from ..ir.module import Module
 from ..ir.node import Node
 from ..ir.opdef import OpPattern, get_op_def, list_ops
+from ..ir.traverse import post_order
 from ..ir.types import TensorType
 from ..rewrite.pattern import CallPattern, Match, is_constant, is_op, wildcard
 from ..rewrite.pattern_rewrite import Rule, rewrite_function
@@ -343,6 +348,17 @@ def _concretize(make: Any) -> Any:
     return cb
 
 
+def _concretize_cast_like(m: Match) -> Expr | None:
+    """``cast_like(x, y)`` -> ``cast(x, dtype of y)``: only the dtype is needed, whatever the
+    shapes (TVM's ConcretizeCastLikeRewrite)."""
+    t = _tensor(m, m.expr)
+    if t is None:
+        return None
+    like = m.expr.args[1]  # type: ignore[attr-defined]
+    out = op.cast(m[_x], dtype=t.dtype)
+    return derive(out, like) if like.children() else out  # type: ignore[return-value]
+
+
 def _widens(src: str, dst: str) -> bool:
     """Casting ``src`` to ``dst`` keeps every value (numpy's ``safe`` casting)."""
     try:
@@ -431,7 +447,112 @@ def _dequantize_then_arg(m: Match) -> Expr | None:
     return Call(m.expr.op, [m[_x]], m.expr.attrs)  # type: ignore[attr-defined]
 
 
-_ARG_OPS = (Op("argmax"), Op("argmin"))
+def _square_or_product(e: Expr) -> list[tuple[float, Expr, Expr]]:
+    """The readings of ``e`` as ``k * u * v`` with ``k`` a scalar constant (1 when absent):
+    ``multiply(u, v)`` and, with every operand order, ``multiply(k, multiply(u, v))`` /
+    ``multiply(u, multiply(k, v))`` (TVM's SimplifyBinomial terms)."""
+    if type(e) is not Call or e.op is not _MUL:
+        return []
+    a, b = e.args
+    out: list[tuple[float, Expr, Expr]] = []
+    for w, inner in ((a, b), (b, a)):
+        if type(inner) is not Call or inner.op is not _MUL:
+            continue
+        u, v = inner.args
+        for k, f1, f2 in ((w, u, v), (u, w, v), (v, w, u)):
+            if type(k) is Constant and k.data.size == 1 and k.data.dtype.kind in "iuf":
+                out.append((k.data.item(), f1, f2))
+    out.append((1, a, b))
+    return out
+
+
+def _binomial_terms(e: Expr) -> list[tuple[Expr, Expr, Expr]]:
+    """``add(add(t1, t2), t3)`` in every operand order: the three terms, each order once."""
+    if type(e) is not Call or e.op is not _ADD:
+        return []
+    a, b = e.args
+    out = []
+    for inner, t3 in ((a, b), (b, a)):
+        if type(inner) is Call and inner.op is _ADD:
+            out.append((inner.args[0], inner.args[1], t3))
+    return out
+
+
+def _binomial_roots(a: float, b: float, c: float, kind: str) -> tuple[float, float] | None:
+    """``p, q`` with ``a x^2 + b x y + c y^2 = a (x + p y)(x + q y)``; None when the roots are
+    not real, or (integer dtypes) not integers: TVM truncates them there, a wrong answer."""
+    det = b * b - 4 * a * c
+    if det < 0:
+        return None
+    if kind in "iu":
+        s = round(det ** 0.5)
+        if s * s != det or (b + s) % (2 * a) or (b - s) % (2 * a):
+            return None
+        return (b + s) // (2 * a), (b - s) // (2 * a)
+    if det < 1e-4:  # TVM's test for one repeated factor
+        return b / (2 * a), b / (2 * a)
+    s = det ** 0.5
+    return (b + s) / (2 * a), (b - s) / (2 * a)
+
+
+def _binomial(m: Match) -> Expr | None:
+    """``a*x*x + b*x*y + c*y*y`` (any operand order, the constants scalars) ->
+    ``a * ((x + y*p) * (x + y*q))`` with ``p, q`` the roots of ``a t^2 - b t + c`` read
+    as TVM's SimplifyBinomial does (``1 * e`` and ``y * 1`` written as ``e`` and ``y``, as
+    TVM's EliminateIdentity then rewrites them) (x and y swap when ``c == 1 < a``; one shared factor
+    when the discriminant is 0).  pyir's differences: any integer or float dtype (TVM's reads
+    the constants of int32/float32/float64 only, taking 1 for others), and for integers only
+    exact integer roots (TVM truncates the roots to the dtype: ``x^2 + 3xy + 2y^2`` stays
+    exact, ``2x^2 + 5xy + 2y^2`` would become ``2 * (x + 2y) * (x + 0y)``)."""
+    cases = _binomial_terms(m.expr)
+    if not cases:
+        return None
+    t = _tensor(m, m.expr)
+    if t is None or np.dtype(t.dtype).kind not in "iuf":
+        return None
+    kind = np.dtype(t.dtype).kind
+    for terms in cases:
+        for i, j, k in ((0, 1, 2), (0, 2, 1), (1, 2, 0)):  # the two squares, then the product
+            for a, x1, x2 in _square_or_product(terms[i]):
+                if x1 is not x2:
+                    continue
+                for c, y1, y2 in _square_or_product(terms[j]):
+                    if y1 is not y2 or y1 is x1:
+                        continue
+                    for b, u, v in _square_or_product(terms[k]):
+                        if {u, v} == {x1, y1} and u is not v:
+                            out = _factor(x1, y1, a, b, c, t.dtype, kind)
+                            return None if out is None else _derive_from_terms(out, m.expr, terms, x1, y1)
+    return None
+
+
+def _derive_from_terms(out: Expr, call: Expr, terms: tuple[Expr, ...], x: Expr, y: Expr) -> Expr:
+    """``out`` deriving from the sums and products it replaces (lineage), not ``x`` or ``y``."""
+    parts = [n for n in post_order(list(terms), stop=lambda n: n is x or n is y) if n is not x and n is not y]
+    inner = [e for e in call.args if e not in terms]  # type: ignore[attr-defined]
+    return derive(out, *inner, *parts)  # type: ignore[return-value]
+
+
+def _factor(x: Expr, y: Expr, a: Any, b: Any, c: Any, dtype: str, kind: str) -> Expr | None:
+    if c == 1 and a > 1:
+        x, y, a, c = y, x, c, a
+    if a == 0:
+        return None
+    roots = _binomial_roots(a, b, c, kind)
+    if roots is None:
+        return None
+    p, q = roots
+
+    def factor(r: Any) -> Expr:  # with ``y * 1`` already simplified (EliminateIdentity's work)
+        return op.add(x, y if r == 1 else op.multiply(y, _scalar(r, dtype)))
+
+    first = factor(p)
+    prod = op.multiply(first, first if p == q else factor(q))
+    return prod if a == 1 else op.multiply(_scalar(a, dtype), prod)
+
+
+_MUL = Op("multiply")
+_ARG_OPS = tuple(Op(n) for n in ("argmax", "argmin", "argsort") if n in _HAVE)
 _CAST = Op("cast")
 _CLIP = Op("clip")
 _SQRT = Op("sqrt")
@@ -450,12 +571,19 @@ _TVM_RULES: list[Rule] = [
             _concretize(lambda m, t: op.collapse_sum_to(m[_x], shape=t.shape)),
             "concretize collapse_sum_like")]
       if "collapse_sum_like" in _HAVE else []),
+    *([Rule(is_op("reshape_like")(_x, wildcard()),
+            _concretize(lambda m, t: op.reshape(m[_x], newshape=t.shape)), "concretize reshape_like"),
+       Rule(is_op("broadcast_to_like")(_x, wildcard()),
+            _concretize(lambda m, t: op.broadcast_to(m[_x], shape=t.shape)), "concretize broadcast_to_like"),
+       Rule(is_op("cast_like")(_x, wildcard()), _concretize_cast_like, "concretize cast_like")]
+      if "reshape_like" in _HAVE else []),
     *[Rule(is_op(n)(_x, _y), _binary, f"{n}: TVM's binary rules") for n in _IDENTITY],
     Rule(is_op("cast")(_inner_cast), _cast_cast, "cast(cast(x)) widening"),
     Rule(CallPattern(wildcard(), [is_op("qnn.dequantize")(_x, _scale, is_constant())]), _dequantize_then_arg,
          "argmax/argmin(dequantize(x))"),
     Rule(is_op("cast")(wildcard()), _clip_then_casts, "clip then casts"),
     Rule(is_op("clip")(_x), _clip_whole_range, "clip of the whole range"),
+    Rule(is_op("add")(_x, _y), _binomial, "binomial a*x*x + b*x*y + c*y*y"),
 ]
 
 
