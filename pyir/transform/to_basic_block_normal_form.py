@@ -60,4 +60,4 @@ class ToBasicBlockNormalForm(FunctionPass):
         """``func`` in basic-block normal form (the same object if it has no ``if``)."""
         if not func._mask & F_IF:
             return func
-        return normalize_function(func, mod, bind_all=False)
+        return normalize_function(func, mod, bind_all=False, name=name)

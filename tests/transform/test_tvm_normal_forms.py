@@ -230,6 +230,21 @@ def test_shared_subexpression_in_two_functions():
     assert out["main"].body.value is out["g"].body.value is c
 
 
+def test_shared_subexpression_in_two_functions_basic_block():
+    """The same for ToBasicBlockNormalForm: the subexpression shared by both branches of an
+    ``if`` in two functions is bound by a variable of each function's own."""
+    c = op.add(pyir.const(1), pyir.const(1))
+
+    def f(tag: str) -> pyir.Function:
+        x, b = pyir.var("x" + tag, _I32), pyir.var("b" + tag, pyir.TensorType((), "bool"))
+        return pyir.Function([x, b], If(b, op.multiply(c, x), op.subtract(c, x)))
+
+    out = check_pass(pyir.transform.ToBasicBlockNormalForm(), pyir.Module({"main": f("m"), "g": f("g")}))
+    assert type(out["main"].body) is Let and type(out["g"].body) is Let
+    assert out["main"].body.var is not out["g"].body.var
+    assert out["main"].body.value is out["g"].body.value is c
+
+
 def test_deep_ref_chain():
     """A 10**6-long chain of ``let %v = ref_write(%r, 1 + 1)`` (the construct of ``test_ref``):
     the A-normal form of a function with references binds each write's operand once and keeps
