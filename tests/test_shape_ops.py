@@ -298,8 +298,8 @@ def test_symbolic_chain_through_the_other_passes_and_queries():
     """A 10^4-deep chain with a symbolic batch (over three times the recursion limit) through the
     passes the other symbolic tests leave out, lineage queries and diff (issue 12: every operation).
     Each of these passes has its 10^6-deep run on the static chain (tests/transform/, deep_chain
-    and deep_anf), and symbolic InferType its own (test_symbolic_interp.py): a symbolic batch
-    changes what each node's type holds, not how the passes walk the graph.  (At 10^6 this test
+    and deep_anf), and symbolic InferType its own (test_deep_symbolic_chain_binding): a symbolic
+    batch changes what each node's type holds, not how the passes walk the graph.  (At 10^6 this test
     took ~60 s of CPU, 35 s of them SimplifyExpr, checked at 10^6 by test_simplify_expr.py.)"""
     from pyir import transform as T
 
@@ -328,11 +328,13 @@ def _symbolic_relu_add_chain(depth):
 
 
 def test_deep_symbolic_chain_binding():
-    """The 10^6-deep chain with a symbolic batch through BindShapes and DynamicToStatic, whose
-    only 10^6-deep run this is (no recursion; the formats, equality, InferType and the
-    interpreter have their own 10^6 symbolic tests; its text and fusion are checked at 10^4
-    below, their 10^6 runs being the static chain's)."""
+    """The 10^6-deep chain with a symbolic batch through InferType (every node typed (batch, 4)),
+    BindShapes and DynamicToStatic, the only 10^6-deep run of the last two, without recursion.
+    (Symbolic equality has its own 10^6 test; the formats, the interpreter, the text, fusion and
+    the other passes are checked with a symbolic batch at 10^4, their 10^6 runs being the static
+    chain's.)"""
     mod = _symbolic_relu_add_chain(10**6)
+    assert InferType()(mod)["main"].checked_type.ret_type is TensorType((sym("batch"), 4))
     bound = BindShapes({"batch": 2})(mod)
     static = DynamicToStatic()(bound)
     assert static["main"].body.op is pyir.Op("reshape")
