@@ -54,7 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _SLOW_FIXTURES = {"deep_chain", "deep_anf"}
-_SLOW_NAME = re.compile(r"deep|million|10_?6")
+_SLOW_NAME = re.compile(r"deep(?!copy)|million|10_?6")  # (not test_copy_and_deepcopy_...)
 _SLOW_MODULES = {"test_onnx_models.py", "test_examples_onnx.py"}
 
 
