@@ -725,6 +725,7 @@ def _measure_one(p: Program) -> None:
         return
     tvm_text = obj.astext(tvm=True) if p.mode == "module" else pyir.astext(obj, tvm=True)
     p.extra["same_text"] = "yes" if _normalize(tvm_text) == _normalize(p.text) else "no"
+    p.extra["tvm_text"] = tvm_text
     p.result = "ok"
 
 

@@ -592,8 +592,14 @@ def _op_attr_text(call: Call, type_text: Any = type_str, tvm: bool = False) -> l
     if tvm:  # TVM prints the fields in their declaration order (the operator's schema order)
         order = {k: i for i, k in enumerate(specs)}
         items = sorted(items, key=lambda kv: order.get(kv[0], len(order)))
+    split = tvm and call.op.name == "split"
     for k, v in items:
         spec = specs.get(k)
+        if split:  # TVM's split: an int of sections, else a list of indices (no ``by_sections``)
+            if k == "indices_or_sections" and attrs["by_sections"] and len(v) == 1:
+                v = v[0]
+            elif k == "by_sections" and (v or len(attrs["indices_or_sections"]) != 1):
+                continue
         if spec is not None and spec.default is not REQUIRED and _typed_equal(spec.default, v):
             continue
         out.append(f"{_key_text(k)}={format_attr_value(v, type_text, tvm)}")
@@ -1003,7 +1009,24 @@ class _Printer:
             lines_append(indent + self.ref(tail))
 
     def emit(self, plan: _Plan, n: Node, indent: str) -> Generator[Any, None, None]:
-        """Bind ``n`` to the next ``%N``."""
+        """Bind ``n`` to the next ``%N``.
+
+        TVM's form numbers a block (``fn``, ``if``, ``match``, a let block) after the bindings of
+        its nested scopes, as TVM's printer does (it allocates the temporary once the value is
+        printed): ``%2 = fn (...) { %0 = ...; %1 = ...; ... }``."""
+        k = type(n)
+        if self.tvm and (k is Function or k is If or k is Match or k is Let):
+            at = len(self.lines)
+            yield from self.line(plan, n, indent, "%? = ", ";")
+            name = f"%{self.counter}"
+            self.counter += 1
+            head = self.lines[at]
+            cut = len(indent)
+            self.lines[at] = f"{head[:cut]}{name} = {head[cut + 5:]}"
+            if self.names_out is not None:
+                self.names_out.append((n, self.function, name, at))
+            self.names[n] = name
+            return
         name = f"%{self.counter}"
         self.counter += 1
         if self.names_out is not None:
@@ -1073,7 +1096,8 @@ class _Printer:
         return f"{head}({', '.join(parts)}){ret} {{"
 
     def definition(self, name: str, f: Function) -> Generator[Any, None, None]:
-        self.counter = 0
+        if not self.tvm:  # TVM's printer numbers on across the definitions of a module
+            self.counter = 0
         self.function = name
         if self.names_out is not None:
             self.names_out.append((f, name, quote_name("@", name), len(self.lines)))
