@@ -205,12 +205,13 @@ def _type_text(t: Type, names: dict[Type, str] | None, scalar: bool = False) -> 
     return "".join(out)
 
 
-def type_data_text(td: TypeData, type_text: Any = type_str) -> str:
+def type_data_text(td: TypeData, type_text: Any = type_str, tvm: bool = False) -> str:
     """``type List[A] {\n  Cons(A, List[A]),\n  Nil,\n}`` (TVM's layout); a definition without
-    constructors is ``extern type Storage`` (an opaque type; TVM's parser reads both forms)."""
+    constructors is ``extern type Storage`` (an opaque type; TVM's parser reads both forms), in
+    TVM's form ``type Storage {\n}`` (TVM's printer has no ``extern``)."""
     head = f"type {td.header.name_hint}" + (f"[{', '.join(td.type_vars)}]" if td.type_vars else "")
     if not td.constructors:
-        return "extern " + head
+        return head + " {\n}" if tvm else "extern " + head
     lines = [head + " {"]
     for c in td.constructors:
         fields = f"({', '.join(type_text(t) for t in c.inputs)})" if c.inputs else ""
@@ -523,6 +524,7 @@ class _Raw:
 
 
 _CLOSE, _SEP = _Raw("]"), _Raw(", ")
+_META_REF = re.compile(r"meta\[VirtualDevice\]\[\d+\]")  # TVM's reference to a device of its metadata
 
 
 def _attr_items_text(items: Any, type_text: Any = type_str, tvm: bool = False) -> list[str]:
@@ -602,6 +604,8 @@ def _op_attr_text(call: Call, type_text: Any = type_str, tvm: bool = False) -> l
                 continue
         if spec is not None and spec.default is not REQUIRED and _typed_equal(spec.default, v):
             continue
+        if tvm and type(v) is str and _META_REF.fullmatch(v):  # a device the parser kept as text
+            v = _Raw(v)
         out.append(f"{_key_text(k)}={format_attr_value(v, type_text, tvm)}")
     return out
 
@@ -1071,10 +1075,10 @@ class _Printer:
                 yield self.scope(plan, sc, arm)
                 self.lines.append(f"{inner}}},")
             self.lines.append(f"{indent}}}{suffix}")
-        else:  # a let block used as a value
-            self.lines.append(f"{indent}{prefix}{{")
+        else:  # a let block used as a value (TVM's form: in parentheses, as TVM's printer writes it)
+            self.lines.append(f"{indent}{prefix}{'(' if self.tvm else '{'}")
             yield self.scope(plan, plan.inner[n][0], inner)
-            self.lines.append(f"{indent}}}{suffix}")
+            self.lines.append(f"{indent}{')' if self.tvm else '}'}{suffix}")
         if self.names_out is not None:
             owner.pop()
 
@@ -1193,7 +1197,7 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
         for i, tn in enumerate(sorted(tds)):
             if i:
                 p.lines.append("")
-            p.lines.extend(type_data_text(tds[tn], p.type_text).split("\n"))
+            p.lines.extend(type_data_text(tds[tn], p.type_text, tvm).split("\n"))
         for i, (name, f) in enumerate(sorted(obj.items()) if tvm else obj.items()):
             if i or tds:
                 p.lines.append("")
