@@ -125,12 +125,13 @@ def _corpus() -> Any:
 def test_corpus_classifies_differences() -> None:
     rc = _corpus()
     printed = pyir.parse(HEAD + "def @main(%n: int32) { %0 = add(%n, 1); multiply(%0, %0) }").astext(tvm=True)
-    same = "#[version = \"0.0.5\"]\ndef @main(%n: int32) {\n  %0 = add(%n, 1); // a comment\n  multiply(%0, %0)\n}"
+    same = HEAD + "def @main(%n: int32) {\n  %0 = add(%n, 1); // a comment\n  multiply(%0, %0)\n}"
     assert rc.tvm_form_diff(same, printed, "module") == ("", "")
     cases = {
         "def @main(%n: int) { %0 = add(%n, 1); multiply(%0, %0) }": "type alias (int)",
         "def @main(%n: int32) { let %a = add(%n, 1); multiply(%a, %a) }": "let form or own binding names",
-        "def @main(%n: int32) { %5 = add(%n, 1); multiply(%5, %5) }": "numbering (excerpt, or not TVM's counter)",
+        "def @main(%n: int32) { %5 = add(%n, 1); multiply(%5, %5) }":
+            "numbering (excerpt, or not TVM's counter)",
         "def @main(%n: int32) { %0 = %n + 1; multiply(%0, %0) }": "operator sugar (1 + 2)",
     }
     for text, cat in cases.items():

@@ -344,7 +344,8 @@ def tvm_form_diff(original: str, printed: str, mode: str) -> tuple[str, str]:
         prev = (prev + [a])[-8:]
     a_next = [t for _, t in zip(range(40), a_it)]
     b_next = [t for _, t in zip(range(40), b_it)]
-    shown = f"... {' '.join(prev[-4:])} >> original {a} {' '.join(a_next[:6])} | pyir {b} {' '.join(b_next[:6])}"
+    shown = (f"... {' '.join(prev[-4:])} >> original {a} {' '.join(a_next[:6])} "
+             f"| pyir {b} {' '.join(b_next[:6])}")
     return _tvm_form_category(a or "", b or "", prev, a_next, b_next, original), shown
 
 
@@ -384,15 +385,15 @@ def _tvm_form_category(a: str, b: str, prev: list[str], a_next: list[str], b_nex
         return "definition order"
     if a == "}" and b == ",":
         return "ADT constructors without trailing comma"
-    if a == "{" and b == ":" and last[:1] == "%" or a == "{" and a_next[:1] == ["virtual_device"]:
+    if a == "{" and ((b == ":" and last[:1] == "%") or a_next[:1] == ["virtual_device"]):
         return "parameter virtual_device dropped"
     if len(prev) >= 3 and prev[-3:] == ["relay.Constant", "]", "["] and a.isdigit() and b.isdigit():
         return "metadata index (equal constants are one pyir node)"
     if a == "(" and b != "(":
         return "parenthesized expression"
-    if a == "(" and last == "(" or _is_temp(b) and b_next[:1] in ([";"], [","], [")"]) and a_next[:1] == ["("] \
-            or len(b_next) > 3 and b_next[0] == "(" and _is_temp(b_next[1]) and b_next[1:4] == [
-                b_next[1], ",", b_next[1]] and a_next[:1] == ["("]:
+    reused = _is_temp(b) and b_next[:1] in ([";"], [","], [")"])  # a value where pyir names a shared one
+    twice = len(b_next) > 3 and b_next[0] == "(" and _is_temp(b_next[1]) and b_next[2:4] == [",", b_next[1]]
+    if a_next[:1] == ["("] and (reused or twice):
         return "shared equal subexpression (hash-consing)"
     if last == ">" and b == "{" and a != "{":
         return "match clause without braces"
