@@ -964,7 +964,7 @@ def tvm_form_report(done: list[Program], details: bool) -> None:
         kinds[kind] += n
         print(f"    {n:4d}  [{kind}] {c}")
     print(f"    by kind: hand-written form {kinds['hand']}, printer deviation {kinds['printer']}, "
-          f"pyir's program (no printer can undo) {kinds['model']}")
+          f"pyir's program (no printer can undo) {kinds['model']}, unresolved {kinds['unresolved']}")
     styled = [p for p in done if p.extra.get("tvm_printed_style") == "yes"]
     same = sum(p.extra.get("tvm_diff") == "" for p in styled)
     print(f"  TVM-printer-style originals equal up to whitespace and comments: {same} of {len(styled)} "
