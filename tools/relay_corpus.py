@@ -276,6 +276,147 @@ def _normalize(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
+# -- pyir's TVM form against the original text -------------------------------------------------------
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[%@]?[A-Za-z_][A-Za-z0-9_.]*|%?\d[\d.]*(?:[eE][+-]?\d+)?\w*|\S')
+_NUMBER = re.compile(r"\d[\d.]*(?:[eE][+-]?\d+)?\w*")
+_HEADER_RE = re.compile(r'#\[version\s*=\s*"0\.0\.5"\]')
+_NUMBERED = re.compile(r"^\s*%\d+\s*=", re.M)
+_SUGAR = set("+-*/<>=!")
+# kind of each category: "hand" (the original is not what TVM's printer writes: pyir's text is),
+# "printer" (pyir's TVM form deviates from TVM's printer), "model" (pyir's program differs from
+# TVM's in a way no printer can undo: sorted attributes, shared equal nodes, dropped annotations)
+TVM_FORM_KINDS = {
+    "let form or own binding names": "hand",
+    "own variable names": "hand",
+    "operator sugar (1 + 2)": "hand",
+    "type alias (int)": "hand",
+    "parenthesized expression": "hand",
+    "definition order": "hand",
+    "ADT constructors without trailing comma": "hand",
+    "bound where TVM's printer inlines": "hand",
+    "inlined where the original binds": "hand",
+    "numbering (excerpt, or not TVM's counter)": "hand",
+    "default attribute written": "hand",
+    "literal not as TVM prints it (%g floats, int suffixes)": "hand",
+    "extern type (TVM's printer writes type T {})": "hand",
+    "metadata section absent (the test passes the table from Python)": "hand",
+    "0-d tensor type written Tensor[(), dtype]": "hand",
+    "binding order (TVM's post-order: hand-ordered originals, pyir's hoisted fns)": "unresolved",
+    "nested fn type parameters (pyir infers them)": "model",
+    "call attribute order": "printer",
+    "match clause without braces": "hand",
+    "other (unclassified)": "printer",
+    "function attribute order (pyir's Attrs are sorted)": "model",
+    "metadata index (equal constants are one pyir node)": "model",
+    "parameter virtual_device dropped": "model",
+    "type definition TVM's text does not declare": "model",
+    "shared equal subexpression (hash-consing)": "model",
+}
+
+
+def _tokens(text: str) -> Any:
+    return (m.group() for m in _TOKEN.finditer(re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)))
+
+
+def looks_tvm_printed(text: str, mode: str) -> bool:
+    """The rule for "TVM-printer-style originals": a module text with TVM's version header and
+    at least one ``%N = `` numbered binding or ``/* ty=... */`` comment (what TVM's printer
+    writes and hand-written Relay rarely does)."""
+    return mode == "module" and bool(_HEADER_RE.search(text)) and (
+        "/* ty=" in text or bool(_NUMBERED.search(text)))
+
+
+def tvm_form_diff(original: str, printed: str, mode: str) -> tuple[str, str]:
+    """("", "") if ``printed`` (pyir's TVM form) equals ``original`` up to whitespace and
+    comments (an expression's text compared without the version header TVM's ``astext`` writes
+    and ``parse_expr`` does not read); else (category, the first differing tokens)."""
+    if mode == "expr" and not _HEADER_RE.search(original):
+        printed = _HEADER_RE.sub("", printed, count=1)
+    a_it, b_it = _tokens(original), _tokens(printed)
+    prev: list[str] = []
+    while True:
+        a, b = next(a_it, None), next(b_it, None)
+        if a != b:
+            break
+        if a is None:
+            return "", ""
+        prev = (prev + [a])[-8:]
+    a_next = [t for _, t in zip(range(40), a_it)]
+    b_next = [t for _, t in zip(range(40), b_it)]
+    shown = (f"... {' '.join(prev[-4:])} >> original {a} {' '.join(a_next[:6])} "
+             f"| pyir {b} {' '.join(b_next[:6])}")
+    return _tvm_form_category(a or "", b or "", prev, a_next, b_next, original), shown
+
+
+def _is_temp(t: str) -> bool:
+    return len(t) > 1 and t[0] == "%" and t[1:].isdigit()
+
+
+def _tvm_form_category(a: str, b: str, prev: list[str], a_next: list[str], b_next: list[str],
+                       original: str) -> str:
+    last = prev[-1] if prev else ""
+    if a == "" and b == "#":
+        return "metadata section absent (the test passes the table from Python)"
+    if a == "extern" and b == "type":
+        return "extern type (TVM's printer writes type T {})"
+    if a == "Tensor" and a_next[:3] == ["[", "(", ")"]:
+        return "0-d tensor type written Tensor[(), dtype]"
+    if a == "[" and last == "fn" and b == "(":
+        return "nested fn type parameters (pyir infers them)"
+    if (_NUMBER.fullmatch(a) or a in ("-", "+")) and _NUMBER.fullmatch(b):
+        return "literal not as TVM prints it (%g floats, int suffixes)"
+    if a_next[:1] and a_next[0] in _SUGAR and a_next[0] != "=" and b_next[:1] == ["("]:
+        return "operator sugar (1 + 2)"
+    if "let" in (a, b) or (a[:1] == "%" and b[:1] == "%" and _is_temp(a) != _is_temp(b)):
+        return "let form or own binding names"
+    if _is_temp(a) and _is_temp(b):
+        return "numbering (excerpt, or not TVM's counter)"
+    if a[:1] == "%" and b[:1] == "%":
+        return "own variable names"
+    if a == "int" and b.startswith("int"):
+        return "type alias (int)"
+    if a in _SUGAR and b not in _SUGAR:
+        return "operator sugar (1 + 2)"
+    if a == "def" and b == "type" and b_next[:1] and not re.search(
+            rf"\btype\s+{re.escape(b_next[0])}\b", original):
+        return "type definition TVM's text does not declare"
+    if last in ("def", "type") or {a, b} == {"def", "type"}:
+        return "definition order"
+    if a == "}" and b == ",":
+        return "ADT constructors without trailing comma"
+    if a == "{" and ((b == ":" and last[:1] == "%") or a_next[:1] == ["virtual_device"]):
+        return "parameter virtual_device dropped"
+    if len(prev) >= 3 and prev[-3:] == ["relay.Constant", "]", "["] and a.isdigit() and b.isdigit():
+        return "metadata index (equal constants are one pyir node)"
+    if a == "(" and b != "(":
+        return "parenthesized expression"
+    reused = _is_temp(b) and b_next[:1] in ([";"], [","], [")"])  # a value where pyir names a shared one
+    twice = len(b_next) > 3 and b_next[0] == "(" and _is_temp(b_next[1]) and b_next[2:4] == [",", b_next[1]]
+    if a_next[:1] == ["("] and (reused or twice):
+        return "shared equal subexpression (hash-consing)"
+    if last == ">" and b == "{" and a != "{":
+        return "match clause without braces"
+    if _is_temp(a) and a_next[:1] == ["="] and not (_is_temp(b) and b_next[:1] == ["="]):
+        return "bound where TVM's printer inlines"
+    if _is_temp(b) and b_next[:1] == ["="]:
+        return "inlined where the original binds"
+    if a_next[:1] == ["="] and b_next[:1] == ["="] and (a[:1].isupper() or b[:1].isupper()
+                                                        or "global_symbol" in (a, b)):
+        return "function attribute order (pyir's Attrs are sorted)"
+    key = a if a_next[:1] == ["="] else a_next[0] if a == "," and a_next[1:2] == ["="] else ""
+    b_call = [b, *b_next][:[b, *b_next].index(")") if ")" in [b, *b_next] else None]
+    if key[:1].isalpha() and (b in (")", ",") or b_next[:1] == ["="]) and key not in b_call:
+        return "default attribute written"  # pyir's call has no such attribute: TVM omits defaults
+    if a_next[:1] == ["="] and b_next[:1] == ["="] and a[:1].isalpha() and b[:1].isalpha():
+        return "call attribute order"
+    if re.fullmatch(r"-?[\d.]+(e[+-]?\d+)?f\d*", a) and re.fullmatch(r"-?[\d.]+(e[+-]?\d+)?f\d*", b):
+        return "float literal not as TVM prints it"
+    if last == "=" and len(prev) > 1 and _is_temp(prev[-2]) and a[:1].isalpha() and b[:1].isalpha():
+        return "binding order (TVM's post-order: hand-ordered originals, pyir's hoisted fns)"
+    return "other (unclassified)"
+
+
 # -- Python-side tables: the test's init_meta_table and init_module, rebuilt with shims ---------------
 
 class NotEvaluable(Exception):
@@ -725,6 +866,8 @@ def _measure_one(p: Program) -> None:
         return
     tvm_text = obj.astext(tvm=True) if p.mode == "module" else pyir.astext(obj, tvm=True)
     p.extra["same_text"] = "yes" if _normalize(tvm_text) == _normalize(p.text) else "no"
+    p.extra["tvm_diff"], p.extra["tvm_diff_at"] = tvm_form_diff(p.text, tvm_text, p.mode)
+    p.extra["tvm_printed_style"] = "yes" if looks_tvm_printed(p.text, p.mode) else "no"
     p.result = "ok"
 
 
@@ -775,6 +918,7 @@ def report(progs: list[Program], skipped: int, failures: bool) -> dict[str, int]
           f"{sum(bool(p.py_error) for p in progs)}")
     same = sum(p.extra.get("same_text") == "yes" for p in acc)
     print(f"  printed in TVM's form, equal to the original text up to whitespace and comments: {same}")
+    tvm_form_report([p for p in acc if p.result == "ok"], failures)
     print(f"rejected: pyir rejects {n_rej}/{len(rej)}")
     blockers: collections.Counter[str] = collections.Counter()
     for p in acc:
@@ -804,6 +948,31 @@ def report(progs: list[Program], skipped: int, failures: bool) -> dict[str, int]
             if p.result not in ("parse", "type"):
                 print(f"--- REJECTED BY TVM, accepted by pyir: {p.file}:{p.line}\n{p.text.strip()[:300]}")
     return {"accepted": len(acc), "ok": n_ok, "roundtrip": n_rt, "rejected": len(rej), "rejects": n_rej}
+
+
+def tvm_form_report(done: list[Program], details: bool) -> None:
+    """Classify each program's first difference between its original text and pyir's TVM form
+    (:func:`tvm_form_diff`); print the counts per category and kind, and the measure on the
+    originals that look like TVM's printer output (:func:`looks_tvm_printed`)."""
+    cats: collections.Counter[str] = collections.Counter(p.extra.get("tvm_diff", "") for p in done)
+    equal = cats.pop("", 0)
+    print(f"  TVM form vs original, first difference after whitespace/comments ({len(done)} programs; "
+          f"{equal} equal, an expression compared without the version header):")
+    kinds: collections.Counter[str] = collections.Counter()
+    for c, n in cats.most_common():
+        kind = TVM_FORM_KINDS[c]
+        kinds[kind] += n
+        print(f"    {n:4d}  [{kind}] {c}")
+    print(f"    by kind: hand-written form {kinds['hand']}, printer deviation {kinds['printer']}, "
+          f"pyir's program (no printer can undo) {kinds['model']}, unresolved {kinds['unresolved']}")
+    styled = [p for p in done if p.extra.get("tvm_printed_style") == "yes"]
+    same = sum(p.extra.get("tvm_diff") == "" for p in styled)
+    print(f"  TVM-printer-style originals equal up to whitespace and comments: {same} of {len(styled)} "
+          "(style: a module text with the version header and a %N = binding or a /* ty= */ comment)")
+    if details:
+        for p in done:
+            if p.extra.get("tvm_diff"):
+                print(f"    ~ {p.file}:{p.line} [{p.extra['tvm_diff']}] {p.extra['tvm_diff_at'][:240]}")
 
 
 def main(argv: list[str] | None = None) -> int:

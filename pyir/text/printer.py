@@ -205,12 +205,13 @@ def _type_text(t: Type, names: dict[Type, str] | None, scalar: bool = False) -> 
     return "".join(out)
 
 
-def type_data_text(td: TypeData, type_text: Any = type_str) -> str:
+def type_data_text(td: TypeData, type_text: Any = type_str, tvm: bool = False) -> str:
     """``type List[A] {\n  Cons(A, List[A]),\n  Nil,\n}`` (TVM's layout); a definition without
-    constructors is ``extern type Storage`` (an opaque type; TVM's parser reads both forms)."""
+    constructors is ``extern type Storage`` (an opaque type; TVM's parser reads both forms), in
+    TVM's form ``type Storage {\n}`` (TVM's printer has no ``extern``)."""
     head = f"type {td.header.name_hint}" + (f"[{', '.join(td.type_vars)}]" if td.type_vars else "")
     if not td.constructors:
-        return "extern " + head
+        return head + " {\n}" if tvm else "extern " + head
     lines = [head + " {"]
     for c in td.constructors:
         fields = f"({', '.join(type_text(t) for t in c.inputs)})" if c.inputs else ""
@@ -523,6 +524,7 @@ class _Raw:
 
 
 _CLOSE, _SEP = _Raw("]"), _Raw(", ")
+_META_REF = re.compile(r"meta\[VirtualDevice\]\[\d+\]")  # TVM's reference to a device of its metadata
 
 
 def _attr_items_text(items: Any, type_text: Any = type_str, tvm: bool = False) -> list[str]:
@@ -592,10 +594,18 @@ def _op_attr_text(call: Call, type_text: Any = type_str, tvm: bool = False) -> l
     if tvm:  # TVM prints the fields in their declaration order (the operator's schema order)
         order = {k: i for i, k in enumerate(specs)}
         items = sorted(items, key=lambda kv: order.get(kv[0], len(order)))
+    split = tvm and call.op.name == "split"
     for k, v in items:
         spec = specs.get(k)
+        if split:  # TVM's split: an int of sections, else a list of indices (no ``by_sections``)
+            if k == "indices_or_sections" and attrs["by_sections"] and len(v) == 1:
+                v = v[0]
+            elif k == "by_sections" and (v or len(attrs["indices_or_sections"]) != 1):
+                continue
         if spec is not None and spec.default is not REQUIRED and _typed_equal(spec.default, v):
             continue
+        if tvm and type(v) is str and _META_REF.fullmatch(v):  # a device the parser kept as text
+            v = _Raw(v)
         out.append(f"{_key_text(k)}={format_attr_value(v, type_text, tvm)}")
     return out
 
@@ -1003,7 +1013,24 @@ class _Printer:
             lines_append(indent + self.ref(tail))
 
     def emit(self, plan: _Plan, n: Node, indent: str) -> Generator[Any, None, None]:
-        """Bind ``n`` to the next ``%N``."""
+        """Bind ``n`` to the next ``%N``.
+
+        TVM's form numbers a block (``fn``, ``if``, ``match``, a let block) after the bindings of
+        its nested scopes, as TVM's printer does (it allocates the temporary once the value is
+        printed): ``%2 = fn (...) { %0 = ...; %1 = ...; ... }``."""
+        k = type(n)
+        if self.tvm and (k is Function or k is If or k is Match or k is Let):
+            at = len(self.lines)
+            yield from self.line(plan, n, indent, "%? = ", ";")
+            name = f"%{self.counter}"
+            self.counter += 1
+            head = self.lines[at]
+            cut = len(indent)
+            self.lines[at] = f"{head[:cut]}{name} = {head[cut + 5:]}"
+            if self.names_out is not None:
+                self.names_out.append((n, self.function, name, at))
+            self.names[n] = name
+            return
         name = f"%{self.counter}"
         self.counter += 1
         if self.names_out is not None:
@@ -1048,10 +1075,10 @@ class _Printer:
                 yield self.scope(plan, sc, arm)
                 self.lines.append(f"{inner}}},")
             self.lines.append(f"{indent}}}{suffix}")
-        else:  # a let block used as a value
-            self.lines.append(f"{indent}{prefix}{{")
+        else:  # a let block used as a value (TVM's form: in parentheses, as TVM's printer writes it)
+            self.lines.append(f"{indent}{prefix}{'(' if self.tvm else '{'}")
             yield self.scope(plan, plan.inner[n][0], inner)
-            self.lines.append(f"{indent}}}{suffix}")
+            self.lines.append(f"{indent}{')' if self.tvm else '}'}{suffix}")
         if self.names_out is not None:
             owner.pop()
 
@@ -1073,7 +1100,8 @@ class _Printer:
         return f"{head}({', '.join(parts)}){ret} {{"
 
     def definition(self, name: str, f: Function) -> Generator[Any, None, None]:
-        self.counter = 0
+        if not self.tvm:  # TVM's printer numbers on across the definitions of a module
+            self.counter = 0
         self.function = name
         if self.names_out is not None:
             self.names_out.append((f, name, quote_name("@", name), len(self.lines)))
@@ -1169,7 +1197,7 @@ def astext(obj: Any, *, show_meta_data: bool = True, inline_limit: int = INLINE_
         for i, tn in enumerate(sorted(tds)):
             if i:
                 p.lines.append("")
-            p.lines.extend(type_data_text(tds[tn], p.type_text).split("\n"))
+            p.lines.extend(type_data_text(tds[tn], p.type_text, tvm).split("\n"))
         for i, (name, f) in enumerate(sorted(obj.items()) if tvm else obj.items()):
             if i or tds:
                 p.lines.append("")
