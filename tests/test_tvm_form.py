@@ -76,7 +76,7 @@ def @main(%v: Tensor[(6, 2), float32]) {
     assert "split(%v, indices_or_sections=3)" in t
     assert "split(%v, indices_or_sections=[1, 4])" in t
     assert "by_sections" not in t
-    assert "indices_or_sections=[3]" in own
+    assert "indices_or_sections=3" in own  # pyir's form too: a list is indices
     three = pyir.parse(t)["main"].body.fields[0].tuple_value  # read back: 3 sections, not index 3
     assert [f.shape for f in three.checked_type.fields] == [(2, 2)] * 3
 
@@ -143,3 +143,19 @@ def test_corpus_classifies_differences() -> None:
     # an expression: TVM's astext writes the header, parse_expr's input has none
     e = pyir.astext(pyir.parse_expr("(1, 2)"), tvm=True)
     assert re.match(r"#\[version", e) and rc.tvm_form_diff("(1, 2)", e, "expr") == ("", "")
+
+
+def test_split_one_element_list_is_an_index() -> None:
+    """``split(x, indices_or_sections=[2])`` splits at index 2 (Relay's SplitAttrs: a list is
+    indices), ``=2`` into two sections; both forms print and read back the same node."""
+    x = pyir.var("x", shape=(6,))
+    split = pyir.op.split
+    at2 = pyir.Module({"main": pyir.Function([x], split(x, indices_or_sections=(2,), by_sections=False))})
+    two = pyir.Module({"main": pyir.Function([x], pyir.op.split(x, indices_or_sections=2))})
+    for m, shapes in ((at2, [(2,), (4,)]), (two, [(3,), (3,)])):
+        assert [f.shape for f in m.type_of(m["main"]).ret_type.fields] == shapes
+        for tvm in (False, True):
+            back = pyir.parse(m.astext(tvm=tvm))["main"]
+            assert back.body.attrs is m["main"].body.attrs and pyir.alpha_equal(back, m["main"])
+    parsed = pyir.parse("def @main(%x: Tensor[(6), float32]) { split(%x, indices_or_sections=[2]) }")
+    assert parsed["main"].body.attrs is at2["main"].body.attrs

@@ -1311,6 +1311,12 @@ class Parser:
                 key = (name, span)
                 a = self._attr_cache.get(key)
                 if a is None:
+                    if name == "split" and attrs and "by_sections" not in attrs \
+                            and isinstance(attrs.get("indices_or_sections"), (list, tuple)) \
+                            and len(attrs["indices_or_sections"]) == 1:
+                        # Relay's SplitAttrs: an int is a number of sections, a list is indices
+                        # (``[2]`` splits at index 2, as TVM reads it)
+                        attrs = {**attrs, "by_sections": False}
                     a = self._attr_cache[key] = odef.normalize_attrs(attrs)
             return Call(op, args, a, _checked=True)
         except PyIRError as e:

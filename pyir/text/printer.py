@@ -594,13 +594,15 @@ def _op_attr_text(call: Call, type_text: Any = type_str, tvm: bool = False) -> l
     if tvm:  # TVM prints the fields in their declaration order (the operator's schema order)
         order = {k: i for i, k in enumerate(specs)}
         items = sorted(items, key=lambda kv: order.get(kv[0], len(order)))
-    split = tvm and call.op.name == "split"
+    # split: in both forms an int is a number of sections and a list is indices, as Relay's
+    # SplitAttrs (the parser reads ``[2]`` as index 2); TVM's form has no ``by_sections``
+    split = call.op.name == "split"
     for k, v in items:
         spec = specs.get(k)
-        if split:  # TVM's split: an int of sections, else a list of indices (no ``by_sections``)
+        if split:
             if k == "indices_or_sections" and attrs["by_sections"] and len(v) == 1:
                 v = v[0]
-            elif k == "by_sections" and (v or len(attrs["indices_or_sections"]) != 1):
+            elif tvm and k == "by_sections":  # the int / list says it (more indices: moot)
                 continue
         if spec is not None and spec.default is not REQUIRED and _typed_equal(spec.default, v):
             continue
