@@ -141,9 +141,11 @@ class _Ref(weakref.ref):
     __slots__ = ("key",)
 
 
-def _drop(ref: _Ref) -> None:
-    # Atomic in C: removes the entry only if it still holds this dead reference.
-    _remove_dead_weakref(_table, ref.key)  # type: ignore[attr-defined]
+def _drop(ref: _Ref, _remove: Any = _remove_dead_weakref, _in: Any = _table) -> None:
+    # Atomic in C: removes the entry only if it still holds this dead reference.  The function
+    # and the table are bound as defaults: at interpreter shutdown the module's globals may
+    # already be None when the last nodes die ("Exception ignored in: _drop").
+    _remove(_in, ref.key)  # type: ignore[attr-defined]
 
 
 def _collision_key(key: bytes) -> bytes:
