@@ -11,7 +11,7 @@ oracle, one thread, no graph optimizations).  Until session 7 the oracle was
 (BatchNormalization-9 mixing in batch statistics, Softmax < 13 without the 2-D
 coercion, LRN summing over the batch axis: onnx/onnx#7805); onnxruntime agrees
 with that corrected reference on all nine models within their tolerances and
-costs 1/20 to 1/80 of its CPU (inception_v2 19.1 s -> 0.25 s).
+costs 1/7 to 1/80 of its CPU (inception_v2 19.1 s -> 0.25 s).
 """
 
 from __future__ import annotations
