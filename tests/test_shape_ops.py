@@ -328,14 +328,12 @@ def _symbolic_relu_add_chain(depth):
 
 
 def test_deep_symbolic_chain_binding():
-    """The 10^6-deep chain with a symbolic batch through InferType (every node typed (batch, 4)),
-    BindShapes and DynamicToStatic, the only 10^6-deep run of the last two, without recursion.
-    (Symbolic equality has its own 10^6 test; the formats, the interpreter, the text, fusion and
-    the other passes are checked with a symbolic batch at 10^4, their 10^6 runs being the static
-    chain's.)"""
+    """The 10^6-deep chain with a symbolic batch through BindShapes and DynamicToStatic, the only
+    10^6-deep run of these two, without recursion.  (Symbolic equality has its own 10^6 test;
+    InferType with a symbolic batch, the formats, the interpreter, the text, fusion and the other
+    passes are checked with a symbolic batch at 10^4 (test_symbolic_chain_text_and_fusion), their
+    10^6 runs being the static chain's.)"""
     mod = _symbolic_relu_add_chain(10**6)
-    typed = InferType()(mod)
-    assert typed.type_of(typed["main"].body.args[0]) is TensorType((sym("batch"), 4))  # (the chain's top)
     bound = BindShapes({"batch": 2})(mod)
     static = DynamicToStatic()(bound)
     assert static["main"].body.op is pyir.Op("reshape")
@@ -343,11 +341,14 @@ def test_deep_symbolic_chain_binding():
 
 
 def test_symbolic_chain_text_and_fusion():
-    """A 10^4-deep chain with a symbolic batch (over three times the recursion limit) prints,
-    parses back, and goes through FuseOps and DefuseOps exactly.  The 10^6-deep runs of these
-    operations are the static chain's (test_printer.py, test_parser.py, transform/test_fuse_ops.py):
-    a symbolic batch changes one parameter's type text and each node's type, not the walks."""
+    """A 10^4-deep chain with a symbolic batch (over three times the recursion limit) type-checks
+    (every node typed (batch, 4)), prints, parses back, and goes through FuseOps and DefuseOps
+    exactly.  The 10^6-deep runs of these operations are the static chain's (test_printer.py,
+    test_parser.py, transform/test_fuse_ops.py, transform/test_infer_type.py): a symbolic batch
+    changes one parameter's type text and each node's type, not the walks."""
     mod = _symbolic_relu_add_chain(10**4)
+    typed = InferType()(mod)
+    assert typed.type_of(typed["main"].body.args[0]) is TensorType((sym("batch"), 4))  # (the chain's top)
     text = mod.astext()
     assert text.startswith("def @main(%x: Tensor[(batch, 4), float32])")
     assert pyir.alpha_equal(pyir.parse(text)["main"], mod["main"])
