@@ -440,6 +440,14 @@ def _alpha_walk(root: Expr, seed: dict[Sym, tuple[Sym, int]] | None = None) -> b
                 level = len(inst)
                 counter += 1
                 inst.append(counter)
+                if type(n) is Let:  # (the common binder: one variable, no symbols)
+                    p = n.var
+                    old = bound.get(p)
+                    undo.append((p, old))
+                    bound[p] = (_digest(b"B%d,0" % level), level)
+                    if old is not None:
+                        shadows.append(level)
+                    continue
                 vs = _bound[type(n)](n)
                 shadow = False
                 for i, p in enumerate(vs):
@@ -456,8 +464,7 @@ def _alpha_walk(root: Expr, seed: dict[Sym, tuple[Sym, int]] | None = None) -> b
                     fsigs.append((b"".join([h for h, _ in parts]), max([lv for _, lv in parts]), new))
                 continue
             if code == _EXIT:
-                vs = _bound[type(n)](n)
-                for _ in vs:
+                for _ in range(nk):  # (nk: the number of variables the binder bound)
                     p, old = undo.pop()
                     if old is None:
                         del bound[p]
@@ -552,7 +559,7 @@ def _alpha_walk(root: Expr, seed: dict[Sym, tuple[Sym, int]] | None = None) -> b
         if k is Let:
             push((_COMPUTE, n, 2))
             rec_value = _binds_in_value(n)
-            push((_EXIT, n, 0))
+            push((_EXIT, n, 1))
             push(n.body)
             if rec_value:
                 push(n.value)
@@ -562,7 +569,7 @@ def _alpha_walk(root: Expr, seed: dict[Sym, tuple[Sym, int]] | None = None) -> b
                 push(n.value)
         elif k is Function:
             push((_COMPUTE, n, 1))
-            push((_EXIT, n, 0))
+            push((_EXIT, n, len(n.params)))
             push(n.body)
             push((_ENTER, n, 0))
         else:
