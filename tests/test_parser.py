@@ -694,6 +694,7 @@ def test_deep_types_parse() -> None:
         e = Tuple([e])
     mod = pyir.transform.InferType()(Module({"main": Function([x], e)}))
     text = mod.astext()
+    assert text.count("(%") == n + 1 and len(text) < 100 * n  # (linear: from test_printer.py)
     assert parse(text).astext() == text
     for bad in ("fn (", "fn () ", "(Tensor[(2), float32]", "(Tensor[(2), float32],, )", "fn (()) -> ",
                 "((()", "fn (,) -> ()"):

@@ -160,15 +160,11 @@ def test_deep_types_print_iteratively():
 
 
 def test_deep_tuples_and_functions_print():
-    """issue 10 item 16: astext of 10^5 nested tuples and nested functions; after InferType too."""
+    """issue 10 item 16: astext of 10^5 nested functions; after InferType too.  (10^5 nested
+    tuples after InferType print in test_parser.py::test_deep_types_parse, which parses that
+    text back: one build, InferType and astext of that module for both checks.)"""
     T = pyir.TensorType((2,), "float32")
     x = pyir.var("x", T)
-    e = x
-    for _ in range(N_DEEP):
-        e = pyir.Tuple([e])
-    mod = pyir.transform.InferType()(pyir.Module({"main": pyir.Function([x], e)}))
-    text = mod.astext()
-    assert text.count("(%") == N_DEEP + 1 and len(text) < 100 * N_DEEP
     f = x
     for i in range(N_DEEP):
         f = pyir.Function([pyir.var(f"v{i}", T)], f)
