@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import functools
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,6 +22,7 @@ from ..ir.lineage import PassRecord, Recorder, current_recorder, recording
 from ..ir.module import Module
 from ..ir.node import gc_paused
 from ..progress import Progress
+from .cache import _active as _cache_var
 
 __all__ = ["Pass", "ModulePass", "FunctionPass", "Sequential", "PassContext", "PassInstrument",
            "PASS_CONFIG_OPTIONS", "OPT_LEVELS", "register_pass_config",
@@ -194,7 +196,13 @@ class Pass:
         """The options as ``k=v`` text."""
         return ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
 
-    def __call__(self, mod: Module) -> Module:
+    cache_scope: ClassVar[str | None] = None
+    """How a :class:`~pyir.transform.cache.PassCache` memoizes this pass: ``"function"`` (per
+    function), ``"module"`` (per whole-module content) or None (never); see that module."""
+
+    def __call__(self, mod: Module, cache: Any = None) -> Module:
+        if cache is not None:
+            return self._call_cached(mod, cache)
         if not isinstance(mod, Module):
             raise PassError(f"{self.name}: expected a Module, got {type(mod).__name__}")
         ctx = PassContext.current()
@@ -217,18 +225,29 @@ class Pass:
             ins.exit_pass(self, mod, out, seconds)
         return out
 
+    def _call_cached(self, mod: Module, cache: Any) -> Module:
+        """``self(mod)`` with ``cache`` (a PassCache, or a backend to wrap) active for the run."""
+        from .cache import _active, as_pass_cache
+        token = _active.set(as_pass_cache(cache))
+        try:
+            return self(mod)
+        finally:
+            _active.reset(token)
+
     def _run_recorded(self, mod: Module, ctx: PassContext, t0: float) -> Module:
         """Run the pass with a lineage recorder and append its record to the result."""
         if isinstance(self, Sequential):
             return self._result(self.run(mod))
         if current_recorder() is not None:  # run by another pass: its record takes our edges
             return self._result(self.run(mod))
+        cache = _cache_var.get()
+        run = self.run if cache is None else functools.partial(_run_cached, self, cache=cache)
         if ctx.record_lineage:
             with recording() as rec:
-                out = self._result(self.run(mod))
+                out = self._result(run(mod))
         else:
             rec = Recorder()
-            out = self._result(self.run(mod))
+            out = self._result(run(mod))
         if out is not mod or rec:
             _derive_functions(rec, mod, out)
             record = PassRecord(self.name, self.options(), rec.edges,
@@ -245,6 +264,11 @@ class Pass:
             raise PassError(f"pass {self.name} returned {type(out).__name__}, not a Module: run() must "
                             "return the new module (or the input module when nothing changes)")
         return out
+
+
+def _run_cached(pass_: Pass, mod: Module, cache: Any) -> Module:
+    from .cache import run_cached
+    return run_cached(pass_, mod, cache)
 
 
 def _history_base(before: Module, after: Module) -> Any:

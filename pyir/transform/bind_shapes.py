@@ -119,6 +119,8 @@ class BindShapes(FunctionPass):
     Values are dimensions (usually ints; a symbol or expression renames or relates symbols).
     """
 
+    cache_scope = "function"  # PassCache: per function (see pyir.transform.cache)
+
     bindings: tuple[tuple[str, DimLike], ...] = ()
     include_primitive = True
 

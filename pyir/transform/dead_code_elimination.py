@@ -265,6 +265,8 @@ class DeadCodeElimination(ModulePass):
     used exactly once, in the same function (``let %z = %y + %y; %x + %z`` ->
     ``%x + (%y + %y)``; a use inside a nested function keeps its binding)."""
 
+    cache_scope = "module"  # PassCache: per whole-module content: it reads the call graph
+
     inline_once: bool = False
 
     def run(self, mod: Module) -> Module:

@@ -64,6 +64,8 @@ def _primitive_callee(n: Call, memo: dict[Node, Any]) -> Function | None:
 class DefuseOps(ModulePass):
     """Inline every ``Call(fn, args)`` of a ``Primitive=1`` function (in every function)."""
 
+    cache_scope = "function"  # PassCache: per function (see pyir.transform.cache)
+
     def run(self, mod: Module) -> Module:
         updates = {}
         with gc_paused():

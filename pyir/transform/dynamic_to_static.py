@@ -105,6 +105,8 @@ class DynamicToStatic(FunctionPass):
     round changes nothing (at most ``max_rounds``).  A function without ``shape_of`` or a
     dynamic operator is returned as it is (nothing folded)."""
 
+    cache_scope = "function"  # PassCache: per function (see pyir.transform.cache)
+
     max_rounds: int = 16
 
     def transform_function(self, func: Function, mod: Module, name: str) -> Function:

@@ -77,6 +77,8 @@ class _CSE(BindingRewriter):
 class EliminateCommonSubexpr(FunctionPass):
     """Replace ``let`` bindings of values already bound in scope by the earlier variable."""
 
+    cache_scope = "function"  # PassCache: per function (see pyir.transform.cache)
+
     def transform_function(self, func: Function, mod: Module, name: str) -> Function:
         if not func.body._mask & F_LET:
             return func

@@ -312,6 +312,8 @@ class FoldConstant(FunctionPass):
         }
     """
 
+    cache_scope = "function"  # PassCache: per function (see pyir.transform.cache)
+
     max_elements: int | None = None
     fold_qnn: bool = True
 

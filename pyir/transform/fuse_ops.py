@@ -195,6 +195,8 @@ class FuseOps(ModulePass):
     function per group; lineage is exact per group either way).
     """
 
+    cache_scope = "function"  # PassCache: per function (see pyir.transform.cache)
+
     fuse_opt_level: int = -1
     max_fuse_depth: int | None = None
     link_params: bool | None = None

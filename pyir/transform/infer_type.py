@@ -73,6 +73,8 @@ class _FillRetTypes(Rewriter):
 class InferType(ModulePass):
     """Type-check every function and fill in missing return types (nested ones too)."""
 
+    cache_scope = "function"  # PassCache: per function (see pyir.transform.cache)
+
     def run(self, mod: Module) -> Module:
         """The module with all return types filled in (``mod`` itself if none was missing)."""
         types = TypeContext.of(mod)

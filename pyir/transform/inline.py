@@ -138,6 +138,8 @@ def _walk_into(seen: set[Node], roots: list[Function], ids: list[bytes] | None) 
 class Inline(ModulePass):
     """Inline every function whose attributes mark it ``Inline=1`` (see the module docstring)."""
 
+    cache_scope = "module"  # PassCache: per whole-module content: it reads the call graph
+
     def run(self, mod: Module) -> Module:
         # (a function with reference operations is not inlined: its copies at two calls with the
         # same arguments would be one hash-consed node, one effect where there were two)

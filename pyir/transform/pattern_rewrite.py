@@ -40,6 +40,8 @@ class PatternRewrite(FunctionPass):
     """Apply rewrite rules (see :func:`pyir.rewrite.pattern_rewrite.rewrite_rules`), then Relay-style
     callbacks (:class:`~pyir.rewrite.pattern.DFPatternCallback`), to the body of every function."""
 
+    cache_scope = "function"  # PassCache: per function (see pyir.transform.cache)
+
     rules: tuple[Rule, ...] = ()
     max_steps: int = 1000
     callbacks: tuple[DFPatternCallback, ...] = ()

@@ -610,6 +610,8 @@ SIMPLIFY_RULES: tuple[Rule, ...] = (
 class SimplifyExpr(FunctionPass):
     """Remove algebraic identities and cancel layout operators (see the module docstring)."""
 
+    cache_scope = "function"  # PassCache: per function (see pyir.transform.cache)
+
     max_steps: int = 1000
 
     def transform_function(self, func: Function, mod: Module, name: str) -> Function:

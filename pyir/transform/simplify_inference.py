@@ -126,6 +126,8 @@ class SimplifyInference(FunctionPass):
         }
     """  # noqa: E501 (printed lines of the example)
 
+    cache_scope = "function"  # PassCache: per function (see pyir.transform.cache)
+
     def transform_function(self, func: Function, mod: Module, name: str) -> Function:
         """Lower batch_norm and dropout in ``func`` (``func`` itself if it has none)."""
         if not func._mask & _MASK:

@@ -120,6 +120,8 @@ def _sequenced(func: Function) -> Function:
 class ToANormalForm(FunctionPass):
     """Bind every non-atomic subexpression by a let (see the module docstring)."""
 
+    cache_scope = "function"  # PassCache: per function (see pyir.transform.cache)
+
     def transform_function(self, func: Function, mod: Module, name: str) -> Function:
         """``func`` in A-normal form (the same object when it already is)."""
         if func.body._mask & (F_MATCH | F_REF) and not func.attrs.get("Primitive"):

@@ -56,6 +56,8 @@ __all__ = ["ToBasicBlockNormalForm"]
 class ToBasicBlockNormalForm(FunctionPass):
     """Let-bind expressions shared across ``if`` branches at their dominating scope."""
 
+    cache_scope = "function"  # PassCache: per function (see pyir.transform.cache)
+
     def transform_function(self, func: Function, mod: Module, name: str) -> Function:
         """``func`` in basic-block normal form (the same object if it has no ``if``)."""
         if not func._mask & F_IF:

@@ -43,6 +43,8 @@ __all__ = ["ToGraphNormalForm"]
 class ToGraphNormalForm(FunctionPass):
     """Substitute every let variable by its value, in every function (also primitive ones)."""
 
+    cache_scope = "function"  # PassCache: per function (see pyir.transform.cache)
+
     include_primitive: ClassVar[bool] = True
 
     def transform_function(self, func: Function, mod: Module, name: str) -> Function:
