@@ -76,6 +76,7 @@ from .summaries import Summary, summary
 from .text.parser import parse, parse_expr, parse_type
 from .text.prelude import prelude, with_prelude
 from .text.printer import astext
+from .transform.cache import PassCache
 from .transform.pattern_rewrite import PatternRewrite
 
 display.install()
@@ -98,7 +99,7 @@ __all__ = [
     # rewriting
     "ExprVisitor", "ExprMutator", "ExprFunctor", "ScopeBuilder", "rewrite", "substitute", "rebuild",
     "Pattern", "Match", "wildcard", "is_op", "is_expr", "is_constant", "is_var", "is_tuple",
-    "is_tuple_get_item", "Rule", "rewrite_rules", "PatternRewrite",
+    "is_tuple_get_item", "Rule", "rewrite_rules", "PatternRewrite", "PassCache",
     # lineage
     "derive", "eliminate", "PassRecord", "Step",
     # evaluation, text, serialization

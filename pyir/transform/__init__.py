@@ -21,6 +21,7 @@ from .base import (
     module_pass,
 )
 from .bind_shapes import BindShapes
+from .cache import PassCache, PassCacheWarning
 from .dead_code_elimination import DeadCodeElimination
 from .defuse_ops import DefuseOps
 from .dynamic_to_static import DynamicToStatic
@@ -42,7 +43,7 @@ __all__ = [
     "InferType", "SimplifyInference", "FoldConstant", "SimplifyExpr", "EliminateCommonSubexpr",
     "DeadCodeElimination", "FuseOps", "DefuseOps", "ToANormalForm", "ToBasicBlockNormalForm",
     "ToGraphNormalForm", "Inline", "PatternRewrite", "BindShapes", "DynamicToStatic",
-    "standard_pipeline",
+    "standard_pipeline", "PassCache", "PassCacheWarning",
 ]
 
 
