@@ -21,7 +21,7 @@ from .base import (
     module_pass,
 )
 from .bind_shapes import BindShapes
-from .cache import PassCache, PassCacheWarning
+from .cache import PassCache
 from .dead_code_elimination import DeadCodeElimination
 from .defuse_ops import DefuseOps
 from .dynamic_to_static import DynamicToStatic
@@ -43,7 +43,7 @@ __all__ = [
     "InferType", "SimplifyInference", "FoldConstant", "SimplifyExpr", "EliminateCommonSubexpr",
     "DeadCodeElimination", "FuseOps", "DefuseOps", "ToANormalForm", "ToBasicBlockNormalForm",
     "ToGraphNormalForm", "Inline", "PatternRewrite", "BindShapes", "DynamicToStatic",
-    "standard_pipeline", "PassCache", "PassCacheWarning",
+    "standard_pipeline", "PassCache",
 ]
 
 

@@ -22,7 +22,6 @@ from ..ir.lineage import PassRecord, Recorder, current_recorder, recording
 from ..ir.module import Module
 from ..ir.node import gc_paused
 from ..progress import Progress
-from .cache import _active as _cache_var
 
 __all__ = ["Pass", "ModulePass", "FunctionPass", "Sequential", "PassContext", "PassInstrument",
            "PASS_CONFIG_OPTIONS", "OPT_LEVELS", "register_pass_config",
@@ -69,6 +68,11 @@ class PrintIRInstrument(PassInstrument):
 
 
 _ctx: contextvars.ContextVar[PassContext | None] = contextvars.ContextVar("pyir_pass_ctx", default=None)
+_cache_var: contextvars.ContextVar[Any] = contextvars.ContextVar("pyir_pass_cache", default=None)
+"""The :class:`~pyir.transform.cache.PassCache` of the running pipeline (None outside one, and
+inside a pass's own run)."""
+_CACHE_HOOK: list[Any] = [None]
+"""``[as_pass_cache]``, set by :mod:`pyir.transform.cache` (imported by ``pyir.transform``)."""
 
 
 PASS_CONFIG_OPTIONS: dict[str, type] = {
@@ -227,12 +231,14 @@ class Pass:
 
     def _call_cached(self, mod: Module, cache: Any) -> Module:
         """``self(mod)`` with ``cache`` (a PassCache, or a backend to wrap) active for the run."""
-        from .cache import _active, as_pass_cache
-        token = _active.set(as_pass_cache(cache))
+        wrap = _CACHE_HOOK[0]
+        if wrap is None:  # pragma: no cover - pyir.transform imports pyir.transform.cache
+            raise PassError("pass caching needs pyir.transform.cache to be imported")
+        token = _cache_var.set(wrap(cache))
         try:
             return self(mod)
         finally:
-            _active.reset(token)
+            _cache_var.reset(token)
 
     def _run_recorded(self, mod: Module, ctx: PassContext, t0: float) -> Module:
         """Run the pass with a lineage recorder and append its record to the result."""
@@ -241,7 +247,7 @@ class Pass:
         if current_recorder() is not None:  # run by another pass: its record takes our edges
             return self._result(self.run(mod))
         cache = _cache_var.get()
-        run = self.run if cache is None else functools.partial(_run_cached, self, cache=cache)
+        run = self.run if cache is None else functools.partial(cache._run_pass, self)
         if ctx.record_lineage:
             with recording() as rec:
                 out = self._result(run(mod))
@@ -264,11 +270,6 @@ class Pass:
             raise PassError(f"pass {self.name} returned {type(out).__name__}, not a Module: run() must "
                             "return the new module (or the input module when nothing changes)")
         return out
-
-
-def _run_cached(pass_: Pass, mod: Module, cache: Any) -> Module:
-    from .cache import run_cached
-    return run_cached(pass_, mod, cache)
 
 
 def _history_base(before: Module, after: Module) -> Any:

@@ -40,18 +40,18 @@ never pickle): a small module holding the result function (none if the pass left
 as it was; the whole result module for ``"module"`` scope), whose history is one
 :class:`~pyir.ir.lineage.PassRecord` with the lineage rows of that function's run and the key
 as its options.  An entry that does not decode, or decodes to something else than such a
-module for this key, is a miss: the pass runs, a :class:`PassCacheWarning` says so, and the
-entry is written again.
+module for this key, is a miss: the pass runs, a ``RuntimeWarning`` ("pass cache entry ...
+unusable") says so, and the entry is written again.
 """
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import json
 import math
 import struct
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -61,16 +61,13 @@ from ..ir.expr import Function
 from ..ir.lineage import Edges, PassRecord, Recorder, RuleLog, current_recorder, thaw_source_value
 from ..ir.module import Module
 from ..ir.node import F_FUNC, F_GLOBAL, F_UNTYPED, Node, digest, gc_paused
+from .base import _CACHE_HOOK, FunctionPass, PassContext
+from .base import _cache_var as _active
 
-__all__ = ["PassCache", "CacheBackend", "DictBackend", "PassCacheWarning", "as_pass_cache"]
+__all__ = ["PassCache", "CacheBackend", "DictBackend", "as_pass_cache"]
 
 _VERSION = b"pyir-pass-cache/1"
 _CONTEXT_MASK = F_GLOBAL | F_UNTYPED | F_ADT | F_MATCH
-
-
-class PassCacheWarning(UserWarning):
-    """A pass cache entry could not be used (undecodable or not what its key names): it was
-    treated as a miss and written again."""
 
 
 @runtime_checkable
@@ -107,16 +104,24 @@ class PassCache:
     """Memoized pass results (see the module docstring): ``pipeline(mod, cache=PassCache())``.
 
     ``backend`` (default: a new :class:`DictBackend`) is any object with ``cache_load`` and
-    ``cache_save``.  ``hits``, ``misses`` and ``bad`` (undecodable entries) count lookups."""
+    ``cache_save``.  ``hits``, ``misses`` and ``bad`` (undecodable entries) count lookups.
 
-    def __init__(self, backend: Any = None) -> None:
+    ``live``: how many entries this object also keeps decoded, in memory (the most recently
+    used; 0: none).  A hit on one of them skips decoding the bytes -- what makes a re-run in the
+    same process cheap -- at the price of keeping those result functions alive."""
+
+    def __init__(self, backend: Any = None, *, live: int = 4096) -> None:
         if backend is None:
             backend = DictBackend()
         if not (callable(getattr(backend, "cache_load", None))
                 and callable(getattr(backend, "cache_save", None))):
             raise PassError(f"PassCache: the backend needs cache_load and cache_save methods, got "
                             f"{type(backend).__name__}")
+        if type(live) is not int or live < 0:
+            raise PassError(f"PassCache: live must be an int >= 0, got {live!r}")
         self.backend = backend
+        self.live = live
+        self._live: OrderedDict[bytes, tuple[Module, _Segment, bool]] = OrderedDict()
         self.hits = 0
         self.misses = 0
         self.bad = 0
@@ -133,24 +138,41 @@ class PassCache:
         """The entry under ``key`` as (its module, its lineage rows, whether the pass returned its
         input), or None (a miss).  ``names``: the function names the module may hold (None: any,
         the module scope)."""
+        got = self._live.get(key)
+        if got is not None:
+            self._live.move_to_end(key)
+            self.hits += 1
+            return got
         data = self.backend.cache_load(key)
         if data is None:
             self.misses += 1
             return None
         try:
-            got = _decode(data, key, names)
+            entry = _decode(data, key, names)
         except PyIRError as e:
-            got = f"{type(e).__name__}: {e}"
-        if isinstance(got, str):
+            entry = f"{type(e).__name__}: {e}"
+        if isinstance(entry, str):
             self.bad += 1
             self.misses += 1
-            warnings.warn(f"pass cache entry {key.hex()[:16]} unusable ({got:.200}); running the pass",
-                          PassCacheWarning, stacklevel=3)
+            warnings.warn(f"pass cache entry {key.hex()[:16]} unusable ({entry:.200}); running the pass",
+                          RuntimeWarning, stacklevel=3)
             return None
         self.hits += 1
-        return got
+        self._keep(key, entry)
+        return entry
 
-    def _save(self, key: bytes, name: str, funcs: Mapping[str, Function], seg: _Segment,
+    def _run_pass(self, pass_: Any, mod: Module) -> Module:
+        """``pass_.run(mod)`` through this cache (``Pass._run_recorded`` calls it)."""
+        return run_cached(pass_, mod, self)
+
+    def _keep(self, key: bytes, entry: tuple[Module, _Segment, bool]) -> None:
+        if self.live:
+            self._live[key] = entry
+            self._live.move_to_end(key)
+            if len(self._live) > self.live:
+                self._live.popitem(last=False)
+
+    def _save(self, key: bytes, name: str, funcs: Mapping[Any, Function], seg: _Segment,
               same: bool = False) -> None:
         from ..serialize.binary import dumps
         r = seg.record
@@ -169,9 +191,10 @@ class PassCache:
                 idx.append(k)
             text = json.dumps({"names": names, "idx": idx, "ids": b"".join(i for _, i in seg.rules).hex()})
             recs.append(PassRecord("rules", text, (), ()))
-        m = Module(dict(funcs))
+        m = Module(funcs)
         m = m._derive(m.functions(), history=m.pass_records.extend(recs))
         self.backend.cache_save(key, dumps(m))
+        self._keep(key, (m, seg, same))
 
 
 def _thawed(src: Mapping[bytes, Any] | None) -> dict[bytes, Any] | None:
@@ -213,13 +236,7 @@ def as_pass_cache(cache: Any) -> PassCache:
     return PassCache(cache)
 
 
-# -- the active cache (set by ``Pass.__call__(mod, cache=...)``) -------------------------------
-_active: contextvars.ContextVar[PassCache | None] = contextvars.ContextVar("pyir_pass_cache", default=None)
-
-
-def active_cache() -> PassCache | None:
-    """The cache of the running pipeline (None outside one, and inside a pass's own run)."""
-    return _active.get()
+_CACHE_HOOK[0] = as_pass_cache  # Pass.__call__(mod, cache=...) wraps a backend with it
 
 
 # -- keys ------------------------------------------------------------------------------------------
@@ -275,7 +292,6 @@ def _enc(v: Any, out: list[bytes], depth: int = 0) -> None:
 def _pass_key(pass_: Any, recording: bool) -> bytes | None:
     """The part of every key this pass run shares, or None if the pass is uncacheable."""
     from .. import __version__
-    from .base import PassContext
     ctx = PassContext.current()
     cls = type(pass_)
     out = [_VERSION, __version__.encode(), f"{cls.__module__}.{cls.__qualname__}".encode(),
@@ -385,7 +401,6 @@ def _function_steps(pass_: Any, mod: Module) -> tuple[Callable[[Function, str], 
                                                        Callable[[Function], bool], Any] | None:
     """(step(func, name) -> new func, skip(func), context manager) for a pass whose run is a
     loop over functions, or None."""
-    from .base import FunctionPass
     from .defuse_ops import DefuseOps, defuse
     from .fuse_ops import FuseOps
     from .infer_type import InferType

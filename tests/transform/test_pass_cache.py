@@ -23,7 +23,6 @@ from pyir.transform import (
     InferType,
     Inline,
     PassCache,
-    PassCacheWarning,
     PassContext,
     PatternRewrite,
     Sequential,
@@ -205,7 +204,8 @@ def test_corrupted_entries_are_misses_with_a_warning(mod: pyir.Module, uncached:
         out = standard_pipeline()(mod, cache=c)
     assert_same_run(out, uncached)
     assert c.bad == 31 and c.hits == 0
-    assert len([w for w in caught if issubclass(w.category, PassCacheWarning)]) == 31
+    unusable = [w for w in caught if w.category is RuntimeWarning and "pass cache entry" in str(w.message)]
+    assert len(unusable) == 31
     assert backend.entries == good  # each was written again, as the real run made it
     c2 = PassCache(backend)
     assert_same_run(standard_pipeline()(mod, cache=c2), uncached)
