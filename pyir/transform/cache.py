@@ -9,6 +9,16 @@ back, and its lineage rows are replayed into the pass's record, so the result --
 ids, printed text and pass records (edges, removed ids, sources, rule names; not the
 ``seconds``) -- is the one an uncached run gives.
 
+>>> import pyir
+>>> from pyir.transform import PassCache, standard_pipeline
+>>> mod, cache = pyir.testing.resnet(2), PassCache()
+>>> out = standard_pipeline()(mod, cache=cache)
+>>> again = standard_pipeline()(mod, cache=cache)       # every pass a hit, nothing runs
+>>> again["main"] is out["main"], cache.stats()
+(True, {'hits': 7, 'misses': 7, 'bad': 0})
+>>> [len(r.edges) for r in again.pass_records] == [len(r.edges) for r in out.pass_records]
+True
+
 **What a result is keyed by.**  Every key holds the pyir version, the pass's class (module and
 qualified name), its ``name``, every option (dataclass field; a value that is not plain data --
 None, bool, int, float, str, bytes, a pyir node by its content id, tuples / lists / sets / maps
