@@ -101,7 +101,7 @@ def main() -> None:
     print(f"{'re-run, nothing changed (warm)':<46} {warm_t:8.2f} s   1/{full / warm_t:.0f} of the full run")
     print(f"{'one function edited: uncached full run':<46} {ef:8.2f} s")
     print(f"{'one function edited: warm cached run':<46} {ec:8.2f} s   1/{ef / ec:.1f} of the full run "
-          f"({hits} hits, {misses} misses: the edited function and main re-run)")
+          f"({hits} hits, {misses} misses: the edited function; main keys on its callees' types)")
     ed = min(t_edit_decoded)
     print(f"{'... the same, every hit decoded (live=0)':<46} {ed:8.2f} s   1/{ef / ed:.1f} of the full run")
 

@@ -27,11 +27,14 @@ and ``config``, and whether lineage is being recorded.  Then, by the pass's ``ca
 
 * ``"function"`` (every standard :class:`FunctionPass`, and the module passes ``FuseOps``,
   ``DefuseOps`` and ``InferType``, whose ``run`` is a loop over the functions doing one
-  function's work each): one entry per function, keyed by its name and content id.  A function
-  whose meaning depends on the rest of the module -- it refers to a global (``@f``), an
-  untyped variable, a constructor or a ``match`` (the mask bits ``F_GLOBAL | F_UNTYPED | F_ADT
-  | F_MATCH``) -- also keys on the whole module's content (see below): a caller re-runs when a
-  function it could see changed; a self-contained function re-runs only when it changes.
+  function's work each): one entry per function, keyed by its name and content id.  These
+  passes read the module only through its typing context (``TypeContext`` / ``infer_type``);
+  so a function that calls globals (``@f``) also keys on the types of the globals it calls
+  (``mod.global_type``: the annotated signature, else the inferred one), and a function whose
+  types come from the whole module -- an untyped variable, a constructor or a ``match`` (mask
+  bits ``F_UNTYPED | F_ADT | F_MATCH``), or a global that does not type -- keys on the whole
+  module's content (see below).  So ``main`` calling an edited function re-runs only if the
+  edit changed that function's type; a self-contained function re-runs only when it changes.
   FuseOps's primitive functions are inline function literals, shared per function (one
   sharing table per ``fuse_function`` call), named by nothing of the module, so a function's
   fused form is a function of that function alone.
@@ -78,6 +81,7 @@ __all__ = ["PassCache", "CacheBackend", "DictBackend", "as_pass_cache"]
 
 _VERSION = b"pyir-pass-cache/1"
 _CONTEXT_MASK = F_GLOBAL | F_UNTYPED | F_ADT | F_MATCH
+_WHOLE_MASK = F_UNTYPED | F_ADT | F_MATCH  # typed through the whole module's functions and types
 
 
 @runtime_checkable
@@ -132,6 +136,7 @@ class PassCache:
         self.backend = backend
         self.live = live
         self._live: OrderedDict[bytes, tuple[Module, _Segment, bool]] = OrderedDict()
+        self._globals: dict[bytes, tuple[str, ...]] = {}  # function id -> the globals it names
         self.hits = 0
         self.misses = 0
         self.bad = 0
@@ -471,10 +476,15 @@ def _run_functions(pass_: Any, mod: Module, cache: PassCache, rec: Recorder | No
         if skip(f):
             continue
         ctx = b""
-        if (f._mask | f.body._mask) & _CONTEXT_MASK:
-            if whole is None:
-                whole = _module_key(mod)
-            ctx = whole
+        mask = f._mask | f.body._mask
+        if mask & _CONTEXT_MASK:
+            sig = _signatures(cache, mod, f) if not mask & _WHOLE_MASK else None
+            if sig is not None:
+                ctx = sig
+            else:
+                if whole is None:
+                    whole = _module_key(mod)
+                ctx = whole
         key = _key(base, b"function", name.encode(), f.id, ctx)
         got = cache._load(key, (name,))
         if got is not None:
@@ -516,3 +526,20 @@ def _run_module(pass_: Any, mod: Module, cache: PassCache, rec: Recorder | None,
         return out
     cache._save(key, pass_.name, {} if out is mod else out.functions(), s, same=out is mod)
     return out
+
+
+def _signatures(cache: PassCache, mod: Module, f: Function) -> bytes | None:
+    """The types of the globals ``f`` calls, as key bytes (None if one cannot be typed)."""
+    names = cache._globals.get(f.id)
+    if names is None:
+        from ..ir.traverse import global_vars
+        names = cache._globals[f.id] = tuple(sorted({g.name_hint for g in global_vars(f)}))
+    parts = [b"G"]
+    for n in names:
+        try:
+            t = mod.global_type(n)
+        except PyIRError:
+            return None
+        s = n.encode()
+        parts.append(b"%d:" % len(s) + s + t.id)
+    return b"".join(parts)

@@ -121,10 +121,11 @@ def test_edited_function_reruns_only_it(mod: pyir.Module, monkeypatch: pytest.Mo
     monkeypatch.setattr(FuseOps, "fuse_function", count_fuse)
     c.hits = c.misses = 0
     out = standard_pipeline()(edited, cache=c)
-    # the edited leaf, and main (it calls the functions: it keys on the whole module); once each
-    assert sorted(ran["SimplifyExpr"]) == ["f2", "main"]
-    assert len(ran["FuseOps"]) == 2
-    assert c.misses == 6 * 2 + 1 and c.hits == 6 * 3
+    # the edited leaf only, once per pass (main's key holds the types of its callees, unchanged);
+    # DeadCodeElimination (module scope) runs again
+    assert ran["SimplifyExpr"] == ["f2"]
+    assert len(ran["FuseOps"]) == 1
+    assert c.misses == 6 + 1 and c.hits == 6 * 4
     monkeypatch.undo()
     ref = standard_pipeline()(edited)
     assert_same_run(out, ref)
@@ -134,6 +135,17 @@ def test_edited_function_reruns_only_it(mod: pyir.Module, monkeypatch: pytest.Mo
     c.hits = c.misses = 0
     assert_same_run(standard_pipeline()(edited, cache=c), ref)
     assert c.misses == 0
+
+
+def test_an_edit_that_changes_a_type_reruns_the_callers(mod: pyir.Module) -> None:
+    c = PassCache()
+    standard_pipeline()(mod, cache=c)
+    f = _leaf(3)
+    edited = mod.with_function("f3", Function(f.params, op.reshape(f.body, newshape=(10,))))  # (10,)
+    c.hits = c.misses = 0
+    out = standard_pipeline()(edited, cache=c)
+    assert c.misses == 6 * 2 + 1  # f3 and main (it adds f3's result), and DCE
+    assert_same_run(out, standard_pipeline()(edited))
 
 
 class _Cached:
