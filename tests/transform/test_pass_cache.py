@@ -247,11 +247,20 @@ _PASSES = [SimplifyInference(), FoldConstant(), SimplifyExpr(), FuseOps(), Defus
            ToBasicBlockNormalForm(), Inline()]
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+def _caller(g: Function) -> Function:
+    """``@w``: calls ``@g`` with its own parameters (so its key holds ``@g``'s type)."""
+    ps = [pyir.var(f"w{i}", shape=pyir.testing.PROGRAM_SHAPE) for i in range(len(g.params))]
+    return Function(ps, op.add(Call(GlobalVar("g"), ps), pyir.const(1.0)))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(pyir.testing.programs(max_steps=8), pyir.testing.programs(max_steps=8),
-       st.lists(st.sampled_from(_PASSES), min_size=1, max_size=6))
-def test_random_programs_and_pipelines(a: pyir.Module, b: pyir.Module, passes: list[Any]) -> None:
-    mod = pyir.Module({"main": a["main"], "g": b["main"]})
+       pyir.testing.programs(max_steps=8), st.lists(st.sampled_from(_PASSES), min_size=1, max_size=6))
+def test_random_programs_and_pipelines(a: pyir.Module, b: pyir.Module, e: pyir.Module,
+                                       passes: list[Any]) -> None:
+    """Random programs through random pipelines, cached twice, equal the uncached run; so does the
+    cached run of an edit (``@g`` replaced, ``@w`` calling it)."""
+    mod = pyir.Module({"main": a["main"], "g": b["main"], "w": _caller(b["main"])})
     pipe = Sequential(passes)
     ref = pipe(mod)
     c = PassCache()
@@ -259,3 +268,7 @@ def test_random_programs_and_pipelines(a: pyir.Module, b: pyir.Module, passes: l
     first = c.misses
     assert_same_run(pipe(mod, cache=c), ref)
     assert c.misses == first  # the second run hit every time
+    g = e["main"]
+    w = mod["w"] if len(g.params) == len(b["main"].params) else _caller(g)
+    edited = mod.with_functions({"g": g, "w": w})
+    assert_same_run(pipe(edited, cache=c), pipe(edited))
