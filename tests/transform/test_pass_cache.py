@@ -28,6 +28,7 @@ from pyir.transform import (
     Sequential,
     SimplifyExpr,
     SimplifyInference,
+    TimingInstrument,
     ToANormalForm,
     ToBasicBlockNormalForm,
     ToGraphNormalForm,
@@ -240,6 +241,19 @@ def test_module_scope_passes(mod: pyir.Module) -> None:
     c.hits = c.misses = 0
     assert_same_run(pipe(m, cache=c), ref)
     assert c.misses == 0 and c.hits > 0
+
+
+def test_a_single_pass_and_instruments(mod: pyir.Module) -> None:
+    c = PassCache()
+    ref = SimplifyInference()(mod)
+    assert_same_run(SimplifyInference()(mod, cache=c), ref)
+    t1, t2 = TimingInstrument(), TimingInstrument()
+    with PassContext(instruments=[t1]):
+        standard_pipeline()(mod)
+    with PassContext(instruments=[t2]):
+        standard_pipeline()(mod, cache=c)
+        standard_pipeline()(mod, cache=c)
+    assert [n for n, _ in t2.timings] == 2 * [n for n, _ in t1.timings]  # hits are pass runs too
 
 
 _PASSES = [SimplifyInference(), FoldConstant(), SimplifyExpr(), FuseOps(), DefuseOps(), ToANormalForm(),
