@@ -51,10 +51,12 @@ exactly, have their loop here).  Nested passes (a pass a pass runs) are never ca
 **What is stored.**  Values are bytes in pyir's binary format (:func:`pyir.serialize.binary.dumps`,
 never pickle): a small module holding the result function (none if the pass left the function
 as it was; the whole result module for ``"module"`` scope), whose history is one
-:class:`~pyir.ir.lineage.PassRecord` with the lineage rows of that function's run and the key
-as its options.  An entry that does not decode, or decodes to something else than such a
-module for this key, is a miss: the pass runs, a ``RuntimeWarning`` ("pass cache entry ...
-unusable") says so, and the entry is written again.
+:class:`~pyir.ir.lineage.PassRecord` with the lineage rows of that function's run (edges,
+removed ids, sources) and the key as its options, then, if rewrite rules fired, a record
+``"rules"`` whose options are the firings as JSON (names, name indices, node ids: the binary
+format does not carry a record's rule names).  An entry that does not decode, or decodes to
+something else than such a module for this key, is a miss: the pass runs, a
+``RuntimeWarning`` ("pass cache entry ... unusable") says so, and the entry is written again.
 """
 
 from __future__ import annotations
@@ -235,7 +237,9 @@ def _decode(data: Any, key: bytes, names: tuple[str, ...] | None) -> tuple[Modul
         try:
             d = json.loads(r.options)
             rnames, idx, ids = d["names"], d["idx"], bytes.fromhex(d["ids"])
-            if r.name != "rules" or len(ids) != 16 * len(idx) or not all(type(n) is str for n in rnames):
+            if (r.name != "rules" or type(rnames) is not list or type(idx) is not list
+                    or len(ids) != 16 * len(idx) or not all(type(n) is str for n in rnames)
+                    or not all(type(k) is int and 0 <= k < len(rnames) for k in idx)):
                 return "bad rule rows"
             rules = [(rnames[k], ids[16 * p:16 * p + 16]) for p, k in enumerate(idx)]
         except (ValueError, KeyError, TypeError, IndexError, AttributeError):
@@ -320,7 +324,7 @@ def _pass_key(pass_: Any, recording: bool) -> bytes | None:
     except _Uncacheable:
         return None
     out.append(b"R" if recording else b"-")
-    return b"\0".join(out)
+    return _joined(out)
 
 
 def _module_key(mod: Module) -> bytes:
@@ -335,9 +339,14 @@ def _module_key(mod: Module) -> bytes:
     return b"".join(parts)
 
 
+def _joined(parts: list[bytes]) -> bytes:
+    return b"".join([b"%d:" % len(p) + p for p in parts])  # length-prefixed: unambiguous
+
+
 def _key(*parts: bytes) -> bytes:
-    d = digest(b"\0".join(parts))
-    return d + digest(d + b"\0key2")
+    """32 bytes: two XXH3-128 digests of the parts (so that a collision needs two at once)."""
+    payload = _joined(list(parts))
+    return digest(payload) + digest(b"pyir-pass-cache-key2\0" + payload)
 
 
 # -- recording segments ------------------------------------------------------------------------
@@ -379,8 +388,8 @@ def _segment(rec: Recorder | None, mark: Any, name: str) -> _Segment:
     log = rec.rules
     rules: list[tuple[str, bytes]] = []
     if log is not None and len(log.idx) > k0:
-        ids = bytes(log.ids)
-        rules = [(log.names[log.idx[p]], ids[p * 16:p * 16 + 16]) for p in range(k0, len(log.idx))]
+        ids = bytes(log.ids[k0 * 16:])
+        rules = [(log.names[k], ids[16 * j:16 * j + 16]) for j, k in enumerate(log.idx[k0:])]
     if e.n == n0 and len(rec.removed) == r0 and not sources:
         return _Segment(None, rules)
     counts = None if e.counts is None else e.counts[n0:].tobytes()
