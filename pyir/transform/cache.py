@@ -463,11 +463,10 @@ def run_cached(pass_: Any, mod: Module, cache: PassCache) -> Module:
     steps = _function_steps(pass_, mod) if scope == "function" and base is not None else None
     token = _active.set(None)  # passes this pass runs are not cached
     try:
-        if base is None or (scope == "function" and steps is None):
-            return pass_._result(pass_.run(mod))
-        if scope == "module":
+        if base is not None and scope == "module":
             return _run_module(pass_, mod, cache, rec, _key(base, b"module", _module_key(mod)))
-        assert steps is not None
+        if steps is None:  # not cacheable: a real run
+            return pass_._result(pass_.run(mod))
         step, skip, cm = steps
         if cm is None:
             return _run_functions(pass_, mod, cache, rec, base, step, skip)
