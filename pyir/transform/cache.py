@@ -465,7 +465,7 @@ def run_cached(pass_: Any, mod: Module, cache: PassCache) -> Module:
     try:
         if base is not None and scope == "module":
             return _run_module(pass_, mod, cache, rec, _key(base, b"module", _module_key(mod)))
-        if steps is None:  # not cacheable: a real run
+        if steps is None or base is None:  # not cacheable: a real run
             return pass_._result(pass_.run(mod))
         step, skip, cm = steps
         if cm is None:
