@@ -237,6 +237,7 @@ def test_module_scope_passes(mod: pyir.Module) -> None:
     pipe = Sequential([Inline(), DeadCodeElimination(), InferType()])
     c = PassCache()
     ref = pipe(m)
+    assert "f1" not in ref and [r.name for r in ref.pass_records] == ["Inline", "InferType"]
     assert_same_run(pipe(m, cache=c), ref)
     c.hits = c.misses = 0
     assert_same_run(pipe(m, cache=c), ref)
