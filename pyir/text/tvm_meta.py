@@ -131,7 +131,13 @@ def load(text: str, pos: int) -> dict[str, list[Any]]:
 
 
 def _index(v: Any, n: int) -> int:
-    i = int(v)
+    # TVM writes indices as ints, and as decimal strings inside "attrs"; a float (1e400
+    # would overflow int()) or any other text is no index
+    if type(v) is str and v.isascii() and v.isdigit():
+        v = int(v)
+    if type(v) is not int:
+        raise ValueError(f"node index must be an integer, got {v!r}")
+    i = v
     if not 0 <= i < n:
         raise IndexError(f"node index {i} out of range ({n} nodes)")
     return i
