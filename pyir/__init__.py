@@ -29,6 +29,7 @@ from .errors import (
     PyIRError,
     RewriteLoopError,
     SerializationError,
+    StoreError,
     TypeCheckError,
     UnknownOpError,
     WellFormedError,
@@ -72,6 +73,7 @@ from .rewrite.pattern import (
 from .rewrite.pattern_rewrite import Rule, rewrite_rules
 from .rewrite.scope_builder import ScopeBuilder
 from .serialize import dumps, from_json, load, loads, save, to_json
+from .store import Store
 from .summaries import Summary, summary
 from .text.parser import parse, parse_expr, parse_type
 from .text.prelude import prelude, with_prelude
@@ -88,7 +90,7 @@ __all__ = [
     "PyIRError", "ImmutableError", "AttrError", "UnknownOpError", "TypeCheckError", "WellFormedError",
     "EvaluationError", "PassError", "RewriteLoopError", "LineageError", "ParseError",
     "SerializationError", "PatternError", "FinalKindError", "FrontendError", "GraphvizNotFoundError",
-    "InternalError", "AlphaEqualityError", "IllTypedProgramError",
+    "InternalError", "AlphaEqualityError", "IllTypedProgramError", "StoreError",
     # nodes, types, expressions
     "op", "Node", "Attrs", "live_node_count",
     "Type", "TensorType", "TupleType", "FuncType", "dims", "Dim", "sym", "Any",
@@ -104,7 +106,7 @@ __all__ = [
     "derive", "eliminate", "PassRecord", "Step",
     # evaluation, text, serialization
     "evaluate", "astext", "parse", "parse_expr", "parse_type", "prelude", "with_prelude", "adt",
-    "dumps", "loads", "save", "load", "to_json", "from_json",
+    "dumps", "loads", "save", "load", "to_json", "from_json", "Store",
     # equality, diff, display
     "structural_equal", "structural_hash", "alpha_equal", "alpha_hash", "diff", "Diff",
     "display", "report", "viz", "testing", "transform", "summary", "Summary", "progress",

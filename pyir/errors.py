@@ -104,6 +104,11 @@ class FinalKindError(PyIRError, TypeError):
     """A node kind was subclassed: node kinds are final (their instances are interned)."""
 
 
+class StoreError(PyIRError, ValueError):
+    """A snapshot store (:mod:`pyir.store`) cannot do what was asked: an unknown or ambiguous
+    ref, a corrupted or missing row (the message names it), a file that is not a store."""
+
+
 def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str:
     """``"; did you mean 'a' or 'b'?"`` for the ``choices`` close to ``word`` (difflib), or ""."""
     import difflib
@@ -137,4 +142,5 @@ __all__ = [
     "GraphvizNotFoundError",
     "InternalError",
     "AlphaEqualityError",
+    "StoreError",
 ]
