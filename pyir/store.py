@@ -505,8 +505,8 @@ class Store:
         rid = int(cur.lastrowid)  # type: ignore[arg-type]
         db.executemany("INSERT INTO edges VALUES (?, ?, ?, ?)",
                        [(rid, e, news[16 * e:16 * e + 16], o) for e, o in enumerate(per)])
-        db.executemany("INSERT OR IGNORE INTO edge_old VALUES (?, ?, ?)",
-                       [(o[p:p + 16], rid, e) for e, o in enumerate(per) for p in range(0, len(o), 16)])
+        db.executemany("INSERT OR IGNORE INTO edge_old VALUES (?, ?, ?)",  # sorted: B-tree locality
+                       sorted([(o[p:p + 16], rid, e) for e, o in enumerate(per) for p in range(0, len(o), 16)]))
         db.executemany("INSERT INTO removed VALUES (?, ?)", [(rid, r) for r in rec.removed])
         return rid
 
@@ -661,6 +661,10 @@ class Store:
         except (PyIRError, ValueError, TypeError, IndexError, KeyError) as e:
             raise StoreError(f"pass record row {rid}: {type(e).__name__}: {e}") from None
         if edges is None:
+            h = db.execute("SELECT hash FROM records WHERE rid = ?", (rid,)).fetchone()[0]
+            if _record_hash(rec) != h:
+                raise StoreError(f"pass record row {rid} ({name}): its rows do not hash to its key "
+                                 "(corrupted rows)")
             self._rec_obj[rid] = rec
         return rec
 
@@ -882,13 +886,11 @@ class Store:
         hashes: dict[int, bytes] = {}
         for rid, h in db.execute("SELECT rid, hash FROM records").fetchall():
             rep.records += 1
+            self._rec_obj.pop(rid, None)  # re-read from the rows (the hash is checked there)
             try:
-                rec = self._record(db, rid) if rid not in self._rec_obj else self._rec_obj[rid]
-                if _record_hash(rec) != h:
-                    raise StoreError("its rows do not hash to its key")
+                self._record(db, rid)
                 hashes[rid] = h
             except StoreError as e:
-                self._rec_obj.pop(rid, None)
                 bad.append(f"records row {rid}: {e}")
         for sid, h, par in db.execute("SELECT sid, hash, parent FROM snapshots").fetchall():
             rep.snapshots += 1

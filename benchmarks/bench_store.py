@@ -1,0 +1,185 @@
+"""The snapshot store (issue 16 items 1-2): dedup in bytes, and put/get time per node.
+
+* **pipeline**: a resnet-style module (``pyir.testing.resnet``) through ten passes (InferType,
+  SimplifyInference, FoldConstant, SimplifyExpr, EliminateCommonSubexpr, FuseOps,
+  ToANormalForm, ToGraphNormalForm, DeadCodeElimination, DefuseOps): the bytes of a store
+  holding each stage alone, and of one store holding all eleven (the input and the ten
+  outputs). Target: all stages <= 1.5x the largest stage alone.
+* **light models**: each of the nine ONNX light models (``onnx`` ships them), imported and
+  run through the standard pipeline: bytes of storing each model's stages, then the same
+  models imported a second time (a new import: the same content ids, so no new node rows).
+* **time**: put and get of the largest pipeline stage into a fresh store, in µs per node,
+  against ``pyir.dumps`` / ``pyir.loads`` of the same module in the same run (CPU time, best
+  of ``--rounds``).
+
+Bytes are the file's size after ``VACUUM`` (WAL checkpointed), so free pages do not count.
+
+    python benchmarks/bench_store.py                # resnet(16 blocks, 64 channels), 3 rounds
+    python benchmarks/bench_store.py --quick        # smaller resnet, 1 round, 3 light models
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sqlite3
+import tempfile
+import time
+from typing import Any
+
+import pyir
+from pyir.transform import (
+    DeadCodeElimination,
+    DefuseOps,
+    EliminateCommonSubexpr,
+    FoldConstant,
+    FuseOps,
+    InferType,
+    SimplifyExpr,
+    SimplifyInference,
+    ToANormalForm,
+    ToGraphNormalForm,
+    standard_pipeline,
+)
+
+TEN = [InferType(), SimplifyInference(), FoldConstant(), SimplifyExpr(), EliminateCommonSubexpr(), FuseOps(),
+       ToANormalForm(), ToGraphNormalForm(), DeadCodeElimination(), DefuseOps()]
+LIGHT = ["bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet",
+         "squeezenet", "vgg19", "zfnet512"]
+
+
+def stages(mod: pyir.Module, passes: list[Any]) -> list[pyir.Module]:
+    out = [mod]
+    for p in passes:
+        out.append(p(out[-1]))
+    return out
+
+
+def file_bytes(path: str) -> int:
+    """The store file's size once its WAL is checkpointed and free pages are vacuumed away."""
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.execute("VACUUM")
+    db.close()
+    return os.path.getsize(path)
+
+
+def node_rows(path: str) -> int:
+    db = sqlite3.connect(path)
+    n = db.execute("SELECT count(*) FROM nodes").fetchone()[0]
+    db.close()
+    return int(n)
+
+
+def stored_bytes(tmp: str, mods: list[pyir.Module], tag: str) -> int:
+    path = os.path.join(tmp, f"{tag}.db")
+    with pyir.Store(path) as st:
+        for m in mods:
+            st.put(m, name=tag)
+    return file_bytes(path)
+
+
+def pipeline_report(tmp: str, blocks: int, channels: int, size: int) -> float:
+    mod = pyir.testing.resnet(blocks, channels=channels, size=size)
+    sts = stages(mod, TEN)
+    print(f"pipeline: resnet({blocks} blocks, {channels} channels, {size}x{size}), 10 passes, 11 stages")
+    alone = []
+    for k, m in enumerate(sts):
+        b = stored_bytes(tmp, [m], f"stage{k}")
+        alone.append(b)
+        name = m.pass_records[-1].name if m.pass_records else "(input)"
+        print(f"  stage {k:2d} {name:22s} {pyir.count_nodes(m['main']):6d} nodes  {b:10,d} bytes alone")
+    total = stored_bytes(tmp, sts, "all")
+    ratio = total / max(alone)
+    print(f"  all 11 stages in one store: {total:,d} bytes = {ratio:.2f}x the largest stage alone "
+          f"({max(alone):,d}; target <= 1.5x); sum of the stages alone {sum(alone):,d} = "
+          f"{sum(alone) / max(alone):.2f}x")
+    return ratio
+
+
+def light_report(tmp: str, names: list[str]) -> None:
+    try:
+        import onnx
+    except ImportError:
+        print("light models: onnx is not installed (skipped)")
+        return
+    from pyir.frontend.onnx import from_onnx
+
+    light = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+    path = os.path.join(tmp, "light.db")
+    print("light models: import, standard pipeline; each model's stages into one store")
+    sum_alone = 0
+    with pyir.Store(path) as st:
+        for name in names:
+            mod = from_onnx(os.path.join(light, f"light_{name}.onnx"))
+            sts = stages(mod, list(standard_pipeline().passes))
+            before = node_rows(path)
+            alone = stored_bytes(tmp, [sts[-1]], f"alone_{name}")
+            sum_alone += alone
+            for m in sts:
+                st.put(m, name=name)
+            rows = node_rows(path) - before
+            again = from_onnx(os.path.join(light, f"light_{name}.onnx"))
+            st.put(again, name=name + "-again")
+            added = node_rows(path) - before - rows
+            print(f"  {name:14s} {len(sts)} stages: {rows:6d} node rows; its last stage alone "
+                  f"{alone:10,d} bytes; imported again: {added} new node rows")
+    total = file_bytes(path)
+    print(f"  all models, all stages: {total:,d} bytes; their last stages alone, summed: {sum_alone:,d} "
+          f"({total / sum_alone:.2f}x)")
+
+
+def best(fn: Any, rounds: int) -> float:
+    out = float("inf")
+    for _ in range(rounds):
+        t = time.process_time()
+        fn()
+        out = min(out, time.process_time() - t)
+    return out
+
+
+def time_report(tmp: str, blocks: int, channels: int, size: int, rounds: int) -> None:
+    mod = stages(pyir.testing.resnet(blocks, channels=channels, size=size), TEN)[-1]
+    n = len(pyir.serialize.binary._format_table([mod[k] for k in mod.names()]))
+    k = [0]
+
+    def put() -> None:
+        k[0] += 1
+        with pyir.Store(os.path.join(tmp, f"t{k[0]}.db")) as st:
+            st.put(mod)
+
+    path = os.path.join(tmp, "get.db")
+    with pyir.Store(path) as st:
+        sid = st.put(mod)
+
+    def get() -> None:
+        with pyir.Store(path) as st:
+            st.get(sid)
+
+    data = pyir.dumps(mod)
+    t_put, t_get = best(put, rounds), best(get, rounds)
+    t_dumps, t_loads = best(lambda: pyir.dumps(mod), rounds), best(lambda: pyir.loads(data), rounds)
+    us = 1e6 / n
+    print(f"time ({n} nodes, CPU, best of {rounds}; nodes alive, so get/loads intern hits):")
+    print(f"  put  {t_put * us:7.1f} us/node   dumps {t_dumps * us:6.1f} us/node   ratio {t_put / t_dumps:5.1f}x")
+    print(f"  get  {t_get * us:7.1f} us/node   loads {t_loads * us:6.1f} us/node   ratio {t_get / t_loads:5.1f}x")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    blocks, channels, size = (4, 16, 8) if a.quick else (16, 64, 16)
+    tmp = tempfile.mkdtemp(prefix="bench_store_")
+    try:
+        pipeline_report(tmp, blocks, channels, size)
+        light_report(tmp, LIGHT[:3] if a.quick else LIGHT)
+        time_report(tmp, blocks, channels, size, 1 if a.quick else a.rounds)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
