@@ -162,8 +162,10 @@ def time_report(tmp: str, blocks: int, channels: int, size: int, rounds: int) ->
     t_dumps, t_loads = best(lambda: pyir.dumps(mod), rounds), best(lambda: pyir.loads(data), rounds)
     us = 1e6 / n
     print(f"time ({n} nodes, CPU, best of {rounds}; nodes alive, so get/loads intern hits):")
-    print(f"  put  {t_put * us:7.1f} us/node   dumps {t_dumps * us:6.1f} us/node   ratio {t_put / t_dumps:5.1f}x")
-    print(f"  get  {t_get * us:7.1f} us/node   loads {t_loads * us:6.1f} us/node   ratio {t_get / t_loads:5.1f}x")
+    print(f"  put  {t_put * us:7.1f} us/node   dumps {t_dumps * us:6.1f} us/node   "
+          f"ratio {t_put / t_dumps:5.1f}x")
+    print(f"  get  {t_get * us:7.1f} us/node   loads {t_loads * us:6.1f} us/node   "
+          f"ratio {t_get / t_loads:5.1f}x")
 
 
 def main() -> None:

@@ -93,7 +93,8 @@ CREATE TABLE IF NOT EXISTS edges(rid INTEGER NOT NULL, e INTEGER NOT NULL, new B
 CREATE INDEX IF NOT EXISTS edges_new ON edges(new);
 CREATE TABLE IF NOT EXISTS edge_old(old BLOB NOT NULL, rid INTEGER NOT NULL, e INTEGER NOT NULL,
     PRIMARY KEY(old, rid, e)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS removed(rid INTEGER NOT NULL, id BLOB NOT NULL, PRIMARY KEY(rid, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS removed(rid INTEGER NOT NULL, id BLOB NOT NULL,
+    PRIMARY KEY(rid, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS snapshots(sid INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE, parent INTEGER,
     time REAL NOT NULL, nnodes INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS snap_funcs(sid INTEGER NOT NULL, pos INTEGER NOT NULL, name TEXT NOT NULL,
@@ -183,7 +184,8 @@ class CheckReport:
     def raise_if_bad(self) -> CheckReport:
         """Raise :class:`~pyir.errors.StoreError` listing the problems, if any; else return self."""
         if self.problems:
-            raise StoreError(f"store check failed ({len(self.problems)} problems): " + "; ".join(self.problems[:20]))
+            raise StoreError(f"store check failed ({len(self.problems)} problems): "
+                             + "; ".join(self.problems[:20]))
         return self
 
     def __str__(self) -> str:
@@ -202,7 +204,8 @@ class _Lineage:
 def _record_hash(rec: PassRecord) -> bytes:
     news, olds, counts = _edge_parts(rec.edges)
     counts = _norm_counts(counts)
-    src = None if rec.sources is None else sorted((k.hex(), thaw_source_value(v)) for k, v in rec.sources.items())
+    src = None if rec.sources is None else sorted(
+        (k.hex(), thaw_source_value(v)) for k, v in rec.sources.items())
     rules = rec._rules
     head = json.dumps([rec.name, rec.options, rec.seconds.hex(), len(news), len(olds), src,
                        None if rules is None else list(rules[0])], separators=(",", ":"))
@@ -294,7 +297,8 @@ class Store:
                 db.execute("ROLLBACK")
                 raise
         elif ver != str(SCHEMA_VERSION):
-            raise StoreError(f"store {self.path!r} has schema version {ver}; this pyir reads {SCHEMA_VERSION}")
+            raise StoreError(f"store {self.path!r} has schema version {ver}; this pyir reads "
+                             f"{SCHEMA_VERSION}")
 
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
@@ -420,7 +424,8 @@ class Store:
         self._rec_hash[id(rec)] = (rec, h)
         return h
 
-    def _write_nodes(self, db: sqlite3.Connection, roots: list[Node], written: dict[bytes, int]) -> dict[bytes, int]:
+    def _write_nodes(self, db: sqlite3.Connection, roots: list[Node],
+                     written: dict[bytes, int]) -> dict[bytes, int]:
         """Insert the rows of every node reachable from ``roots`` the file lacks (children
         first); returns id -> nid for the roots (and everything looked at)."""
         known = self._known
@@ -429,7 +434,7 @@ class Store:
         nid = q("SELECT coalesce(max(nid), 0) FROM nodes").fetchone()[0]
         node_rows: list[tuple[Any, ...]] = []
         kid_rows: list[tuple[int, int, int]] = []
-        blob_of: dict[bytes, int] = {}
+        blob_of: dict[bytes, int | None] = {}
         done = _DONE
         stack: list[Any] = list(reversed(roots))
         pop, push = stack.pop, stack.append
@@ -467,7 +472,8 @@ class Store:
                 blob = blob_of.get(bh)
                 if blob is None:
                     row = q("SELECT bid FROM blobs WHERE hash = ?", (bh,)).fetchone()
-                    blob = row[0] if row else q("INSERT INTO blobs(hash, data) VALUES (?, ?)", (bh, data)).lastrowid
+                    blob = row[0] if row else q("INSERT INTO blobs(hash, data) VALUES (?, ?)",
+                                                (bh, data)).lastrowid
                     blob_of[bh] = blob
                 data = None
             node_rows.append((nid, i, k, rec, data, blob, chk))
@@ -506,7 +512,8 @@ class Store:
         db.executemany("INSERT INTO edges VALUES (?, ?, ?, ?)",
                        [(rid, e, news[16 * e:16 * e + 16], o) for e, o in enumerate(per)])
         db.executemany("INSERT OR IGNORE INTO edge_old VALUES (?, ?, ?)",  # sorted: B-tree locality
-                       sorted([(o[p:p + 16], rid, e) for e, o in enumerate(per) for p in range(0, len(o), 16)]))
+                       sorted([(o[p:p + 16], rid, e) for e, o in enumerate(per)
+                               for p in range(0, len(o), 16)]))
         db.executemany("INSERT INTO removed VALUES (?, ?)", [(rid, r) for r in rec.removed])
         return rid
 
@@ -552,9 +559,7 @@ class Store:
 
     def _get(self, db: sqlite3.Connection, sid: int) -> Module:
         h, = db.execute("SELECT hash FROM snapshots WHERE sid = ?", (sid,)).fetchone()
-        funcs = db.execute("SELECT name, nid FROM snap_funcs WHERE sid = ? ORDER BY pos", (sid,)).fetchall()
-        types = [r[0] for r in db.execute("SELECT nid FROM snap_types WHERE sid = ? ORDER BY pos", (sid,))]
-        rids = [r[0] for r in db.execute("SELECT rid FROM snap_records WHERE sid = ? ORDER BY pos", (sid,))]
+        funcs, types, rids = _snap_rows(db, sid)
         prow = db.execute("SELECT s.hash FROM snapshots AS t JOIN snapshots AS s ON s.sid = t.parent "
                           "WHERE t.sid = ?", (sid,)).fetchone()
         built = self._build(db, sid)
@@ -580,8 +585,8 @@ class Store:
         db.execute("CREATE TEMP TABLE IF NOT EXISTS _reach(n INTEGER PRIMARY KEY)")
         db.execute("DELETE FROM _reach")
         db.execute("INSERT INTO _reach " + _reach(_ROOTS) + "SELECT n FROM reach", {"sid": sid})
-        rows = db.execute("SELECT nodes.nid, nodes.id, nodes.kind, nodes.rec, nodes.data, blobs.data, nodes.blob, "
-                          "nodes.chk FROM _reach JOIN nodes ON nodes.nid = _reach.n "
+        rows = db.execute("SELECT nodes.nid, nodes.id, nodes.kind, nodes.rec, nodes.data, blobs.data, "
+                          "nodes.blob, nodes.chk FROM _reach JOIN nodes ON nodes.nid = _reach.n "
                           "LEFT JOIN blobs ON blobs.bid = nodes.blob ORDER BY nodes.nid")
         kids = db.execute("SELECT kids.parent, kids.child FROM _reach JOIN kids ON kids.parent = _reach.n "
                           "ORDER BY kids.parent, kids.pos").fetchall()
@@ -622,7 +627,8 @@ class Store:
         name, options, seconds, nedges, src, rnames, rids, ridx = row
         try:
             if edges is None:
-                erows = db.execute("SELECT e, new, olds FROM edges WHERE rid = ? ORDER BY e", (rid,)).fetchall()
+                erows = db.execute("SELECT e, new, olds FROM edges WHERE rid = ? ORDER BY e",
+                                   (rid,)).fetchall()
                 if len(erows) != nedges or any(r[0] != e for e, r in enumerate(erows)):
                     raise StoreError(f"pass record row {rid} ({name}): edge rows missing "
                                      f"({len(erows)} of {nedges})")
@@ -630,7 +636,8 @@ class Store:
             else:
                 erows = []
                 for e in edges:
-                    r = db.execute("SELECT e, new, olds FROM edges WHERE rid = ? AND e = ?", (rid, e)).fetchone()
+                    r = db.execute("SELECT e, new, olds FROM edges WHERE rid = ? AND e = ?",
+                                   (rid, e)).fetchone()
                     if r is None:
                         raise StoreError(f"pass record row {rid} ({name}): edge row {e} is missing")
                     erows.append(r)
@@ -679,13 +686,13 @@ class Store:
                 sids = [r[0] for r in db.execute("SELECT sid FROM snapshots ORDER BY time DESC, sid DESC")]
             else:
                 sids = []
-                s: int | None = self._sid(db, ref)
+                at: int | None = self._sid(db, ref)
                 seen = set()
-                while s is not None and s not in seen:
-                    seen.add(s)
-                    sids.append(s)
-                    row = db.execute("SELECT parent FROM snapshots WHERE sid = ?", (s,)).fetchone()
-                    s = row[0] if row else None
+                while at is not None and at not in seen:
+                    seen.add(at)
+                    sids.append(at)
+                    row = db.execute("SELECT parent FROM snapshots WHERE sid = ?", (at,)).fetchone()
+                    at = row[0] if row else None
             out = []
             for s in sids:
                 h, par, t, nn = db.execute("SELECT hash, parent, time, nnodes FROM snapshots WHERE sid = ?",
@@ -693,7 +700,8 @@ class Store:
                 ph = None if par is None else db.execute("SELECT hash FROM snapshots WHERE sid = ?",
                                                          (par,)).fetchone()
                 passes = tuple(r[0] for r in db.execute(
-                    "SELECT records.name FROM snap_records JOIN records USING (rid) WHERE sid = ? ORDER BY pos",
+                    "SELECT records.name FROM snap_records JOIN records USING (rid) WHERE sid = ? "
+                    "ORDER BY pos",
                     (s,)))
                 out.append(LogEntry(h.hex(), tuple(names.get(s, ())), t, None if ph is None else ph[0].hex(),
                                     nn, passes))
@@ -712,8 +720,8 @@ class Store:
                 sql = ("WITH RECURSIVE ra(n) AS (SELECT nid FROM snap_funcs WHERE sid = :x UNION SELECT nid "
                        "FROM snap_types WHERE sid = :x UNION SELECT kids.child FROM kids JOIN ra ON "
                        "kids.parent = ra.n), rb(n) AS (SELECT nid FROM snap_funcs WHERE sid = :y UNION "
-                       "SELECT nid FROM snap_types WHERE sid = :y UNION SELECT kids.child FROM kids JOIN rb ON "
-                       "kids.parent = rb.n) SELECT nodes.id FROM nodes WHERE nodes.nid IN "
+                       "SELECT nid FROM snap_types WHERE sid = :y UNION SELECT kids.child FROM kids "
+                       "JOIN rb ON kids.parent = rb.n) SELECT nodes.id FROM nodes WHERE nodes.nid IN "
                        "(SELECT n FROM ra EXCEPT SELECT n FROM rb) ORDER BY nodes.id")
                 return [r[0] for r in db.execute(sql, {"x": x, "y": y})]
             return StoreDiff(diff(ma, mb), minus(sb, sa), minus(sa, sb))
@@ -727,11 +735,13 @@ class Store:
         forward (new ids from old) or backward (old ids from new), in SQL."""
         if backward:
             sql = ("WITH RECURSIVE c(id) AS (SELECT :q UNION SELECT edge_old.old FROM c "
-                   "JOIN edges ON edges.new = c.id JOIN edge_old ON edge_old.rid = edges.rid AND edge_old.e = edges.e "
+                   "JOIN edges ON edges.new = c.id "
+                   "JOIN edge_old ON edge_old.rid = edges.rid AND edge_old.e = edges.e "
                    "WHERE edges.rid IN (SELECT rid FROM snap_records WHERE sid = :sid)) SELECT id FROM c")
         else:
             sql = ("WITH RECURSIVE c(id) AS (SELECT :q UNION SELECT edges.new FROM c "
-                   "JOIN edge_old ON edge_old.old = c.id JOIN edges ON edges.rid = edge_old.rid AND edges.e = edge_old.e "
+                   "JOIN edge_old ON edge_old.old = c.id "
+                   "JOIN edges ON edges.rid = edge_old.rid AND edges.e = edge_old.e "
                    "WHERE edge_old.rid IN (SELECT rid FROM snap_records WHERE sid = :sid)) SELECT id FROM c")
         return {r[0] for r in db.execute(sql, {"q": start, "sid": sid})}
 
@@ -746,7 +756,8 @@ class Store:
             sql = ("SELECT edges.rid, edges.e FROM _cone JOIN edges ON edges.new = _cone.id "
                    "WHERE edges.rid IN (SELECT rid FROM snap_records WHERE sid = ?)")
         else:
-            sql = ("SELECT DISTINCT edge_old.rid, edge_old.e FROM _cone JOIN edge_old ON edge_old.old = _cone.id "
+            sql = ("SELECT DISTINCT edge_old.rid, edge_old.e FROM _cone "
+                   "JOIN edge_old ON edge_old.old = _cone.id "
                    "WHERE edge_old.rid IN (SELECT rid FROM snap_records WHERE sid = ?)")
         per: dict[int, set[int]] = {}
         for rid, e in db.execute(sql, (sid,)):
@@ -799,8 +810,9 @@ class Store:
 
         def txn(db: sqlite3.Connection) -> list[Step]:
             sid = self._sid(db, ref)
-            produced = db.execute("SELECT 1 FROM edges WHERE new = ? AND rid IN (SELECT rid FROM snap_records "
-                                  "WHERE sid = ?) LIMIT 1", (q, sid)).fetchone() is not None
+            produced = db.execute("SELECT 1 FROM edges WHERE new = ? AND rid IN "
+                                  "(SELECT rid FROM snap_records WHERE sid = ?) LIMIT 1",
+                                  (q, sid)).fetchone() is not None
             cone = self._cone(db, sid, q, backward=produced)
             recs = self._partial(db, sid, cone, by_new=produced)
             return list(_lineage_history(_Lineage(recs), q))
@@ -894,20 +906,19 @@ class Store:
                 bad.append(f"records row {rid}: {e}")
         for sid, h, par in db.execute("SELECT sid, hash, parent FROM snapshots").fetchall():
             rep.snapshots += 1
-            funcs = db.execute("SELECT name, nid FROM snap_funcs WHERE sid = ? ORDER BY pos", (sid,)).fetchall()
-            types = [r[0] for r in db.execute("SELECT nid FROM snap_types WHERE sid = ? ORDER BY pos", (sid,))]
-            rids = [r[0] for r in db.execute("SELECT rid FROM snap_records WHERE sid = ? ORDER BY pos", (sid,))]
+            funcs, types, rids = _snap_rows(db, sid)
             where = f"snapshots row {sid} (id {bytes(h).hex()})"
             missing = [j for _, j in funcs if j not in built] + [j for j in types if j not in built]
             if missing:
                 bad.append(f"{where}: root node rows {missing[:5]} missing or bad")
                 continue
             if any(r not in hashes for r in rids):
-                bad.append(f"{where}: pass record rows {[r for r in rids if r not in hashes][:5]} missing or bad")
+                gone = [r for r in rids if r not in hashes]
+                bad.append(f"{where}: pass record rows {gone[:5]} missing or bad")
                 continue
             if failed:
-                hit = db.execute(_reach(_ROOTS) + "SELECT n FROM reach WHERE n NOT IN (SELECT nid FROM nodes) "
-                                 "LIMIT 1", {"sid": sid}).fetchone()
+                hit = db.execute(_reach(_ROOTS) + "SELECT n FROM reach WHERE n NOT IN "
+                                 "(SELECT nid FROM nodes) LIMIT 1", {"sid": sid}).fetchone()
                 if hit is None:
                     rows = db.execute(_reach(_ROOTS) + "SELECT n FROM reach", {"sid": sid}).fetchall()
                     hits = [r[0] for r in rows if r[0] in failed]
@@ -928,7 +939,8 @@ class Store:
                                   [hashes[r] for r in rids], ph)
             if want != h:
                 bad.append(f"{where}: its rows do not hash to its id")
-        for name, sid in db.execute("SELECT name, sid FROM refs WHERE sid NOT IN (SELECT sid FROM snapshots)"):
+        for name, sid in db.execute("SELECT name, sid FROM refs WHERE sid NOT IN "
+                                    "(SELECT sid FROM snapshots)"):
             bad.append(f"refs row {name!r}: snapshot row {sid} is missing")
         return rep
 
@@ -940,7 +952,16 @@ def _reopen(path: str, timeout: float, sync: str) -> Store:
     return Store(path, timeout=timeout, synchronous=sync)
 
 
-def _snapshot_hash(funcs: list[tuple[str, bytes]], types: list[bytes], records: list[bytes], parent: bytes) -> bytes:
+def _snap_rows(db: sqlite3.Connection, sid: int) -> tuple[list[tuple[str, int]], list[int], list[int]]:
+    """Snapshot ``sid``'s functions (name, nid), type definitions (nids) and pass records (rids)."""
+    funcs = db.execute("SELECT name, nid FROM snap_funcs WHERE sid = ? ORDER BY pos", (sid,)).fetchall()
+    types = [r[0] for r in db.execute("SELECT nid FROM snap_types WHERE sid = ? ORDER BY pos", (sid,))]
+    rids = [r[0] for r in db.execute("SELECT rid FROM snap_records WHERE sid = ? ORDER BY pos", (sid,))]
+    return funcs, types, rids
+
+
+def _snapshot_hash(funcs: list[tuple[str, bytes]], types: list[bytes], records: list[bytes],
+                   parent: bytes) -> bytes:
     parts = [b"pyir-snapshot\0", b"%d:" % len(funcs)]
     for n, i in funcs:
         b = n.encode("utf-8", "surrogatepass")
@@ -965,9 +986,9 @@ def _node_of(nid: int, i: bytes, k: int, rec: bytes, data: bytes | None, kids: l
     if n.id != i:
         raise StoreError(f"node row {nid} (id {bytes(i).hex()}): its record builds a node of id {n.id.hex()} "
                          "(corrupted row)")
-    if chk is not None or k == K_VAR:
-        if chk is None or xxh3_64_digest(i + bytes(rec)) != chk:
-            raise StoreError(f"node row {nid} (id {bytes(i).hex()}): the variable's record checksum does not match")
+    if (chk is not None or k == K_VAR) and (chk is None or xxh3_64_digest(i + bytes(rec)) != chk):
+        raise StoreError(f"node row {nid} (id {bytes(i).hex()}): the variable's record checksum "
+                         "does not match")
     if list(record_refs(n)) != kids:
         raise StoreError(f"node row {nid} (id {bytes(i).hex()}): its references do not match its record")
     return n

@@ -30,3 +30,11 @@ def test_track_through_passes_runs():
     assert "defused main is the typed original main: True" in out
     assert "origins of the found call include the original: True" in out
     assert "input module unchanged: True" in out
+
+
+def test_store_runs():
+    """examples/store.py stores a pipeline's stages, queries lineage from the stored edges, rebuilds."""
+    out = _run("store.py")
+    assert "get returns the live module's nodes: True" in out
+    assert "find agrees with the rebuilt module: True" in out
+    assert "snapshots: ok" in out and "Step(FuseOps:" in out

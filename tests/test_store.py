@@ -47,7 +47,8 @@ def _stages(mod: pyir.Module, passes=TEN) -> list[pyir.Module]:
 
 
 def _ids(mod: pyir.Module) -> set[bytes]:
-    return {n.id for n in _format_table([mod[k] for k in mod.names()] + list(mod.type_definitions().values()))}
+    roots = [mod[k] for k in mod.names()] + list(mod.type_definitions().values())
+    return {n.id for n in _format_table(roots)}
 
 
 def _rows(path, table: str = "nodes") -> int:
@@ -69,8 +70,10 @@ def _file_bytes(path) -> int:
 def _same_records(a: pyir.Module, b: pyir.Module) -> None:
     assert len(a.pass_records) == len(b.pass_records)
     for x, y in zip(a.pass_records, b.pass_records):
-        assert (x.name, x.options, x.edges, x.removed, x.seconds) == (y.name, y.options, y.edges, y.removed, y.seconds)
-        assert (None if x.sources is None else dict(x.sources)) == (None if y.sources is None else dict(y.sources))
+        assert (x.name, x.options, x.edges, x.removed, x.seconds) == \
+               (y.name, y.options, y.edges, y.removed, y.seconds)
+        assert (x.sources is None) == (y.sources is None)
+        assert dict(x.sources or {}) == dict(y.sources or {})
         assert x.rules() == y.rules()
 
 
@@ -437,7 +440,7 @@ def test_corrupted_rows_are_named(tmp_path) -> None:
         with Store(path) as st:
             rep = st.check()
             assert not rep.ok and any(want in p for p in rep.problems), (case, rep.problems)
-            assert any(f"snapshots row 1" in p for p in rep.problems) or case == "edge", (case, rep.problems)
+            assert any("snapshots row 1" in p for p in rep.problems) or case == "edge", (case, rep.problems)
             with pytest.raises(StoreError):
                 rep.raise_if_bad()
             with pytest.raises(StoreError):  # every row is checked against its id, live nodes or not

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SerializationError
-from ..ir.expr import Call, Constant, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var, make_call
+from ..ir.expr import Constant, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var, make_call
 from ..ir.node import Attrs, Node
 from ..ir.types import FuncType, TensorType, TupleType
 from .binary import (
@@ -185,7 +185,7 @@ def encode_record(n: Node, kids: list[Node] | None = None) -> tuple[int, bytes, 
         ints.append(S(n.name))  # type: ignore[attr-defined]
     elif k == K_GLOBAL:
         ints.append(S(n.name_hint))  # type: ignore[attr-defined]
-    elif k == K_TUPLE or k == K_TUPLE_T:
+    elif k in (K_TUPLE, K_TUPLE_T):
         fs = n.fields  # type: ignore[attr-defined]
         ints.append(len(fs))
         ints += [ix[c] for c in fs]
@@ -235,10 +235,13 @@ def decode_record(kind: int, rec: bytes, kids: list[Node], data: bytes | None = 
     except SerializationError:
         raise
     except _Bad as e:
-        raise SerializationError(f"invalid {_kind_name(kind) if 0 <= kind < 256 else kind} record: {e}") from None
+        raise SerializationError(f"invalid {_name(kind)} record: {e}") from None
     except (IndexError, ValueError, TypeError, KeyError, OverflowError) as e:
-        raise SerializationError(f"invalid {_kind_name(kind) if 0 <= kind < 256 else kind} record: "
-                                 f"{type(e).__name__}: {e}") from None
+        raise SerializationError(f"invalid {_name(kind)} record: {type(e).__name__}: {e}") from None
+
+
+def _name(kind: Any) -> str:
+    return _kind_name(kind) if type(kind) is int and 0 <= kind < 256 else repr(kind)
 
 
 def _decode(k: int, rec: bytes, kids: list[Node], data: bytes | None, node_id: bytes | None) -> Node:
@@ -299,10 +302,10 @@ def _decode(k: int, rec: bytes, kids: list[Node], data: bytes | None, node_id: b
                 raise _Bad(f"duplicate attribute {key!r}")
             amap[key] = v
         return done(Attrs(amap), p)
-    if k == K_OP or k == K_GLOBAL:
+    if k in (K_OP, K_GLOBAL):
         name = s_at(ints[0])
         return done(Op(name) if k == K_OP else GlobalVar(name), 1)
-    if k == K_TUPLE or k == K_TUPLE_T:
+    if k in (K_TUPLE, K_TUPLE_T):
         fs, p = _refs_at(ints, 1, ints[0], i)
         fields = [nodes[j] for j in fs]
         return done(Tuple(fields) if k == K_TUPLE else TupleType(fields), p)  # type: ignore[arg-type]
@@ -315,8 +318,8 @@ def _decode(k: int, rec: bytes, kids: list[Node], data: bytes | None, node_id: b
         fat = nodes[_idx(at_i, i)]
         if type(fat) is not Attrs:
             raise _Bad(f"Function attrs is a {type(fat).__name__}")
-        return done(Function([nodes[j] for j in ps], nodes[_idx(b, i)], ret, fat), p + 3)  # type: ignore[arg-type]
-    if k == K_LET or k == K_IF:
+        return done(Function([nodes[j] for j in ps], nodes[_idx(b, i)], ret, fat), p + 3)  # type: ignore[misc, arg-type]
+    if k in (K_LET, K_IF):
         a0, a1, a2 = (nodes[_idx(j, i)] for j in ints[0:3])
         return done(Let(a0, a1, a2) if k == K_LET else If(a0, a1, a2), 3)  # type: ignore[arg-type]
     if k == K_TENSOR_T:
@@ -332,7 +335,7 @@ def _decode(k: int, rec: bytes, kids: list[Node], data: bytes | None, node_id: b
         return done(TensorType(shape, dtn), 2 + nd)
     if k == K_FUNC_T:
         ats, p = _refs_at(ints, 1, ints[0], i)
-        return done(FuncType([nodes[j] for j in ats], nodes[_idx(ints[p], i)]), p + 1)  # type: ignore[arg-type]
+        return done(FuncType([nodes[j] for j in ats], nodes[_idx(ints[p], i)]), p + 1)  # type: ignore[misc, arg-type]
     if k in DIM_KIND_NAMES:
         kinds = bytes([kind_code(c) for c in nodes])
         n, p = _dim_node(k, ints, 0, i, kinds, nodes, strs)
