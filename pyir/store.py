@@ -70,7 +70,7 @@ from .ir.lineage import _MARKS, PassRecord, Step, _forward, _id_of, thaw_source_
 from .ir.lineage import history as _lineage_history
 from .ir.module import Module
 from .ir.node import Node, gc_paused
-from .serialize.binary import K_VAR, KIND_NAMES, _edge_parts
+from .serialize.binary import K_VAR, KIND_NAMES, _edge_parts, _format_table
 from .serialize.records import decode_record, encode_record, record_refs
 
 __all__ = ["Store", "LogEntry", "StoreDiff", "CheckReport", "SCHEMA_VERSION"]
@@ -371,10 +371,9 @@ class Store:
         records = list(mod.pass_records)
         rhashes = [self._hash_of(r) for r in records]
         roots: list[Node] = [f for _, f in funcs] + types
-        from .serialize.binary import _format_table
-
         with gc_paused():
-            nnodes = len(_format_table(roots))
+            table = _format_table(roots)
+        nnodes = len(table)
         written: dict[bytes, int] = {}
 
         def txn(db: sqlite3.Connection) -> str:
@@ -388,7 +387,7 @@ class Store:
                 psid = None
             phash = b"" if psid is None else db.execute(
                 "SELECT hash FROM snapshots WHERE sid = ?", (psid,)).fetchone()[0]
-            have = self._write_nodes(db, roots, written)
+            have = self._write_nodes(db, table, written)
             rids = [self._write_record(db, r, h) for r, h in zip(records, rhashes)]
             h = _snapshot_hash([(n, f.id) for n, f in funcs], [t.id for t in types], rhashes, phash)
             row = db.execute("SELECT sid FROM snapshots WHERE hash = ?", (h,)).fetchone()
@@ -424,45 +423,35 @@ class Store:
         self._rec_hash[id(rec)] = (rec, h)
         return h
 
-    def _write_nodes(self, db: sqlite3.Connection, roots: list[Node],
+    def _write_nodes(self, db: sqlite3.Connection, table: list[Node],
                      written: dict[bytes, int]) -> dict[bytes, int]:
-        """Insert the rows of every node reachable from ``roots`` the file lacks (children
-        first); returns id -> nid for the roots (and everything looked at)."""
+        """Insert the rows of the nodes of ``table`` (children first) the file lacks, in that
+        order (so every row's references are earlier rows); returns id -> nid for all of them.
+
+        Which nodes the file has is asked in batches (``id IN (...)``), inside the write
+        transaction, so a concurrent writer's rows are seen and never duplicated."""
         known = self._known
         have: dict[bytes, int] = {}
         q = db.execute
+        ask = [n.id for n in table if n.id not in known]
+        for i in range(0, len(ask), 500):
+            part = ask[i:i + 500]
+            have.update(q(f"SELECT id, nid FROM nodes WHERE id IN ({','.join('?' * len(part))})", part))
         nid = q("SELECT coalesce(max(nid), 0) FROM nodes").fetchone()[0]
         node_rows: list[tuple[Any, ...]] = []
         kid_rows: list[tuple[int, int, int]] = []
         blob_of: dict[bytes, int | None] = {}
-        done = _DONE
-        stack: list[Any] = list(reversed(roots))
-        pop, push = stack.pop, stack.append
-        while stack:
-            n = pop()
-            if n is done:
-                n = pop()
-            else:
-                i = n.id
-                if i in have:
-                    continue
-                j = known.get(i)
-                if j is None:
-                    row = q("SELECT nid FROM nodes WHERE id = ?", (i,)).fetchone()
-                    j = None if row is None else row[0]
-                if j is not None:
-                    have[i] = j
-                    continue
-                pend = [c for c in record_refs(n) if c.id not in have]
-                if pend:
-                    push(n)
-                    push(done)
-                    stack += reversed(pend)
-                    continue
+        for n in table:
+            i = n.id
+            j = known.get(i)
+            if j is not None:
+                have[i] = j
+                continue
+            if i in have:
+                continue
             kids = record_refs(n)
             k, rec, data = encode_record(n, kids)
             nid += 1
-            i = n.id
             have[i] = nid
             written[i] = nid
             blob = None
@@ -943,9 +932,6 @@ class Store:
                                     "(SELECT sid FROM snapshots)"):
             bad.append(f"refs row {name!r}: snapshot row {sid} is missing")
         return rep
-
-
-_DONE: Any = object()
 
 
 def _reopen(path: str, timeout: float, sync: str) -> Store:
