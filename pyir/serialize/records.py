@@ -37,13 +37,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import SerializationError
-from ..ir.expr import Constant, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var, make_call
+from ..ir.expr import Constant, Expr, Function, GlobalVar, If, Let, Op, Tuple, TupleGetItem, Var, make_call
 from ..ir.node import Attrs, Node
 from ..ir.types import FuncType, TensorType, TupleType
 from .binary import (
     _DIM_KIND_OF_TYPE,
     _GENERIC,
-    _IS_EXPR,
     _KIND_OF_TYPE,
     DIM_KIND_NAMES,
     K_ATTRS,
@@ -217,12 +216,15 @@ def encode_record(n: Node, kids: list[Node] | None = None) -> tuple[int, bytes, 
 
 def _args(js: list[int], nodes: list[Node]) -> tuple[Any, ...]:
     m = len(nodes)
+    out = []
     for j in js:
         if not 0 <= j < m:
             raise _Bad(f"reference {j} out of range ({m} references)")
-        if not _IS_EXPR[kind_code(nodes[j])]:
-            raise _Bad(f"a Call argument is a {type(nodes[j]).__name__}, not an expression")
-    return tuple([nodes[j] for j in js])
+        c = nodes[j]
+        if not isinstance(c, Expr):
+            raise _Bad(f"a Call argument is a {type(c).__name__}, not an expression")
+        out.append(c)
+    return tuple(out)
 
 
 def decode_record(kind: int, rec: bytes, kids: list[Node], data: bytes | None = None,
