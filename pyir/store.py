@@ -375,6 +375,7 @@ class Store:
             table = _format_table(roots)
         nnodes = len(table)
         written: dict[bytes, int] = {}
+        seen_records: list[tuple[bytes, int]] = []
 
         def txn(db: sqlite3.Connection) -> str:
             written.clear()
@@ -389,6 +390,7 @@ class Store:
                 "SELECT hash FROM snapshots WHERE sid = ?", (psid,)).fetchone()[0]
             have = self._write_nodes(db, table, written)
             rids = [self._write_record(db, r, h) for r, h in zip(records, rhashes)]
+            seen_records[:] = list(zip(rhashes, rids))
             h = _snapshot_hash([(n, f.id) for n, f in funcs], [t.id for t in types], rhashes, phash)
             row = db.execute("SELECT sid FROM snapshots WHERE hash = ?", (h,)).fetchone()
             if row is None:
@@ -412,7 +414,8 @@ class Store:
                 out: str = self._txn(txn, write=True)
         except (SerializationError, LineageError) as e:
             raise StoreError(f"cannot store the module: {e}") from None
-        self._known.update(written)
+        self._known.update(written)  # only once committed: a rolled-back put leaves no trace
+        self._rec_rid.update(seen_records)
         return out
 
     def _hash_of(self, rec: PassRecord) -> bytes:
@@ -487,8 +490,11 @@ class Store:
         per = _olds_per_edge(news, olds, _norm_counts(counts))
         src = None
         if rec.sources is not None:
-            src = json.dumps([[k.hex(), thaw_source_value(v)] for k, v in rec.sources.items()],
-                             allow_nan=False, separators=(",", ":"))
+            try:
+                src = json.dumps([[k.hex(), thaw_source_value(v)] for k, v in rec.sources.items()],
+                                 allow_nan=False, separators=(",", ":"))
+            except (TypeError, ValueError) as e:
+                raise StoreError(f"pass {rec.name!r}: lineage sources must be JSON-able: {e}") from None
         rules = rec._rules
         cur = db.execute(
             "INSERT INTO records(hash, name, options, seconds, nedges, sources, rule_names, rule_ids, "
