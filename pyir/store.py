@@ -437,8 +437,8 @@ class Store:
         have: dict[bytes, int] = {}
         q = db.execute
         ask = [n.id for n in table if n.id not in known]
-        for i in range(0, len(ask), 500):
-            part = ask[i:i + 500]
+        for at in range(0, len(ask), 500):
+            part = ask[at:at + 500]
             have.update(q(f"SELECT id, nid FROM nodes WHERE id IN ({','.join('?' * len(part))})", part))
         nid = q("SELECT coalesce(max(nid), 0) FROM nodes").fetchone()[0]
         node_rows: list[tuple[Any, ...]] = []
