@@ -202,17 +202,16 @@ class _Lineage:
 
 
 def _record_hash(rec: PassRecord) -> bytes:
+    """A digest of a pass record's content (the rules as the id -> name mapping they define)."""
     news, olds, counts = _edge_parts(rec.edges)
     counts = _norm_counts(counts)
     src = None if rec.sources is None else sorted(
         (k.hex(), thaw_source_value(v)) for k, v in rec.sources.items())
-    rules = rec._rules
+    rules = sorted(rec.rules().items())
     head = json.dumps([rec.name, rec.options, rec.seconds.hex(), len(news), len(olds), src,
-                       None if rules is None else list(rules[0])], separators=(",", ":"))
+                       [n for _, n in rules]], separators=(",", ":"))
     parts = [b"pyir-record\0", head.encode("utf-8", "surrogatepass"), b"\0", news, olds, counts or b"",
-             b"".join(sorted(rec.removed))]
-    if rules is not None:
-        parts += (rules[1], rules[2])
+             b"".join(sorted(rec.removed)), b"".join([i for i, _ in rules])]
     return xxh3_128_digest(b"".join(parts))
 
 

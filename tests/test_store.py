@@ -209,7 +209,8 @@ def _check_lineage(st: Store, stages: list[pyir.Module], ids: list[str], queries
     for m, i in zip(stages, ids):
         for q in queries:
             assert st.find(i, q) == [x.id for x in m.find(q)]
-            assert st.history(i, q) == list(m.history(q))
+            got, want = st.history(i, q), list(m.history(q))
+            assert got == want and [s.rule for s in got] == [s.rule for s in want]
             n += 1
     return n
 
@@ -244,6 +245,23 @@ def test_find_and_history_on_an_onnx_model(tmp_path) -> None:
         _check_lineage(st, [sts[-1]], [ids[-1]], rng.sample(nodes, 40))
         last = list(pyir.post_order(sts[-1]["main"]))
         _check_lineage(st, [sts[-1]], [ids[-1]], rng.sample(last, 40))
+
+
+def test_rule_names_survive(tmp_path) -> None:
+    """The rewrite rules a pass fired are stored with its record: history names them."""
+    x = pyir.var("x", shape=(2, 3))
+    e = op.nn.relu(op.multiply(op.add(op.reshape(op.reshape(x, newshape=(3, 2)), newshape=(2, 3)),
+                                      pyir.const(np.zeros((2, 3), "float32"))), pyir.const(1.0)))
+    m = pyir.Module.from_expr(e)
+    out = SimplifyExpr()(m)
+    assert out.pass_records[0].rule_names
+    with Store(tmp_path / "s.db") as st:
+        sid = st.put(out)
+        back = st.get(sid)
+        _same(out, back)
+        queries = list(pyir.post_order(m["main"])) + list(pyir.post_order(out["main"]))
+        _check_lineage(st, [out], [sid], queries)
+        assert any(s.rule for q in queries for s in st.history(sid, q))
 
 
 # -- dedup, measured ---------------------------------------------------------------------------------------
