@@ -8,9 +8,11 @@
 * **light models**: each of the nine ONNX light models (``onnx`` ships them), imported and
   run through the standard pipeline: bytes of storing each model's stages, then the same
   models imported a second time (a new import: the same content ids, so no new node rows).
-* **time**: put and get of the largest pipeline stage into a fresh store, in µs per node,
-  against ``pyir.dumps`` / ``pyir.loads`` of the same module in the same run (CPU time, best
-  of ``--rounds``).
+* **time**: put (into a new file) and get (from a new connection) in µs per node, against
+  ``pyir.dumps`` / ``pyir.loads`` of the same module in the same run (CPU time, best of
+  ``--rounds``): the last stage of the pipeline above (large weights), and a node-heavy
+  resnet (256 blocks of 4 channels) before the passes (no history) and after them (its
+  pass records' edges are rows too).
 
 Bytes are the file's size after ``VACUUM`` (WAL checkpointed), so free pages do not count.
 
@@ -139,9 +141,9 @@ def best(fn: Any, rounds: int) -> float:
     return out
 
 
-def time_report(tmp: str, blocks: int, channels: int, size: int, rounds: int) -> None:
-    mod = stages(pyir.testing.resnet(blocks, channels=channels, size=size), TEN)[-1]
+def time_report(tmp: str, label: str, mod: pyir.Module, rounds: int) -> None:
     n = len(pyir.serialize.binary._format_table([mod[k] for k in mod.names()]))
+    edges = sum(len(r.edges) for r in mod.pass_records)
     k = [0]
 
     def put() -> None:
@@ -161,7 +163,9 @@ def time_report(tmp: str, blocks: int, channels: int, size: int, rounds: int) ->
     t_put, t_get = best(put, rounds), best(get, rounds)
     t_dumps, t_loads = best(lambda: pyir.dumps(mod), rounds), best(lambda: pyir.loads(data), rounds)
     us = 1e6 / n
-    print(f"time ({n} nodes, CPU, best of {rounds}; nodes alive, so get/loads intern hits):")
+    print(f"time, {label}: {n} nodes, {len(mod.pass_records)} pass records with {edges} edges "
+          f"(CPU, best of {rounds}; put into a new file, get from a new connection; the nodes are "
+          "alive, so get and loads are intern hits alike):")
     print(f"  put  {t_put * us:7.1f} us/node   dumps {t_dumps * us:6.1f} us/node   "
           f"ratio {t_put / t_dumps:5.1f}x")
     print(f"  get  {t_get * us:7.1f} us/node   loads {t_loads * us:6.1f} us/node   "
@@ -178,7 +182,14 @@ def main() -> None:
     try:
         pipeline_report(tmp, blocks, channels, size)
         light_report(tmp, LIGHT[:3] if a.quick else LIGHT)
-        time_report(tmp, blocks, channels, size, 1 if a.quick else a.rounds)
+        rounds = 1 if a.quick else a.rounds
+        weights = stages(pyir.testing.resnet(blocks, channels=channels, size=size), TEN)[-1]
+        time_report(tmp, f"the last stage of the resnet({blocks}, {channels} channels) pipeline", weights,
+                    rounds)
+        nb = 32 if a.quick else 256
+        many = stages(pyir.testing.resnet(nb, channels=4, size=4), TEN)
+        time_report(tmp, f"resnet({nb} blocks, 4 channels), input (no history)", many[0], rounds)
+        time_report(tmp, f"resnet({nb} blocks, 4 channels), last stage", many[-1], rounds)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -278,6 +278,8 @@ class Store:
         if str(mode).lower() != "wal":
             raise StoreError(f"store {self.path!r}: cannot use the write-ahead log (journal mode {mode})")
         db.execute(f"PRAGMA synchronous = {self._sync}")
+        db.execute("PRAGMA cache_size = -65536")  # 64 MiB of page cache: random-key inserts stay in memory
+        db.execute("PRAGMA temp_store = MEMORY")
         ver = None
         try:
             row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
