@@ -383,6 +383,13 @@ def test_concurrent_writers(tmp_path) -> None:
     path = tmp_path / "s.db"
     Store(path).close()
     procs = [_writer(path, f"p{k}", 4, sfile) for k in range(3)]
+    reads = 0
+    with Store(path) as reader:  # this process reads while they write (WAL: readers never block)
+        while any(p.poll() is None for p in procs) and reads < 30:
+            for sid in reader.refs().values():
+                assert reader.get(sid)["shared"] is shared["main"]
+                reads += 1
+            time.sleep(0.05)
     outs = []
     for p in procs:
         out, err = p.communicate(timeout=300)
