@@ -65,7 +65,7 @@ from xxhash import xxh3_64_digest, xxh3_128_digest
 
 from .analysis.diff import Diff, diff
 from .errors import LineageError, PyIRError, SerializationError, StoreError
-from .ir.expr import Expr, Op
+from .ir.expr import Call, Expr, Op
 from .ir.lineage import _MARKS, PassRecord, Step, _forward, _id_of, thaw_source_value
 from .ir.lineage import history as _lineage_history
 from .ir.module import Module
@@ -112,16 +112,23 @@ def _expr_kinds() -> tuple[int, ...]:
 
     out = []
     for code, name in enumerate(KIND_NAMES):
-        if name is None or name == "Op":
-            continue
-        cls = KINDS.get(name)
-        if cls is not None and issubclass(cls, Expr) and cls is not Op:
+        cls = None if name is None else KINDS.get(name)
+        if cls is not None and issubclass(cls, Expr):
             out.append(code)
     return tuple(out)
 
 
-#: the kind codes of the expression nodes a module's lineage queries can name (Op excluded)
+#: the kind codes of the expression nodes (what a module's lineage queries can name)
 _EXPR_KINDS = _expr_kinds()
+_EXPRS = ",".join(map(str, _EXPR_KINDS))
+#: the expressions a module's functions reach through children (``children()``, as ``mod.find``
+#: sees them): not through a call's operator or attributes, an Attrs' values or a type
+_CHILD_REACH = (
+    "WITH RECURSIVE reach(n) AS (SELECT nid FROM snap_funcs WHERE sid = :sid UNION "
+    "SELECT kids.child FROM reach JOIN kids ON kids.parent = reach.n "
+    "JOIN nodes AS p ON p.nid = kids.parent JOIN nodes AS c ON c.nid = kids.child "
+    f"WHERE c.kind IN ({_EXPRS}) AND p.kind IN ({_EXPRS}) "
+    f"AND NOT (p.kind = {Call._code} AND kids.pos = 0 AND c.kind = {Op._code})) ")
 
 
 def _reach(roots_sql: str) -> str:
@@ -788,9 +795,8 @@ class Store:
                 cur = _forward(rec, cur)[0]
             db.execute("DELETE FROM _cone")
             db.executemany("INSERT INTO _cone VALUES (?)", [(i,) for i in cur])
-            kinds = ",".join(map(str, _EXPR_KINDS))
-            sql = (_reach(_ROOTS) + "SELECT nodes.id FROM _cone JOIN nodes ON nodes.id = _cone.id "
-                   f"WHERE nodes.kind IN ({kinds}) AND nodes.nid IN (SELECT n FROM reach) ORDER BY nodes.id")
+            sql = (_CHILD_REACH + "SELECT nodes.id FROM _cone JOIN nodes ON nodes.id = _cone.id "
+                   "WHERE nodes.nid IN (SELECT n FROM reach) ORDER BY nodes.id")
             return [r[0] for r in db.execute(sql, {"sid": sid})]
         got: list[bytes] = self._txn(txn, write=False)
         return got

@@ -229,6 +229,19 @@ def test_find_and_history_agree_with_the_module(tmp_path, resnet_stages) -> None
         assert st.history(ids[-1], first[5].id.hex()) == list(mod.history(first[5]))
 
 
+def test_find_and_history_on_every_kind(tmp_path) -> None:
+    """Lineage over the every-kind module through ANF, DCE and back (an operator as a value, an
+    expression held by an attribute, a call of a global): the store agrees with the module."""
+    m = _all_kinds_module()
+    sts = _stages(m, [ToANormalForm(), DeadCodeElimination(), ToGraphNormalForm()])
+    with Store(tmp_path / "s.db") as st:
+        ids = [st.put(x) for x in sts]
+        for x, i in zip(sts, ids):
+            qs = list(pyir.post_order(list(m.functions().values()))) + \
+                list(pyir.post_order(list(x.functions().values())))
+            _check_lineage(st, [x], [i], qs)
+
+
 def test_find_and_history_on_an_onnx_model(tmp_path) -> None:
     """The same on an imported ONNX model through the standard pipeline (frontend sources)."""
     onnx = pytest.importorskip("onnx")
