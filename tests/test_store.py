@@ -350,6 +350,7 @@ _WRITER = textwrap.dedent("""
         m = pyir.Module.from_expr(h)
         if shared is not None:
             m = m.with_function("shared", shared["main"])
+        print("begin", flush=True)
         sid = st.put(m, name=f"{tag}-{i % 3}")
         open(sys.argv[1] + f".{tag}.{i}", "wb").write(pyir.dumps(m))
         print(sid, flush=True)
@@ -363,26 +364,31 @@ def _writer(path, tag: str, count: int, *extra) -> subprocess.Popen:
 
 
 def test_killed_writer_loses_nothing_committed(tmp_path) -> None:
-    """A writer SIGKILLed at random points (seeded): the store opens, check() passes, and every
-    snapshot whose put returned loads."""
+    """A writer SIGKILLed at random points of its put (seeded: after 1-3 commits, a random delay
+    into the next put): the store opens, check() passes, and every snapshot whose put
+    returned loads."""
     path = tmp_path / "s.db"
     rng = random.Random(16)
     committed: list[str] = []
     for run in range(3):
         p = _writer(path, f"w{run}", 1000)
         assert p.stdout is not None
-        for _ in range(rng.randint(1, 3)):
-            line = p.stdout.readline()
+        want = rng.randint(1, 3)
+        while want >= 0:
+            line = p.stdout.readline().strip()
             assert line, p.stderr.read() if p.stderr else ""
-            committed.append(line.strip())
-        time.sleep(rng.uniform(0.0, 0.08))
+            if line == "begin":
+                want -= 1
+            else:
+                committed.append(line)
+        time.sleep(rng.uniform(0.0, 0.03))  # into the put that just began
         p.send_signal(signal.SIGKILL)
         out, _ = p.communicate()
-        committed += out.split()  # printed after its commit, before the kill
+        committed += [w for w in out.split() if w != "begin"]  # printed after its commit, before the kill
     with Store(path) as st:
         rep = st.check()
         assert rep.ok, str(rep)
-        assert rep.snapshots >= len(set(committed))
+        assert rep.snapshots >= len(set(committed)) >= 3
         for sid in committed:
             assert st.get(sid)["main"].checked_type is not None
 
@@ -407,7 +413,7 @@ def test_concurrent_writers(tmp_path) -> None:
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err
-        outs.append(out.split())
+        outs.append([w for w in out.split() if w != "begin"])
     assert all(len(o) == 4 for o in outs)
     with Store(path) as st:
         assert st.check().ok
