@@ -43,6 +43,20 @@ in WAL mode a killed process never loses a committed transaction (the WAL is in 
 buffers), only a power loss or OS crash may roll back the last ones (never corrupting the
 file); pass ``synchronous="FULL"`` to survive those too, at an fsync per commit.
 
+Lineage queries: a recursive SQL query over ``edge_old`` (forward, for ``find`` and for
+``history`` of an old expression) or ``edges`` by new id (backward, for ``history`` of a
+node a pass made) collects the ids the query can reach across the snapshot's pass records;
+only the edges touching them are read, into records holding just those edges, on which
+:mod:`pyir.ir.lineage`'s own walks run (so the rules for shared and instance edges are the
+module's, and the answers are the module's, in the same order); ``find``'s hits are then
+filtered, in SQL, to the expressions the snapshot's functions reach.  No snapshot is rebuilt.
+
+One file, one writer at a time: SQLite serializes writers (each put holds the write lock for
+its transaction) and wants a local file system (its locks are unreliable over NFS).  For many
+machines writing at once, or stores much larger than one disk, a client-server database (the
+same tables on PostgreSQL) or a content-addressed object store (node records as objects keyed
+by id, refs in a small database) is the right tool.
+
 Loaded is constructed: :meth:`Store.get` builds every node through the constructors (the
 binary decoder's checks), checks each node's id against its row and each snapshot's id
 against its rows; any defect raises :class:`~pyir.errors.StoreError`.  Nothing is pickled.
@@ -144,7 +158,8 @@ _ROOTS = ("SELECT nid FROM snap_funcs WHERE sid = :sid UNION SELECT nid FROM sna
 class LogEntry:
     """One snapshot in :meth:`Store.log`: its id (hex), the names (refs) pointing to it, the
     time it was first put (seconds since the epoch), its parent's id, its number of distinct
-    nodes, and the names of the passes of its history."""
+    nodes (the node rows it uses: expressions, operators, types, attributes) and the names of
+    the passes of its history."""
 
     id: str
     names: tuple[str, ...]
