@@ -491,6 +491,47 @@ def test_corrupted_rows_are_named(tmp_path) -> None:
                 st.get(sid)
 
 
+def test_mutated_rows_raise_store_error_only(tmp_path) -> None:
+    """Seeded byte flips and truncations of node records, redirected references, changed pass
+    record rows: get() either rebuilds the very same module or raises StoreError, never
+    anything else."""
+    m = FuseOps()(SimplifyInference()(pyir.testing.resnet(1)))
+    path = tmp_path / "s.db"
+    with Store(path) as st:
+        sid = st.put(m)
+    rng = random.Random(7)
+    db = sqlite3.connect(path, isolation_level=None)
+    nodes = db.execute("SELECT nid, rec FROM nodes").fetchall()
+    kids = db.execute("SELECT parent, pos, child FROM kids").fetchall()
+    edges = db.execute("SELECT rid, e, olds FROM edges").fetchall()
+    raised = 0
+    for k in range(60):
+        what = k % 3
+        if what == 0:
+            nid, rec = rng.choice(nodes)
+            at = rng.randrange(len(rec))
+            undo: tuple = ("UPDATE nodes SET rec = ? WHERE nid = ?", (rec, nid))
+            db.execute(undo[0], (rec[:at] if rng.random() < 0.2 else _flip(rec, at), nid))
+        elif what == 1:
+            parent, pos, child = rng.choice(kids)
+            undo = ("UPDATE kids SET child = ? WHERE parent = ? AND pos = ?", (child, parent, pos))
+            db.execute(undo[0], (rng.choice(kids)[2] if rng.random() < 0.5 else child + 1, parent, pos))
+        else:
+            rid, e, olds = rng.choice(edges)
+            undo = ("UPDATE edges SET olds = ? WHERE rid = ? AND e = ?", (olds, rid, e))
+            db.execute(undo[0], (_flip(olds, rng.randrange(len(olds))), rid, e))
+        with Store(path) as st:
+            try:
+                assert st.get(sid)["main"] is m["main"]
+            except StoreError:
+                raised += 1
+        db.execute(*undo)
+    db.close()
+    with Store(path) as st:
+        assert st.check().ok
+    assert raised >= 50, raised
+
+
 def test_not_a_store_and_closed(tmp_path) -> None:
     """A file that is not SQLite, a closed store, bad cache arguments: StoreError (a PyIRError)."""
     junk = tmp_path / "junk.db"
