@@ -24,10 +24,11 @@ Layout (every table one of SQLite's, so SQL can answer questions over them):
     one ordered scan.
 ``kids(parent, pos, child)``
     The references of each record, as row ids: what the recursive queries follow.
-``records``, ``edges(rid, e, new, olds)``, ``edge_old(old, rid, e)``, ``removed(rid, id)``
-    Each pass record once (keyed by a digest of its content), its derivation edges one row
-    each, indexed by new and by old id, and its eliminated ids: lineage queries
-    (:meth:`Store.find`, :meth:`Store.history`) select the edges they can reach with SQL.
+``records``, ``links(old, rid, e, new)``, ``removed(rid, id)``
+    Each pass record once (keyed by a digest of its content), with its edges as the binary
+    format stores them (new ids, old ids, counts: one read rebuilds them); each edge's
+    ``old -> new`` links one row each, indexed by old and by new id, and its eliminated ids:
+    lineage queries (:meth:`Store.find`, :meth:`Store.history`) follow the links with SQL.
 ``snapshots``, ``snap_funcs``, ``snap_types``, ``snap_records``, ``refs``
     A snapshot is a module: its functions, type definitions and pass history (as
     references), its parent snapshot and time; its id is a digest of those (so putting the
@@ -43,9 +44,9 @@ in WAL mode a killed process never loses a committed transaction (the WAL is in 
 buffers), only a power loss or OS crash may roll back the last ones (never corrupting the
 file); pass ``synchronous="FULL"`` to survive those too, at an fsync per commit.
 
-Lineage queries: a recursive SQL query over ``edge_old`` (forward, for ``find`` and for
-``history`` of an old expression) or ``edges`` by new id (backward, for ``history`` of a
-node a pass made) collects the ids the query can reach across the snapshot's pass records;
+Lineage queries: a recursive SQL query over ``links`` by old id (forward, for ``find`` and
+for ``history`` of an old expression) or by new id (backward, for ``history`` of a node a
+pass made) collects the ids the query can reach across the snapshot's pass records;
 only the edges touching them are read, into records holding just those edges, on which
 :mod:`pyir.ir.lineage`'s own walks run (so the rules for shared and instance edges are the
 module's, and the answers are the module's, in the same order); ``find``'s hits are then
@@ -80,7 +81,7 @@ from xxhash import xxh3_64_digest, xxh3_128_digest
 from .analysis.diff import Diff, diff
 from .errors import LineageError, PyIRError, SerializationError, StoreError
 from .ir.expr import Call, Expr, Op
-from .ir.lineage import _MARKS, PassRecord, Step, _forward, _id_of, thaw_source_value
+from .ir.lineage import _MARKS, Edges, PassRecord, Step, _forward, _id_of, thaw_source_value
 from .ir.lineage import history as _lineage_history
 from .ir.module import Module
 from .ir.node import Node, gc_paused
@@ -101,12 +102,11 @@ CREATE TABLE IF NOT EXISTS kids(parent INTEGER NOT NULL, pos INTEGER NOT NULL, c
 CREATE TABLE IF NOT EXISTS blobs(bid INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS records(rid INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE, name TEXT NOT NULL,
     options TEXT NOT NULL, seconds REAL NOT NULL, nedges INTEGER NOT NULL, sources TEXT,
-    rule_names TEXT, rule_ids BLOB, rule_idx BLOB, typed_edge INTEGER);
-CREATE TABLE IF NOT EXISTS edges(rid INTEGER NOT NULL, e INTEGER NOT NULL, new BLOB NOT NULL,
-    olds BLOB NOT NULL, PRIMARY KEY(rid, e)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS edges_new ON edges(new);
-CREATE TABLE IF NOT EXISTS edge_old(old BLOB NOT NULL, rid INTEGER NOT NULL, e INTEGER NOT NULL,
-    PRIMARY KEY(old, rid, e)) WITHOUT ROWID;
+    rule_names TEXT, rule_ids BLOB, rule_idx BLOB, typed_edge INTEGER, news BLOB NOT NULL,
+    olds BLOB NOT NULL, counts BLOB);
+CREATE TABLE IF NOT EXISTS links(old BLOB NOT NULL, rid INTEGER NOT NULL, e INTEGER NOT NULL,
+    new BLOB NOT NULL, PRIMARY KEY(old, rid, e)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS links_new ON links(new);
 CREATE TABLE IF NOT EXISTS removed(rid INTEGER NOT NULL, id BLOB NOT NULL,
     PRIMARY KEY(rid, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS snapshots(sid INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE, parent INTEGER,
@@ -243,6 +243,19 @@ def _norm_counts(counts: bytes | None) -> bytes | None:
     c = array("I")
     c.frombytes(counts)
     return None if c.count(1) == len(c) else counts
+
+
+def _links(rid: int, news: bytes, per: list[bytes]) -> list[tuple[bytes, int, int, bytes]]:
+    """The ``links`` rows of a record: (old id, rid, edge, new id) per old id of each edge (an
+    edge mark is not an id: left out; an edge without old ids: one row with an empty old id),
+    sorted (B-tree locality)."""
+    out = []
+    for e, o in enumerate(per):
+        new = news[16 * e:16 * e + 16]
+        olds = [o[p:p + 16] for p in range(0, len(o), 16) if o[p:p + 16] not in _MARKS]
+        out += [(x, rid, e, new) for x in olds] if olds else [(b"", rid, e, new)]
+    out.sort()
+    return out
 
 
 def _olds_per_edge(news: bytes, olds: bytes, counts: bytes | None) -> list[bytes]:
@@ -521,17 +534,14 @@ class Store:
         rules = rec._rules
         cur = db.execute(
             "INSERT INTO records(hash, name, options, seconds, nedges, sources, rule_names, rule_ids, "
-            "rule_idx, typed_edge) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "rule_idx, typed_edge, news, olds, counts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (h, rec.name, rec.options, rec.seconds, len(per), src,
              None if rules is None else json.dumps(list(rules[0])),
              None if rules is None else rules[1], None if rules is None else rules[2],
-             next((e for e, o in enumerate(per) if o[:16] in _MARKS), None)))
+             next((e for e, o in enumerate(per) if o[:16] in _MARKS), None),
+             news, olds, _norm_counts(counts)))
         rid = int(cur.lastrowid)  # type: ignore[arg-type]
-        db.executemany("INSERT INTO edges VALUES (?, ?, ?, ?)",
-                       [(rid, e, news[16 * e:16 * e + 16], o) for e, o in enumerate(per)])
-        db.executemany("INSERT OR IGNORE INTO edge_old VALUES (?, ?, ?)",  # sorted: B-tree locality
-                       sorted([(o[p:p + 16], rid, e) for e, o in enumerate(per)
-                               for p in range(0, len(o), 16)]))
+        db.executemany("INSERT OR IGNORE INTO links VALUES (?, ?, ?, ?)", _links(rid, news, per))
         db.executemany("INSERT INTO removed VALUES (?, ?)", [(rid, r) for r in rec.removed])
         return rid
 
@@ -638,36 +648,28 @@ class Store:
             got = self._rec_obj.get(rid)
             if got is not None:
                 return got
-        row = db.execute("SELECT name, options, seconds, nedges, sources, rule_names, rule_ids, rule_idx "
-                         "FROM records WHERE rid = ?", (rid,)).fetchone()
+        row = db.execute("SELECT name, options, seconds, nedges, sources, rule_names, rule_ids, rule_idx, "
+                         "news, olds, counts FROM records WHERE rid = ?", (rid,)).fetchone()
         if row is None:
             raise StoreError(f"pass record row {rid} is missing")
-        name, options, seconds, nedges, src, rnames, rids, ridx = row
+        name, options, seconds, nedges, src, rnames, rids, ridx, news, olds, counts = row
         try:
             if edges is None:
-                erows = db.execute("SELECT e, new, olds FROM edges WHERE rid = ? ORDER BY e",
-                                   (rid,)).fetchall()
-                if len(erows) != nedges or any(r[0] != e for e, r in enumerate(erows)):
-                    raise StoreError(f"pass record row {rid} ({name}): edge rows missing "
-                                     f"({len(erows)} of {nedges})")
+                es = Edges(bytes(news), bytes(olds), None if counts is None else bytes(counts))
+                if len(es) != nedges:
+                    raise StoreError(f"pass record row {rid} ({name}): {len(es)} edges, its row says "
+                                     f"{nedges}")
                 removed = [r[0] for r in db.execute("SELECT id FROM removed WHERE rid = ?", (rid,))]
             else:
-                erows = []
-                for e in edges:
-                    r = db.execute("SELECT e, new, olds FROM edges WHERE rid = ? AND e = ?",
-                                   (rid, e)).fetchone()
-                    if r is None:
-                        raise StoreError(f"pass record row {rid} ({name}): edge row {e} is missing")
-                    erows.append(r)
+                per = _olds_per_edge(news, olds, counts)
+                if len(per) != nedges or len(news) != 16 * nedges:
+                    raise StoreError(f"pass record row {rid} ({name}): its edges do not match its row")
+                cnt = [len(per[e]) // 16 for e in edges]
+                es = Edges(b"".join([news[16 * e:16 * e + 16] for e in edges]),
+                           b"".join([per[e] for e in edges]),
+                           None if all(c == 1 for c in cnt) else array("I", cnt).tobytes())
                 removed = [r[0] for r in db.execute("SELECT id FROM removed WHERE rid = ?", (rid,))
                            if ids is not None and r[0] in ids] if ids else []
-            news = b"".join([r[1] for r in erows])
-            olds = b"".join([r[2] for r in erows])
-            cnt = [len(r[2]) // 16 for r in erows]
-            counts = None if all(c == 1 for c in cnt) else array("I", cnt).tobytes()
-            from .ir.lineage import Edges
-
-            es = Edges(news, olds, counts)
             sources = None
             if src is not None:
                 sources = {bytes.fromhex(k): v for k, v in json.loads(src)}
@@ -752,15 +754,13 @@ class Store:
         """The ids reachable from ``start`` through the edges of snapshot ``sid``'s records,
         forward (new ids from old) or backward (old ids from new), in SQL."""
         if backward:
-            sql = ("WITH RECURSIVE c(id) AS (SELECT :q UNION SELECT edge_old.old FROM c "
-                   "JOIN edges ON edges.new = c.id "
-                   "JOIN edge_old ON edge_old.rid = edges.rid AND edge_old.e = edges.e "
-                   "WHERE edges.rid IN (SELECT rid FROM snap_records WHERE sid = :sid)) SELECT id FROM c")
+            sql = ("WITH RECURSIVE c(id) AS (SELECT :q UNION SELECT links.old FROM c "
+                   "JOIN links ON links.new = c.id "
+                   "WHERE links.rid IN (SELECT rid FROM snap_records WHERE sid = :sid)) SELECT id FROM c")
         else:
-            sql = ("WITH RECURSIVE c(id) AS (SELECT :q UNION SELECT edges.new FROM c "
-                   "JOIN edge_old ON edge_old.old = c.id "
-                   "JOIN edges ON edges.rid = edge_old.rid AND edges.e = edge_old.e "
-                   "WHERE edge_old.rid IN (SELECT rid FROM snap_records WHERE sid = :sid)) SELECT id FROM c")
+            sql = ("WITH RECURSIVE c(id) AS (SELECT :q UNION SELECT links.new FROM c "
+                   "JOIN links ON links.old = c.id "
+                   "WHERE links.rid IN (SELECT rid FROM snap_records WHERE sid = :sid)) SELECT id FROM c")
         return {r[0] for r in db.execute(sql, {"q": start, "sid": sid})}
 
     def _partial(self, db: sqlite3.Connection, sid: int, cone: set[bytes], by_new: bool) -> list[PassRecord]:
@@ -771,12 +771,11 @@ class Store:
         db.executemany("INSERT INTO _cone VALUES (?)", [(i,) for i in cone])
         rids = [r[0] for r in db.execute("SELECT rid FROM snap_records WHERE sid = ? ORDER BY pos", (sid,))]
         if by_new:
-            sql = ("SELECT edges.rid, edges.e FROM _cone JOIN edges ON edges.new = _cone.id "
-                   "WHERE edges.rid IN (SELECT rid FROM snap_records WHERE sid = ?)")
+            sql = ("SELECT DISTINCT links.rid, links.e FROM _cone JOIN links ON links.new = _cone.id "
+                   "WHERE links.rid IN (SELECT rid FROM snap_records WHERE sid = ?)")
         else:
-            sql = ("SELECT DISTINCT edge_old.rid, edge_old.e FROM _cone "
-                   "JOIN edge_old ON edge_old.old = _cone.id "
-                   "WHERE edge_old.rid IN (SELECT rid FROM snap_records WHERE sid = ?)")
+            sql = ("SELECT DISTINCT links.rid, links.e FROM _cone JOIN links ON links.old = _cone.id "
+                   "WHERE links.rid IN (SELECT rid FROM snap_records WHERE sid = ?)")
         per: dict[int, set[int]] = {}
         for rid, e in db.execute(sql, (sid,)):
             per.setdefault(rid, set()).add(e)
@@ -827,7 +826,7 @@ class Store:
 
         def txn(db: sqlite3.Connection) -> list[Step]:
             sid = self._sid(db, ref)
-            produced = db.execute("SELECT 1 FROM edges WHERE new = ? AND rid IN "
+            produced = db.execute("SELECT 1 FROM links WHERE new = ? AND rid IN "
                                   "(SELECT rid FROM snap_records WHERE sid = ?) LIMIT 1",
                                   (q, sid)).fetchone() is not None
             cone = self._cone(db, sid, q, backward=produced)
@@ -917,7 +916,13 @@ class Store:
             rep.records += 1
             self._rec_obj.pop(rid, None)  # re-read from the rows (the hash is checked there)
             try:
-                self._record(db, rid)
+                rec = self._record(db, rid)
+                news, olds, counts = _edge_parts(rec.edges)
+                links = _links(rid, news, _olds_per_edge(news, olds, _norm_counts(counts)))
+                got = sorted(db.execute("SELECT old, rid, e, new FROM links WHERE rid = ?", (rid,)))
+                if [tuple(r) for r in got] != sorted(set(links)):
+                    raise StoreError(f"its links rows do not match its edges ({len(got)} rows, "
+                                     f"{len(set(links))} expected)")
                 hashes[rid] = h
             except StoreError as e:
                 bad.append(f"records row {rid}: {e}")
