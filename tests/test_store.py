@@ -63,6 +63,7 @@ def _file_bytes(path) -> int:
     db = sqlite3.connect(path)
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.execute("VACUUM")
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # in WAL mode VACUUM writes the new file to the WAL
     db.close()
     return os.path.getsize(path)
 
