@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import pyir
 from pyir import Any, op, sym
-from pyir.errors import EvaluationError
+from pyir.errors import EvaluationError, IllTypedProgramError
 from pyir.ir.dims import free_syms, substitute
 from pyir.rewrite.functor import substitute as substitute_vars
 from pyir.testing import SYMBOLIC_BATCH, programs, random_inputs
@@ -84,22 +84,30 @@ def test_tuple_inputs_bind_too():
 def test_results_are_checked_against_the_substituted_type():
     x = pyir.var("x", shape=(b, 4))
     assert pyir.evaluate(pyir.Function([x], op.reshape(x, newshape=(-1,))), ones(3, 4)).shape == (12,)
-    # the interpreter does not type-check: a declared return type the body does not have is
-    # caught on the result, with the input's binding substituted
+    # evaluate type-checks first (symbols are fine): a declared return type the body does not
+    # have is the type checker's error, before the inputs are bound (ones(3, 5) would not bind)
     lying = pyir.Function([x], x, ret_type=pyir.TensorType((b * 2, 4)))
-    with pytest.raises(EvaluationError,
-                       match=r"the result, dimension 0 is 3, expected batch \* 2 = 6 \(batch = 3\)"):
-        pyir.evaluate(lying, ones(3, 4))
+    for arg in (ones(3, 4), ones(3, 5)):
+        with pytest.raises(IllTypedProgramError,
+                           match=r"declared return type Tensor\[\(batch \* 2, 4\), float32\] but the body "
+                                 r"has type Tensor\[\(batch, 4\), float32\]"):
+            pyir.evaluate(lying, arg)
     unknown = pyir.Function([x], x, ret_type=pyir.TensorType((Any, 4)))
     assert pyir.evaluate(unknown, ones(3, 4)).shape == (3, 4)
     tup = pyir.Function([x], pyir.Tuple([x, x]), ret_type=pyir.TupleType([pyir.TensorType((b, 4)),
                                                                            pyir.TensorType((b, 5))]))
-    with pytest.raises(EvaluationError, match="field 1, dimension 1 is 4, expected 5"):
+    with pytest.raises(IllTypedProgramError, match="declared return type"):
         pyir.evaluate(tup, ones(3, 4))
     s = pyir.var("s", shape=(3, 4))
-    with pytest.raises(EvaluationError, match="the result, dimension 0 is 3, expected 4"):
+    with pytest.raises(IllTypedProgramError, match=r"declared return type Tensor\[\(4, 4\), float32\]"):
         pyir.evaluate(pyir.Function([s], s, ret_type=pyir.TensorType((4, 4))), ones(3, 4))
-    # an If with a ? branch: ? accepts what either branch gives
+    # what only the run can check: an input the type checker cannot describe (a list for an
+    # unannotated parameter) is checked on the result, against the declared type
+    u = pyir.var("u")
+    with pytest.raises(EvaluationError, match="the result, dimension 0 is 3, expected 4") as e:
+        pyir.evaluate(pyir.Function([u], u, ret_type=pyir.TensorType((4, 4), "float64")), ones(3, 4).tolist())
+    assert not isinstance(e.value, IllTypedProgramError)
+    # an If with a ? branch: ? accepts what either branch gives, the run checks the rest
     w = pyir.var("w", shape=(Any, 4))
     f = pyir.Function([x, w], pyir.If(op.greater(op.sum(x), op.sum(w)), x, w))
     assert f.checked_type.ret_type.shape == (Any, 4)

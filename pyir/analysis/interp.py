@@ -16,13 +16,13 @@ checked against the declared (or inferred) return type with the bindings substit
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import EvaluationError, IllTypedProgramError, InternalError, PyIRError, TypeCheckError
-from ..ir import hooks
 from ..ir.adt import (
     Constructor,
     Match,
@@ -47,10 +47,11 @@ from ..ir.expr import (
     Var,
 )
 from ..ir.module import Module
-from ..ir.node import Node, cached_type
+from ..ir.node import F_GLOBAL, Node, cached_type
+from ..ir.traverse import global_vars
 from ..ir.types import EXTENDED_DTYPES, FuncType, TensorType, TupleType, Type
 from ..progress import Progress
-from .typecheck import bind_dims, subst_type
+from .typecheck import accepts, bind_dims, infer_type, subst_type
 
 __all__ = ["evaluate", "Closure", "ConstructorValue", "RefValue"]
 
@@ -509,6 +510,13 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
     ``program`` is a module (its ``main`` runs), a function (called with
     ``inputs``) or a closed expression (no inputs).
 
+    The program is type-checked first (see :func:`_type_check`): an ill-typed one raises
+    :class:`~pyir.errors.IllTypedProgramError` (both a TypeCheckError and an EvaluationError)
+    with the type checker's message, naming the node, the operator and the shapes, before
+    anything runs.  Then the inputs are checked against the parameter types (symbols bound from
+    the arrays) and the result against the return type with those bindings substituted (what
+    only the run can check: a ``?`` or a symbol in the types).
+
     >>> import pyir, numpy as np
     >>> x = pyir.var("x", shape=(2,))
     >>> f = pyir.Function([x], pyir.op.multiply(x, pyir.const(2.0)))
@@ -528,61 +536,159 @@ def evaluate(program: Module | Expr, *inputs: Any) -> Any:
         if len(inputs) != len(params):
             raise EvaluationError(f"the function takes {len(params)} input(s) "
                                   f"({', '.join('%' + p.name_hint for p in params)}), got {len(inputs)}")
+        rt = _type_check(program, mod, inputs)
         env = _Env()
         for i, (p, v) in enumerate(zip(params, inputs)):
             env.vars[p] = _check_input(i, p, v)
         symbolic = not all(p.type_annotation is None or _static(p.type_annotation) for p in params)
         binds = _bind_inputs(params, [env.vars[p] for p in params]) if symbolic else {}
-        try:
-            with Progress("evaluate"):
-                out = _run(program.body, _Frame(env), mod)
-        except EvaluationError as e:
-            _explain_failure(program, mod, e)
-            raise
-        rt = _result_type(program, mod, symbolic)
+        with Progress("evaluate"):
+            out = _run(program.body, _Frame(env), mod)
+        if program.ret_type is not None:
+            rt = program.ret_type
         if rt is not None:
             _check_result(rt, out, binds)
         return out
     if isinstance(program, Expr):
         if inputs:
             raise EvaluationError("a bare expression takes no inputs; wrap it in a Function")
+        _type_check(program, None, ())
         with Progress("evaluate"):
             return _run(program, _Frame(_Env()), mod)
     raise EvaluationError(f"cannot evaluate {type(program).__name__}")
 
 
-def _explain_failure(f: Function, mod: Module | None, err: EvaluationError) -> None:
-    """A kernel failed while running ``f``: if ``f`` is ill-typed, raise the type checker's
-    error instead (an :class:`~pyir.errors.IllTypedProgramError`, both a TypeCheckError and an
-    EvaluationError), which names the node, the operator and the shapes, rather than a numpy
-    error from deep in a kernel.  (The interpreter does not type-check a program that runs:
-    a declared result type is checked on the result.)  Functions with unannotated parameters
-    and well-typed ones keep the kernel's error."""
-    if cached_type(f) is not None or any(p.type_annotation is None for p in f.params):
-        return
+# Programs type-checked by an earlier evaluate whose type is not cached on the node (it lives in
+# a context cache: a let variable without annotation below); a module remembers in its cache.
+_CHECKED: weakref.WeakKeyDictionary[Expr, Type] = weakref.WeakKeyDictionary()
+_MODULE_CHECKED = "evaluate_checked"  # main's type, once main and what it reaches are checked
+_CALLEES_CHECKED = "evaluate_callees_checked"  # what main reaches (main has unannotated parameters)
+
+
+def _type_check(program: Expr, mod: Module | None, inputs: Sequence[Any]) -> Type | None:
+    """Type-check ``program`` before it runs; an ill-typed one raises IllTypedProgramError.
+    The result type of a function (None for a closed expression, or when not checked).
+
+    * a module's ``main`` (annotated parameters): typed through the module (its type cache, so a
+      second evaluate of the module costs nothing), and so is every function ``main`` reaches
+      (an annotated function's body too, not only its signature);
+    * a function with annotated parameters, or a closed expression: ``infer_type`` (structural
+      types are cached on the nodes: a second evaluate costs nothing);
+    * a function (or ``main``) with unannotated parameters: typed with its parameters given the
+      types of the input values (``Tensor[shape, dtype]`` of an array, tuples of them); an input
+      the type checker cannot describe (a Python number, a closure, a value of a type
+      definition) leaves the program to the run's own checks.
+
+    Symbols and ``?`` in the types are fine here: the inputs are bound to them afterwards
+    (:func:`_bind_inputs`)."""
     try:
-        if mod is not None and "main" in mod and mod["main"] is f:
-            mod.global_type("main")
+        if isinstance(program, Function) and any(p.type_annotation is None for p in program.params):
+            rt = _check_with_inputs(program, mod, inputs)
+            if mod is not None:
+                _check_module(mod, main_too=False)
+            return rt
+        if mod is not None:
+            t = _check_module(mod, main_too=True)
         else:
-            hooks.infer_type(f, mod)
+            t = cached_type(program) or _CHECKED.get(program)
+            if t is None:
+                if program._mask & F_GLOBAL:
+                    raise _needs_module(program)
+                t = infer_type(program)
+                if cached_type(program) is None:
+                    _CHECKED[program] = t
+        return t.ret_type if type(t) is FuncType else None
     except TypeCheckError as e:
-        raise IllTypedProgramError(f"the program is ill-typed: {e}") from err
-    except PyIRError:
-        return
+        if isinstance(e, IllTypedProgramError):
+            raise
+        raise IllTypedProgramError(f"the program is ill-typed: {e}") from None
 
 
-def _result_type(f: Function, mod: Module | None, symbolic: bool) -> Type | None:
-    """The declared return type of ``f``, else its inferred one: already cached for a static
-    program (nothing is computed), inferred for a symbolic one; None if it does not type-check."""
-    if f.ret_type is not None:
-        return f.ret_type
-    ft = cached_type(f)
-    if ft is None and symbolic:
-        try:
-            ft = mod.global_type("main") if mod is not None and mod["main"] is f else hooks.infer_type(f, mod)
-        except PyIRError:
+def _needs_module(program: Expr) -> EvaluationError:
+    g = global_vars(program)[0]
+    return EvaluationError(f"@{g.name_hint} needs a module: evaluate the module, not a bare function")
+
+
+def _check_module(mod: Module, main_too: bool) -> Type | None:
+    """Type-check ``main`` (if ``main_too``) and every function it reaches, once per module
+    (remembered in the module's cache); ``main``'s type if checked."""
+    cache = mod._cache
+    main_t = cache.get(_MODULE_CHECKED)
+    if main_t is not None:  # main and what it reaches
+        return main_t
+    if not main_too and cache.get(_CALLEES_CHECKED):
+        return None
+    names = ["main"]
+    seen = {"main"}
+    while names:
+        f = mod[names.pop()]
+        if f._mask & F_GLOBAL:
+            for g in global_vars(f):
+                n = g.name_hint
+                if n not in seen and n in mod:
+                    seen.add(n)
+                    names.append(n)
+    for n in sorted(seen):
+        if n != "main":
+            infer_type(mod[n], mod)  # cached in the module: free the second time
+    cache[_CALLEES_CHECKED] = True
+    if not main_too:
+        return None
+    main_t = cache[_MODULE_CHECKED] = infer_type(mod["main"], mod)
+    return main_t
+
+
+def _check_with_inputs(f: Function, mod: Module | None, inputs: Sequence[Any]) -> Type | None:
+    """Type-check ``f``, its unannotated parameters typed by the input values (module ``mod``
+    for global calls): its result type; nothing is checked (None) if an input has no type the
+    checker knows."""
+    from ..text.printer import short_repr
+
+    env: dict[Var, Type] = {}
+    for p, v in zip(f.params, inputs):
+        if p.type_annotation is None:
+            t = _value_type(v)
+            if t is None:
+                return None
+            env[p] = t
+    if mod is None and f._mask & F_GLOBAL:
+        raise _needs_module(f)
+    # a cache of its own: the types below the parameters hold for these inputs only
+    body_t = infer_type(f.body, mod, cache={}, env=env)
+    rt = f.ret_type
+    if rt is None or rt is body_t:
+        return body_t
+    if not accepts(rt, body_t):
+        raise TypeCheckError(f"{short_repr(f)}: declared return type {_type_str(rt)} but the body has "
+                             f"type {_type_str(body_t)} (the parameters typed by the inputs: "
+                             f"{', '.join('%' + p.name_hint + ': ' + _type_str(t) for p, t in env.items())})")
+    return rt
+
+
+def _value_type(value: Any) -> Type | None:
+    """The type of an input value: ``Tensor[shape, dtype]`` of an array or numpy scalar, a tuple
+    type of a tuple of such values (iteratively); None for anything else."""
+    # post-order over nested tuples: (value, done)
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    out: list[Type] = []
+    while stack:
+        v, done = stack.pop()
+        if done:
+            n = len(v)
+            fields = out[len(out) - n:] if n else []
+            del out[len(out) - n:]
+            out.append(TupleType(fields))
+        elif isinstance(v, (np.ndarray, np.generic)):
+            try:
+                out.append(TensorType(v.shape, v.dtype.name))
+            except PyIRError:
+                return None
+        elif type(v) is tuple:
+            stack.append((v, True))
+            stack.extend((x, False) for x in reversed(v))
+        else:
             return None
-    return ft.ret_type if type(ft) is FuncType else None
+    return out[0]
 
 
 def output_types(values: Any) -> Sequence[Type]:  # pragma: no cover - debugging aid
