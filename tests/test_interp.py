@@ -80,3 +80,68 @@ def test_deep_chains_evaluate(deep_chain, deep_anf):
     a = np.array([0.5, -1.0, 2.0, 3.0], "float32")
     want = pyir.evaluate(deep_chain, a)
     np.testing.assert_array_equal(pyir.evaluate(deep_anf, a), want)
+
+
+def _ill_typed(program, *inputs, needle):
+    with pytest.raises(pyir.IllTypedProgramError, match=needle) as info:
+        pyir.evaluate(program, *inputs)
+    assert isinstance(info.value, pyir.TypeCheckError) and isinstance(info.value, pyir.EvaluationError)
+    return str(info.value)
+
+
+def test_evaluate_type_checks_before_running():
+    """Ill-typed programs whose numpy kernels would succeed (float32 + int32 promotes, a
+    concatenate of mixed dtypes, a lying return type) are refused before anything runs, with
+    the type checker's message (node, operator, shapes); so are those of a module's callee."""
+    x, i = pyir.var("x", shape=(2,)), pyir.var("i", shape=(2,), dtype="int32")
+    f32, i32 = np.ones(2, "float32"), np.ones(2, "int32")
+    msg = _ill_typed(pyir.Function([x, i], op.add(x, i)), f32, i32, needle="add: dtypes differ")
+    assert "in <Call add(%x, %i)" in msg and "Tensor[(2), float32], Tensor[(2), int32]" in msg
+    _ill_typed(pyir.Module.from_expr(op.concatenate([x, i])), f32, i32,
+               needle="concatenate: dtypes differ: float32, int32")
+    _ill_typed(pyir.Function([x], op.cast(x, dtype="int32"), ret_type=pyir.TensorType((2,))), f32,
+               needle=r"declared return type Tensor\[\(2\), float32\] but the body has type "
+                      r"Tensor\[\(2\), int32\]")
+    # a closed expression; and a function with unannotated parameters, typed from the inputs
+    _ill_typed(op.add(pyir.const(f32), pyir.const(i32)), needle="add: dtypes differ")
+    u, v = pyir.var("u"), pyir.var("v")
+    g = pyir.Function([u, v], op.add(u, v))
+    _ill_typed(g, f32, i32,
+               needle=r"add: dtypes differ.*\n.*\n.*Tensor\[\(2\), float32\], Tensor\[\(2\), int32\]")
+    np.testing.assert_array_equal(pyir.evaluate(g, f32, f32), 2 * f32)  # typed per call
+    pair = pyir.Function([u], op.add(pyir.TupleGetItem(u, 0), pyir.TupleGetItem(u, 1)))
+    _ill_typed(pair, (f32, i32), needle="add: dtypes differ")  # a tuple input: typed by its fields
+    np.testing.assert_array_equal(pyir.evaluate(pair, (f32, f32)), 2 * f32)
+    # a module: main well-typed, the callee's body (annotated: its signature alone is fine) not
+    p = pyir.var("p", shape=(2,))
+    bad = pyir.Function([p], op.add(p, pyir.const(np.ones(3, "float32"))), ret_type=pyir.TensorType((2,)))
+    mod = pyir.Module({"main": pyir.Function([x], pyir.Call(pyir.GlobalVar("h"), [x])), "h": bad})
+    _ill_typed(mod, f32, needle=r"add: shapes \(2,\) and \(3,\) do not broadcast")
+    # a bare function calling a global is told to evaluate its module
+    with pytest.raises(pyir.EvaluationError, match="@h needs a module"):
+        pyir.evaluate(mod["main"], f32)
+
+
+def test_a_second_evaluate_does_not_type_again(monkeypatch):
+    """The type check is paid once: a module remembers it, typed nodes carry their types, and
+    a function whose type lives in a context cache (an unannotated let) is remembered too."""
+    from pyir.analysis import interp
+
+    calls = []
+    real = interp.infer_type
+    monkeypatch.setattr(interp, "infer_type", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    m = pyir.testing.resnet(1)
+    ins = pyir.testing.random_inputs(m)
+    pyir.evaluate(m, *ins)
+    first = len(calls)
+    assert first >= 1
+    pyir.evaluate(m, *ins)
+    x, v = pyir.var("x", shape=(3,)), pyir.var("v")
+    f = pyir.Function([x], pyir.Let(v, op.exp(x), op.nn.relu(v)))  # v unannotated: context types
+    a = np.ones(3, "float32")
+    pyir.evaluate(f, a)
+    pyir.evaluate(f, a)
+    e = op.add(pyir.const(a), pyir.const(a))
+    pyir.evaluate(e)
+    pyir.evaluate(e)
+    assert len(calls) == first + 2  # one for f, one for e

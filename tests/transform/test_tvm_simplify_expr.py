@@ -211,7 +211,8 @@ def test_simplify_rsqrt(c):
 
 
 def _dq(x: pyir.Var, scale: float) -> pyir.Expr:
-    return op.qnn.dequantize(x, pyir.const(scale), pyir.const(0, x.type_annotation.dtype))  # zero point: data's dtype
+    zero = pyir.const(0, x.type_annotation.dtype)  # the zero point has the data's dtype
+    return op.qnn.dequantize(x, pyir.const(scale), zero)
 
 
 @pytest.mark.parametrize("arg", [op.argmax, op.argmin, op.argsort])
