@@ -102,9 +102,26 @@ def _symbolic_seed() -> pyir.Module:
     return pyir.Module({"main": main, "helper": helper})
 
 
+def _rules_seed() -> pyir.Module:
+    """Rule names in the history (binary version 4, JSON version 3), on a symbolic module:
+    SimplifyExpr's own record, and one naming two rules (non-ASCII) where one id is made twice
+    (the last firing wins) and a record without rules between them."""
+    from pyir.ir.lineage import PassRecord, RuleLog
+
+    x = pyir.var("x", shape=("batch", 3))
+    m = pyir.transform.SimplifyExpr()(pyir.Module.from_expr(op.exp(op.add(op.nn.relu(x), pyir.const(0.0)))))
+    a, b = m["main"].body.id, m["main"].body.args[0].id
+    log = RuleLog()
+    for name, i in (("x * 1", a), ("fold ✓", b), ("x * 1", b)):
+        log.add(name, i)
+    recs = [PassRecord("Plain", "", ((a, (b,)),), (), None, 0.0),
+            PassRecord("Rules", "k=1", ((a, (b,)), (b, (a, b))), (), None, 0.5, log)]
+    return m._derive(m.functions(), history=m.pass_records.extend(recs))
+
+
 SEEDS = [_kinds_seed(), _history_seed(), op.nn.conv2d(pyir.var("d", shape=(1, 1, 3, 3)),
                                                       pyir.const(np.ones((1, 1, 1, 1), "float32"))),
-         _symbolic_seed()]
+         _symbolic_seed(), _rules_seed()]
 PAYLOADS = [pyir.dumps(s) for s in SEEDS]
 DOCS = [pyir.to_json(s) for s in SEEDS]
 
@@ -173,6 +190,9 @@ def _check_loaded(obj) -> None:
     if isinstance(obj, pyir.Module):
         assert dict(again.items()) == dict(obj.items()) == dict(back.items())
         assert len(again.pass_records) == len(obj.pass_records)
+        rules = [r.rule_table() for r in obj.pass_records]  # rule names travel in both formats
+        assert [r.rule_table() for r in again.pass_records] == rules
+        assert [r.rule_table() for r in back.pass_records] == rules
         for name in obj.names():  # (d) types: a result or a pyir error
             try:
                 obj.global_type(name)
@@ -246,8 +266,8 @@ def _mutate_columns(data, cols) -> None:
             kinds[_pos(data, len(kinds))] = data.draw(st.one_of(st.integers(0, 15),
                                                                 st.sampled_from(sorted(DIM_KIND_NAMES))))
         cols.kinds = bytes(kinds)
-    elif what == "version":  # 2 (static) <-> 3 (symbolic), or another
-        cols.version = data.draw(st.sampled_from([2, 3, 1, 4]))
+    elif what == "version":  # 2 (static) <-> 3 (symbolic) <-> 4 (rule names), or another
+        cols.version = data.draw(st.sampled_from([2, 3, 1, 4, 5]))
     elif what == "str":
         value = data.draw(st.one_of(st.sampled_from(_INTERESTING_STRS), st.sampled_from(strs or [""]),
                                     st.text(max_size=12)))
@@ -317,6 +337,41 @@ def test_fuzz_binary_payloads(k, data):
         except SerializationError:
             return  # an integer the encoder cannot write (out of the int64 range)
     _load_or_reject(pyir.loads, mutated)
+
+
+@fuzz_settings
+@given(data=st.data())
+def test_fuzz_rule_tables(data):
+    """Rule names (binary version 4): mutations aimed at the last record's rule table (its counts,
+    name references and offset in ``ints``; the ids and name indices in the blob; truncation) and
+    at the version either raise SerializationError or load into what the oracle accepts."""
+    cols = _sections(PAYLOADS[-1])
+    blob = bytearray(cols.blob)
+    ints = cols.ints
+    nnames = ints[-4]
+    start = len(ints) - 3 - nnames  # [nfire, nnames, *names, blob offset]
+    nfire, off = ints[start], ints[-1]
+    assert (nfire, nnames, cols.version) == (3, 2, 4)
+    for _ in range(data.draw(st.integers(1, 3))):
+        what = data.draw(st.sampled_from(["int", "name", "id", "index", "index", "version", "truncate"]))
+        if what in ("int", "name", "truncate") and len(ints) < start + 3 + nnames:
+            what = "id"
+        if what == "int":
+            ints[start + _pos(data, 3 + nnames)] = data.draw(st.one_of(st.sampled_from(_INTERESTING_INTS),
+                                                                       st.integers(-2, 40)))
+        elif what == "name":
+            ints[start + 2 + _pos(data, nnames)] = data.draw(st.integers(-1, len(cols.strs)))
+        elif what == "id":
+            blob[off + _pos(data, 16 * nfire)] ^= data.draw(st.integers(1, 255))
+        elif what == "index":
+            k = off + 16 * nfire + 2 * _pos(data, nfire)
+            blob[k:k + 2] = data.draw(st.sampled_from([0, 1, 2, 3, 0xFFFF])).to_bytes(2, "little")
+        elif what == "version":
+            cols.version = data.draw(st.sampled_from([2, 3, 5]))
+        else:
+            del ints[start + _pos(data, 3 + nnames):]
+    cols.blob = bytes(blob)
+    _load_or_reject(pyir.loads, _assemble(cols))
 
 
 # -- JSON: mutate the parsed document ------------------------------------------------------------------
@@ -407,6 +462,28 @@ def test_fuzz_json_documents(k, data):
     doc = json.loads(DOCS[k])
     for _ in range(data.draw(st.integers(1, 3))):
         _mutate_doc(data, doc)
+    _load_or_reject(pyir.from_json, json.dumps(doc))
+
+
+@fuzz_settings
+@given(data=st.data())
+def test_fuzz_json_rule_tables(data):
+    """Rule names (JSON version 3): mutations inside the records' ``"rules"`` lists (ids, names,
+    pairs dropped, duplicated or retyped; the key dropped) and of the version either raise
+    SerializationError or load into what the oracle accepts."""
+    doc = json.loads(DOCS[-1])
+    assert doc["version"] == 3
+    recs = [r for r in doc["history"] if "rules" in r]
+    for _ in range(data.draw(st.integers(1, 3))):
+        if data.draw(st.integers(0, 5)) == 0:
+            doc["version"] = data.draw(st.sampled_from([1, 2, 4]))
+            continue
+        rec = recs[_pos(data, len(recs))]
+        wrapper = {"rules": rec["rules"]} if "rules" in rec else {}
+        _mutate_doc(data, {"w": wrapper} if data.draw(st.integers(0, 9)) == 0 else wrapper)
+        rec.pop("rules", None)
+        if "rules" in wrapper:
+            rec["rules"] = wrapper["rules"]
     _load_or_reject(pyir.from_json, json.dumps(doc))
 
 

@@ -28,6 +28,7 @@ from pyir.rewrite.functor import rewrite
 from pyir.serialize import FORMAT_VERSION, dumps, from_json, load, loads, save, to_json
 from pyir.serialize.binary import _assemble, _sections
 from pyir.testing import programs, resnet, shared_dag, transformer_block
+from pyir.transform import InferType, SimplifyExpr
 from pyir.transform.base import module_pass
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -775,3 +776,145 @@ def test_streamed_json_text_is_the_documents_dumps():
                 '{"format": "pyir", "version": 1, "node": 0, "nodes": [["Op", "nn.relu"] ["Op"]]}'):
         with pytest.raises(SerializationError):
             from_json(bad)
+
+
+# -- rule names in the history (binary version 4, JSON version 3) --------------------------------------------
+
+
+def _ruled_module() -> tuple[Module, Call]:
+    """A module after SimplifyExpr (its record names the rule ``x + 0``), and the original add."""
+    x = pyir.var("x", shape=(2, 3))
+    e = op.add(op.nn.relu(x), const(0.0))
+    return SimplifyExpr()(Module.from_expr(op.exp(e))), e
+
+
+def test_rule_names_survive_round_trip() -> None:
+    """The rewrite rule of each lineage step is saved (binary version 4, JSON version 3): after a
+    round trip ``history()`` shows the same rule column, the records answer ``rule_of`` alike,
+    the nodes are the very ones constructed, and saving again gives identical bytes and text."""
+    from pyir.serialize.binary import RULES_FORMAT_VERSION
+    from pyir.serialize.json_format import JSON_RULES_VERSION
+
+    m, e = _ruled_module()
+    want = [(s.pass_name, s.before, s.after, s.rule) for s in m.history(e)]
+    assert any(r == "x + 0" for *_, r in want)
+    data, text = dumps(m), to_json(m)
+    assert int.from_bytes(data[4:6], "little") == RULES_FORMAT_VERSION == 4
+    assert json.loads(text)["version"] == JSON_RULES_VERSION == 3
+    for back in (loads(data), from_json(text), pickle.loads(pickle.dumps(m))):
+        _check_same(m, back)
+        assert [(s.pass_name, s.before, s.after, s.rule) for s in back.history(e)] == want
+        assert repr(back.history(e)) == repr(m.history(e))
+        for a, b in zip(m.pass_records, back.pass_records):
+            assert (b.rule_names, b.rules(), b.rule_table()) == (a.rule_names, a.rules(), a.rule_table())
+        assert dumps(back) == data and to_json(back) == text
+    # several names, an id made twice (the last firing wins, the table keeps both), on a
+    # symbolic module: version 4 holds dimension nodes too
+    from pyir.ir.lineage import RuleLog
+
+    y = pyir.var("y", shape=("n", 2))
+    sm = Module.from_expr(op.nn.relu(y))
+    b = sm["main"].body
+    log = RuleLog()
+    for name, i in (("r1", b.id), ("r✓", y.id), ("r1", y.id)):
+        log.add(name, i)
+    sm = _with_record(sm, PassRecord("P", "", ((b.id, (y.id,)),), (), None, 0.0, log))
+    for back in (loads(dumps(sm)), from_json(to_json(sm))):
+        (r,) = back.pass_records
+        assert r.rule_names == ("r1", "r✓") and r.rule_of(y.id) == "r1" and r.rule_of(b.id) == "r1"
+        assert list(r.rule_table()[2]) == [0, 1, 0] and dumps(back) == dumps(sm)
+
+
+# a module without rule names, saved before rule names were stored (xxh3-128 of the bytes and
+# of the JSON text): static (version 2) and symbolic (version 3); they must not change
+_NO_RULES_DIGESTS = [("a56a7739d239d8eab273bc58bbd2fc9e", "6724f64235c3322ab60c9beefb0f4b75"),
+                     ("5f6e5adab11720e0e15daa4cc4f3da9d", "397b740a51606143143fcfd224fa8ebd")]
+
+
+def test_files_without_rule_names_keep_their_bytes() -> None:
+    """A history without rule names writes what it wrote before they were stored (the version,
+    the bytes and the JSON text), so the files of older pyir versions stay as they were."""
+    from xxhash import xxh3_128_hexdigest
+
+    x = Var("x", TensorType((2, "n"), "float32"), bytes(range(16)))
+    y = Var("y", TensorType((2, 3), "float32"), bytes(range(1, 17)))
+    mods = [Module({"main": Function([y], op.nn.relu(op.add(y, const(1.0))))}),
+            Module({"main": Function([x, y], op.nn.relu(op.add(y, const(1.0))))})]
+    for mod, (bin_digest, json_digest), version in zip(mods, _NO_RULES_DIGESTS, (2, 3)):
+        b = mod["main"].body
+        rec = PassRecord("P", "o=1", ((b.id, (b.args[0].id,)),), frozenset({b.args[0].id}),
+                         {b.id: ["Relu_0"]}, 0.25)
+        mod = _with_record(mod, rec)
+        data, text = dumps(mod), to_json(mod)
+        assert int.from_bytes(data[4:6], "little") == version and json.loads(text)["version"] == version - 1
+        assert '"rules"' not in text
+        assert (xxh3_128_hexdigest(data), xxh3_128_hexdigest(text.encode())) == (bin_digest, json_digest)
+
+
+def test_rule_tables_refused_when_inconsistent() -> None:
+    """A version-4 payload without rule names, rule names under another version, and rule tables
+    that are not what a pass builds (a name twice, names out of first-firing order, a name never
+    used, an index or offset out of range, truncated) raise SerializationError; JSON likewise."""
+    m, _ = _ruled_module()
+    data = dumps(m)
+    plain = dumps(InferType()(Module.from_expr(op.nn.relu(pyir.var("x", shape=(2,))))))
+    cols = _sections(data)
+    nnames = cols.ints[-4]
+    start = len(cols.ints) - 3 - nnames
+    assert cols.ints[start:start + 2] == [1, 1]  # one firing of one rule
+
+    def setattr_(k, v):
+        return lambda c: setattr(c, k, v)
+
+    def ints_at(i, v):
+        def fn(c):
+            c.ints[i] = v
+        return fn
+
+    def add_name(c):  # two names for one firing: the second is never used
+        c.ints[start + 1:start + 3] = [2, c.ints[start + 2], c.ints[start + 2]]
+
+    def index(v):
+        def fn(c):
+            off = c.ints[-1]
+            c.blob = c.blob[:off + 16] + v.to_bytes(2, "little") + c.blob[off + 18:]
+        return fn
+
+    cases = [(setattr_("version", 2), "unread integers"), (setattr_("version", 3), "without symbolic"),
+             (ints_at(start, 0), "without rule names"), (ints_at(start, 10**9), "bad rule table"),
+             (ints_at(start, 7), "out of range"),
+             (ints_at(-1, 10**6), "out of range"), (ints_at(-2, 10**6), "string reference"),
+             (add_name, "bad rule table|never fired|twice"), (index(1), "out of order or out of range"),
+             (lambda c: c.ints.__delitem__(slice(start + 1, None)), "truncated|bad rule table")]
+    for fn, msg in cases:
+        with pytest.raises(SerializationError, match=msg):
+            loads(_reassembled(data, fn))
+    with pytest.raises(SerializationError, match="truncated rule table"):
+        loads(_reassembled(plain, setattr_("version", 4)))
+    with pytest.raises(SerializationError, match="version 4 without rule names"):
+        no_history = dumps(Module.from_expr(op.nn.relu(pyir.var("x", shape=(2,)))))
+        loads(_reassembled(no_history, setattr_("version", 4)))
+    # the RuleLog's own checks (what the loaders build through)
+    from pyir.ir.lineage import RuleLog
+
+    i = bytes(16)
+    for names, ids, idx, msg in ((["a", "a"], i * 2, [0, 1], "twice"), (["a", "b"], i * 2, [1, 0], "order"),
+                                 (["a", "b"], i, [0], "never fired"), (["a"], i, [], "do not match"),
+                                 (["\ud800"], i, [0], "surrogate")):
+        with pytest.raises(LineageError, match=msg):
+            RuleLog.from_table(names, ids, idx)
+    text = to_json(m)
+    doc = json.loads(text)
+    (ruled,) = [r for r in doc["history"] if "rules" in r]
+    bad_docs = {"version 3 without rule names": lambda d: [r.pop("rules", None) for r in d["history"]],
+                "with rule names": lambda d: d.__setitem__("version", 1),
+                "name at least one firing": lambda d: ruled.__setitem__("rules", []),
+                "must be a list": lambda d: ruled.__setitem__("rules", None),
+                "pairs": lambda d: ruled["rules"].append([ruled["rules"][0][0]]),
+                "rule name must be a string": lambda d: ruled["rules"].append([ruled["rules"][0][0], 3])}
+    for msg, fn in bad_docs.items():
+        d = json.loads(text)
+        (ruled,) = [r for r in d["history"] if "rules" in r]
+        fn(d)
+        with pytest.raises(SerializationError, match=msg):
+            from_json(json.dumps(d))

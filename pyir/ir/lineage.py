@@ -488,6 +488,36 @@ class RuleLog:
     def __repr__(self) -> str:
         return f"<RuleLog of {len(self.idx)} firing(s) of {len(self.names)} rule(s)>"
 
+    @classmethod
+    def from_table(cls, names: Sequence[str], ids: bytes, idx: Sequence[int]) -> RuleLog:
+        """The log a pass built, from its stored form (:meth:`PassRecord.rule_table`, the
+        serializers'): the rule names in the order they first fired, and per firing a 16-byte id
+        (in ``ids``) and an index into ``names``.  LineageError unless it is exactly what
+        :meth:`add` builds (names distinct and each first used in table order, at least one
+        firing), so that a stored log saves again identically."""
+        n = len(idx)
+        if not n or len(ids) != _ID_LEN * n or not 0 < len(names) <= 0xFFFF:
+            raise LineageError(f"rule table: {len(names)} name(s), {len(ids)} id bytes and {n} firing(s) "
+                               "do not match")
+        log = cls()
+        for name in names:
+            if _check_text(name, "rule name") in log.index:
+                raise LineageError(f"rule table: rule name {name!r:.80} appears twice")
+            log.index[name] = len(log.names)
+            log.names.append(name)
+        top = -1
+        for k in idx:
+            if type(k) is not int or not 0 <= k <= top + 1 or k >= len(names):
+                raise LineageError(f"rule table: firing of rule {k!r:.40} out of order or out of range "
+                                   f"({len(names)} name(s))")
+            if k > top:
+                top = k
+        if top != len(names) - 1:
+            raise LineageError(f"rule table: {len(names) - 1 - top} rule name(s) never fired")
+        log.ids = bytearray(ids)
+        log.idx = array("H", idx)
+        return log
+
 
 class Recorder:
     """Collects the derivation edges of one pass run (``edges`` is an :class:`EdgeBuffer`;
@@ -1091,6 +1121,17 @@ class PassRecord:
         if not ps:
             return None
         return r[0][memoryview(r[2]).cast("H")[ps[-1]]]
+
+    def rule_table(self) -> tuple[tuple[str, ...], bytes, array[int]] | None:
+        """The stored form of the rule names (None when no rule fired): the names in the order
+        they first fired, the ids of the firings' results (16 bytes each) and each firing's
+        index into the names (see :meth:`RuleLog.from_table`)."""
+        r = self._rules
+        if r is None:
+            return None
+        idx = array("H")
+        idx.frombytes(r[2])
+        return r[0], r[1], idx
 
     def rules(self) -> dict[bytes, str]:
         """id -> the name of the rule that made it (a new dict; :meth:`rule_of` answers one id)."""

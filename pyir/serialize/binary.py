@@ -48,6 +48,16 @@ loaded payload saves again identically)::
     DimPoly [const, nterms, (degree, *atoms, coef)*]
     TensorType [dtype, ndim, *shape]   a dimension >= 0 is an int, -1 - j is dimension node j
 
+Rule names (the rewrite rule that made each node, :meth:`PassRecord.rule_of`) are stored only
+in **version 4**: a payload is version 4 exactly when some pass record has rule names
+(symbolic dimension nodes or not); a payload without them keeps version 2 or 3 and its bytes.
+In version 4 each history record ends with its rule table::
+
+    rules    [nfire]  0: no rule fired; else [nfire, nnames, *names, blob offset] with, at the
+             offset, the firings' result ids (16 bytes each), then their uint16 indices into
+             the names (little-endian); the table must be what the pass built (names distinct,
+             in the order they first fired, each used), else SerializationError
+
 Each dimension record is built by the dims constructors and must be the canonical form of
 what it builds (terms sorted, nonzero coefficients, reduced divisions; else SerializationError).
 
@@ -106,14 +116,15 @@ from ..ir.expr import (
     make_call,
 )
 from ..ir.kinds import KINDS, KindInfo, info
-from ..ir.lineage import EdgeBuffer, Edges, PassRecord, thaw_source_value
+from ..ir.lineage import EdgeBuffer, Edges, PassRecord, RuleLog, thaw_source_value
 from ..ir.module import Module
 from ..ir.node import MAX_ATTR_DEPTH, Attrs, Node, gc_paused
 from ..ir.traverse import post_order
 from ..ir.types import TENSOR_DTYPES, FuncType, TensorType, TupleType
 from ..progress import Progress
 
-__all__ = ["save", "load", "dumps", "loads", "FORMAT_VERSION", "SYMBOLIC_FORMAT_VERSION", "MAGIC"]
+__all__ = ["save", "load", "dumps", "loads", "FORMAT_VERSION", "SYMBOLIC_FORMAT_VERSION",
+           "RULES_FORMAT_VERSION", "MAGIC"]
 
 MAGIC = b"PYIR"
 FORMAT_VERSION = 2
@@ -121,6 +132,10 @@ FORMAT_VERSION = 2
 #: nodes (pyir.ir.dims): static programs keep version 2 and their bytes; an older pyir refuses
 #: a symbolic payload by its version.
 SYMBOLIC_FORMAT_VERSION = 3
+#: The version written for (and only for) modules whose pass history records rule names (the
+#: rewrite rule that made each node), with or without symbolic dimensions: payloads without
+#: them keep version 2 or 3 and their bytes; an older pyir refuses these by their version.
+RULES_FORMAT_VERSION = 4
 _HEADER = struct.Struct("<4sHHQ16s")
 _SECTIONS = struct.Struct("<6Q")
 FLAG_MODULE = 1  # the root is a Module (else a single node)
@@ -514,7 +529,11 @@ def _encode(obj: Module | Node) -> _Columns:
     # history
     ids = _Strings(uids)  # reused as an id table (bytes keys), after the uids
     if flags & FLAG_MODULE:
-        _encode_history(obj.pass_records, S, ids, ints, blob, blob_len)  # type: ignore[union-attr]
+        records = obj.pass_records  # type: ignore[union-attr]
+        rules = any(rec.rule_table() is not None for rec in records)
+        if rules:
+            version = RULES_FORMAT_VERSION
+        _encode_history(records, S, ids, ints, blob, blob_len, rules)
     else:
         ints.append(0)
     head = [len(sig_of)]
@@ -600,10 +619,10 @@ def _edge_parts(edges: Any) -> tuple[bytes, bytes, bytes | None]:
 
 
 def _encode_history(records: Any, S: _Strings, ids: Any, ints: list[int], blob: list[Any],
-                    blob_len: int) -> None:
+                    blob_len: int, rules: bool = False) -> None:
     """Append the history to ``ints``: per record its strings, time and counts; its edges (new
     ids, old ids, counts) and removed ids as raw bytes appended to ``blob`` (now ``blob_len``
-    bytes long), referenced by offset."""
+    bytes long), referenced by offset; with ``rules`` (version 4), each record's rule table."""
     def idref(x: Any) -> int:
         if type(x) is not bytes or len(x) != 16:
             raise SerializationError(f"pass history: expected a 16-byte node id, got {x!r}")
@@ -639,6 +658,21 @@ def _encode_history(records: Any, S: _Strings, ids: Any, ints: list[int], blob: 
             ints.append(len(keys))
             ints += map(idref, keys)
             ints.append(S(_json_value_text([thaw_source_value(src[k]) for k in keys], rec.name)))
+        if rules:
+            table = rec.rule_table()
+            if table is None:
+                ints.append(0)
+                continue
+            names, rids, idx = table
+            if _BIG_ENDIAN:  # pragma: no cover
+                idx.byteswap()
+            pad = -blob_len % _ALIGN
+            if pad:
+                blob.append(b"\0" * pad)
+                blob_len += pad
+            ints += (len(idx), len(names), *map(S, names), blob_len)
+            blob += (rids, idx.tobytes())
+            blob_len += len(rids) + 2 * len(idx)
 
 
 def _json_value_text(values: Any, pass_name: str) -> str:
@@ -724,12 +758,12 @@ def _sections(data: Any) -> _Columns:
     magic, version, flags, plen, checksum = _HEADER.unpack_from(mv)
     if magic != MAGIC:
         raise SerializationError(f"not a pyir file: magic {bytes(magic)!r}, expected {MAGIC!r}")
-    if version != FORMAT_VERSION and version != SYMBOLIC_FORMAT_VERSION:
+    if version not in (FORMAT_VERSION, SYMBOLIC_FORMAT_VERSION, RULES_FORMAT_VERSION):
         older = ("; it was written by an older pyir, whose to_json text this pyir reads"
                  if version < FORMAT_VERSION else "")
         raise SerializationError(f"unsupported format version {version} (this pyir reads version "
-                                 f"{FORMAT_VERSION}; {SYMBOLIC_FORMAT_VERSION} with symbolic dimensions"
-                                 f"{older})")
+                                 f"{FORMAT_VERSION}; {SYMBOLIC_FORMAT_VERSION} with symbolic dimensions; "
+                                 f"{RULES_FORMAT_VERSION} with rule names{older})")
     if flags & ~_KNOWN_FLAGS:
         raise SerializationError(f"unknown flags 0x{flags:04x}")
     if n - _HEADER.size != plen:
@@ -801,7 +835,8 @@ def _build(c: _Columns) -> Any:
     """Construct the nodes, the root and the history from decoded columns."""
     kinds, ints, strs, ids, blob, flags = c.kinds, c.ints, c.strs, c.ids, c.blob, c.flags
     symbolic = bool(kinds.translate(None, _NOT_DIM))  # the table holds dimension nodes
-    if symbolic != (c.version == SYMBOLIC_FORMAT_VERSION):  # one version per content: saves identically
+    rules = c.version == RULES_FORMAT_VERSION  # (with or without dimension nodes)
+    if not rules and symbolic != (c.version == SYMBOLIC_FORMAT_VERSION):  # one version per content
         raise SerializationError(
             f"format version {c.version} with symbolic dimension nodes (they need version "
             f"{SYMBOLIC_FORMAT_VERSION})" if symbolic else
@@ -811,7 +846,7 @@ def _build(c: _Columns) -> Any:
         try:
             nodes, p = _build_nodes(kinds, ints, strs, ids, blob, symbolic)
             root, p = _build_root(nodes, ints, strs, p, flags)
-            history, p = _build_history(ints, strs, ids, blob, p)
+            history, p = _build_history(ints, strs, ids, blob, p, rules)
             if p != len(ints):
                 raise _Bad(f"{len(ints) - p} unread integers after the history")
         except SerializationError:
@@ -1238,7 +1273,7 @@ def _build_root(nodes: list[Node], ints: list[int], strs: list[str], p: int, fla
 
 
 def _build_history(ints: list[int], strs: list[str], ids: list[bytes], blob: Any,
-                   p: int) -> tuple[list[PassRecord], int]:
+                   p: int, rules: bool = False) -> tuple[list[PassRecord], int]:
     nid = len(ids)
     nstr = len(strs)
     nblob = len(blob)
@@ -1262,6 +1297,7 @@ def _build_history(ints: list[int], strs: list[str], ids: list[bytes], blob: Any
         raise _Bad(f"bad pass record count {nrec}")
     p += 1
     out = []
+    any_rules = False
     for _ in range(nrec):
         name, options = sref(ints[p]), sref(ints[p + 1])
         seconds = _bits_float(ints[p + 2])
@@ -1299,13 +1335,48 @@ def _build_history(ints: list[int], strs: list[str], ids: list[bytes], blob: Any
             sources = dict(zip(keys, values))
         else:
             p += 1
+        log: RuleLog | None = None
+        if rules:
+            log, p = _rule_log(ints, p, sref, blob, name)
+            any_rules = any_rules or log is not None
         try:
             out.append(PassRecord(name, options, edges,
                                   frozenset([removed[i:i + 16] for i in range(0, len(removed), 16)]),
-                                  sources, seconds))
+                                  sources, seconds, log))
         except LineageError as e:
             raise _Bad(str(e)) from None
+    if rules and not any_rules:
+        raise _Bad(f"format version {RULES_FORMAT_VERSION} without rule names (it is for histories with "
+                   "them)")
     return out, p
+
+
+def _rule_log(ints: list[int], p: int, sref: Callable[[int], str], blob: Any,
+              name: str) -> tuple[RuleLog | None, int]:
+    """A record's rule table (version 4; see the module docstring) at ``ints[p]``: the RuleLog
+    (None when no rule fired) and the position after it."""
+    if p >= len(ints):
+        raise _Bad(f"pass {name!r}: truncated rule table")
+    nfire = ints[p]
+    if nfire == 0:
+        return None, p + 1
+    nnames = ints[p + 1] if p + 1 < len(ints) else -1
+    if not (0 < nfire <= len(blob) // 18 and 0 < nnames <= min(nfire, 0xFFFF)
+            and p + 3 + nnames <= len(ints)):
+        raise _Bad(f"pass {name!r}: bad rule table ({nfire} firing(s) of {nnames} rule(s))")
+    names = [sref(s) for s in ints[p + 2:p + 2 + nnames]]
+    off = ints[p + 2 + nnames]
+    if not 0 <= off <= len(blob) - 18 * nfire:
+        raise _Bad(f"pass {name!r}: rule table out of range")
+    idx = array("H")
+    idx.frombytes(blob[off + 16 * nfire:off + 18 * nfire])
+    if _BIG_ENDIAN:  # pragma: no cover
+        idx.byteswap()
+    try:
+        log = RuleLog.from_table(names, bytes(blob[off:off + 16 * nfire]), idx)
+    except LineageError as e:
+        raise _Bad(f"pass {name!r}: {e}") from None
+    return log, p + 3 + nnames
 
 
 def _no_constant(name: str) -> Any:

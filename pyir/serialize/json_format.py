@@ -10,6 +10,10 @@ document (``indent`` for pretty-printing)::
      "nodes": [["TensorType", "float32", [1, 3]], ["Var", "x", "<uid hex>", 0], ["Op", "nn.relu"],
                ["Attrs", []], ["Call", 2, 3, [1]], ["Function", [1], 4, null, 3], ...]}
 
+A document whose pass history records rule names (the rewrite rule that made each node) is
+``"version": 3`` (with or without symbolic dimensions; others keep version 1 or 2 and their
+text): such a record has ``"rules": [[id, rule name], ...]``, one pair per firing, in order.
+
 A document with symbolic dimensions is ``"version": 2`` (static ones stay version 1):
 dimension nodes are records ``["Sym", "n"]``, ``["AnyDim"]``, ``["DimFloorDiv", arg, 2]``,
 ``["DimMod", arg, 4]``, ``["DimPoly", const, [[[atom, ...], coef], ...]]``, and a TensorType
@@ -76,6 +80,7 @@ from .binary import (
     K_TUPLE_T,
     K_VAR,
     KIND_NAMES,
+    RULES_FORMAT_VERSION,
     SYMBOLIC_FORMAT_VERSION,
     V_BIGINT,
     V_BYTES,
@@ -110,6 +115,10 @@ JSON_VERSION = 1
 #: The document version written for (and only for) documents with symbolic dimension nodes
 #: (as binary version 3 is): static documents keep version 1 and their text.
 JSON_SYMBOLIC_VERSION = 2
+#: The document version written for (and only for) documents whose pass history records rule
+#: names, with or without symbolic dimensions (as binary version 4 is).
+JSON_RULES_VERSION = 3
+_JSON_VERSIONS = (JSON_VERSION, JSON_SYMBOLIC_VERSION, JSON_RULES_VERSION)
 _DIM_KIND_OF_NAME = {n: k for k, n in DIM_KIND_NAMES.items()}
 _DIM_ARITY = {K_SYM: 1, K_ANYDIM: 0, K_DIMPOLY: 2}  # DimFloorDiv and DimMod: 2 (arg, divisor)
 
@@ -310,8 +319,10 @@ def to_json(obj: Module | Node, *, indent: int | str | None = None) -> str:
     table = _format_table(roots + tds)
     w = _Writer(indent)
     symbolic = any(type(n) in _DIM_KIND_OF_TYPE for n in table)
+    rules = isinstance(obj, Module) and any(rec.rule_table() is not None for rec in obj.pass_records)
     doc: dict[str, Any] = {"format": JSON_FORMAT,
-                           "version": JSON_SYMBOLIC_VERSION if symbolic else JSON_VERSION}
+                           "version": JSON_RULES_VERSION if rules else
+                           JSON_SYMBOLIC_VERSION if symbolic else JSON_VERSION}
     with gc_paused():
         ix = {n: i for i, n in enumerate(table)}
         if isinstance(obj, Module):
@@ -353,12 +364,19 @@ def _edge_batches(edges: Any) -> Iterator[list[Any]]:
 
 def _json_record(rec: PassRecord, w: _Writer) -> dict[str, Any]:
     src = rec.sources
-    return {
+    out = {
         "name": rec.name, "options": rec.options, "seconds": float(rec.seconds),
         "edges": w.placeholder(3, _edge_batches(rec.edges)),
         "removed": w.placeholder(3, _batched(sorted(rec.removed), bytes.hex)),
         "sources": None if src is None else [[k.hex(), thaw_source_value(v)] for k, v in src.items()],
     }
+    table = rec.rule_table()
+    if table is not None:  # only then: records without rules keep their text
+        names, ids, idx = table
+        h = ids.hex()
+        out["rules"] = w.placeholder(3, _batched(range(len(idx)),
+                                                 lambda i: [h[32 * i:32 * i + 32], names[idx[i]]]))
+    return out
 
 
 def from_json(text: str | bytes) -> Any:
@@ -588,20 +606,26 @@ class _JsonColumns:
         if top.get("format") != JSON_FORMAT:
             raise _Bad("not a pyir JSON document (missing \"format\": \"pyir\")")
         version = top.get("version")
-        if type(version) is not int or version not in (JSON_VERSION, JSON_SYMBOLIC_VERSION):
+        if type(version) is not int or version not in _JSON_VERSIONS:
             raise _Bad(f"unsupported format version {version!r} (this pyir reads JSON version "
-                       f"{JSON_VERSION}; {JSON_SYMBOLIC_VERSION} with symbolic dimensions)")
+                       f"{JSON_VERSION}; {JSON_SYMBOLIC_VERSION} with symbolic dimensions; "
+                       f"{JSON_RULES_VERSION} with rule names)")
+        rules = version == JSON_RULES_VERSION  # (with or without symbolic dimension nodes)
+        if (hist is not None and any(h[-1] is not None for h in hist)) != rules:
+            raise _Bad(f"JSON version {version} with rule names (they need version {JSON_RULES_VERSION})"
+                       if not rules else
+                       f"JSON version {version} without rule names (it is for histories with them)")
         if node_cols is None:
             _list(top.get("nodes"), "nodes")  # raises: not a list
             raise _Bad("nodes must be a list")  # pragma: no cover
         self.kinds, self.ints, self.blob = node_cols
         symbolic = bool(bytes(self.kinds).translate(None, _NOT_DIM))
-        if symbolic != (version == JSON_SYMBOLIC_VERSION):  # one version per content: saves identically
+        if not rules and symbolic != (version == JSON_SYMBOLIC_VERSION):  # one version per content
             raise _Bad(f"JSON version {version} with symbolic dimension nodes (they need version "
                        f"{JSON_SYMBOLIC_VERSION})" if symbolic else
                        f"JSON version {version} without symbolic dimension nodes (version "
                        f"{JSON_SYMBOLIC_VERSION} is for documents with them)")
-        bversion = SYMBOLIC_FORMAT_VERSION if symbolic else FORMAT_VERSION
+        bversion = RULES_FORMAT_VERSION if rules else SYMBOLIC_FORMAT_VERSION if symbolic else FORMAT_VERSION
         out = self.ints
         if "functions" in top:
             funcs = top["functions"]
@@ -622,7 +646,7 @@ class _JsonColumns:
                 hist = []
                 if "history" in top:  # present but not a list (a list is read incrementally)
                     _list(top["history"], "history")
-            self._emit_history(hist)
+            self._emit_history(hist, rules)
             return flags, bversion
         out.append(_int(top.get("node"), "node"))
         out.append(0)
@@ -834,8 +858,12 @@ class _JsonColumns:
             rec: dict[str, Any] = {}
             edges: tuple[bytearray, bytearray, array[int] | None] | None = (bytearray(), bytearray(), None)
             removed: bytearray | None = bytearray()
+            fired: tuple[list[int], bytearray, array[int]] | None = None
             for key in r.members():
-                if key == "edges" and r.peek() == "[":
+                if key == "rules" and r.peek() == "[":
+                    fired = self._rules(r)
+                    rec.pop("rules", None)
+                elif key == "edges" and r.peek() == "[":
                     edges = self._edges(r)
                 elif key == "removed" and r.peek() == "[":
                     removed = bytearray()
@@ -847,7 +875,13 @@ class _JsonColumns:
                         edges = None
                     elif key == "removed":
                         removed = None
+                    elif key == "rules":
+                        fired = None
             name = _str(rec.get("name"), "pass name")
+            if "rules" in rec:
+                raise _Bad(f"pass {name!r}: rules must be a list of [id, rule name] pairs")
+            if fired is not None and not fired[2]:
+                raise _Bad(f"pass {name!r}: rules, when present, name at least one firing")
             seconds = rec.get("seconds", 0.0)
             if type(seconds) not in (int, float):
                 raise _Bad(f"pass {name!r}: seconds must be a number")
@@ -860,7 +894,7 @@ class _JsonColumns:
             head = (S(name), S(_str(rec.get("options", ""), "pass options")), _float_bits(float(seconds)))
             src = rec.get("sources")
             if src is None:
-                out.append((*head, *edges, removed, None, None))
+                out.append((*head, *edges, removed, None, None, fired))
                 continue
             src = _list(src, "sources")
             vals = []
@@ -871,8 +905,28 @@ class _JsonColumns:
                     raise _Bad("sources items are [id, value] pairs")
                 keys.append(ids(_hex_id(item[0], "sources id")))
                 vals.append(item[1])
-            out.append((*head, *edges, removed, keys, S(json.dumps(vals))))
+            out.append((*head, *edges, removed, keys, S(json.dumps(vals)), fired))
         return out
+
+    def _rules(self, r: _Reader) -> tuple[list[int], bytearray, array[int]]:
+        """A record's ``[[id, rule name], ...]`` as the binary columns store them: the names (string
+        references, in the order they first fired), the ids, and each firing's name index."""
+        index: dict[str, int] = {}
+        ids = bytearray()
+        idx = array("H")
+        for v in r.values():
+            v = _list(v, "rule firing")
+            if len(v) != 2:
+                raise _Bad("rule firings are [id, rule name] pairs")
+            ids += _hex_id(v[0], "rule id")
+            name = _str(v[1], "rule name")
+            k = index.get(name)
+            if k is None:
+                if len(index) >= 0xFFFF:
+                    raise _Bad("more than 65,535 rule names in one pass record")
+                k = index[name] = len(index)
+            idx.append(k)
+        return [self.S(n) for n in index], ids, idx
 
     def _edges(self, r: _Reader) -> tuple[bytearray, bytearray, array[int] | None]:
         """The edges as the binary columns store them: new ids, old ids, and the per-edge
@@ -891,12 +945,13 @@ class _JsonColumns:
             counts.append(len(old))
         return news, olds, None if counts.count(1) == len(counts) else counts
 
-    def _emit_history(self, recs: list[tuple[Any, ...]]) -> None:
-        """Append the history columns (raw ids in the blob, after the constants)."""
+    def _emit_history(self, recs: list[tuple[Any, ...]], rules: bool = False) -> None:
+        """Append the history columns (raw ids in the blob, after the constants); with ``rules``
+        (binary version 4) each record's rule table."""
         out = self.ints
         blob = self.blob
         out.append(len(recs))
-        for name, options, bits, news, olds, counts, removed, keys, text in recs:
+        for name, options, bits, news, olds, counts, removed, keys, text, fired in recs:
             blob += b"\0" * (-len(blob) % _ALIGN)
             out += (name, options, bits, len(news) // 16, len(olds) // 16, int(counts is not None),
                     len(blob), len(removed) // 16)
@@ -913,3 +968,14 @@ class _JsonColumns:
                 out.append(len(keys))
                 out += keys
                 out.append(text)
+            if rules:
+                if fired is None:
+                    out.append(0)
+                    continue
+                names, ids, idx = fired
+                blob += b"\0" * (-len(blob) % _ALIGN)
+                out += (len(idx), len(names), *names, len(blob))
+                blob += ids
+                if sys.byteorder == "big":  # pragma: no cover
+                    idx.byteswap()
+                blob += idx.tobytes()
