@@ -43,9 +43,9 @@ class EvaluationError(PyIRError, ValueError):
 
 
 class IllTypedProgramError(TypeCheckError, EvaluationError):
-    """``evaluate`` met a program that does not type-check (a kernel failed on it): the type
-    checker's message, naming the node, the operator and the shapes.  Both a TypeCheckError and
-    an EvaluationError."""
+    """``evaluate`` met a program that does not type-check (it type-checks before running): the
+    type checker's message, naming the node, the operator and the shapes.  Both a TypeCheckError
+    and an EvaluationError."""
 
 
 class PassError(PyIRError, RuntimeError):

@@ -1,7 +1,8 @@
 """The numpy reference interpreter: ``pyir.evaluate(mod_or_function, *inputs)``.
 
-It runs any well-typed program with the operators' numpy reference
-implementations.  Evaluation is an explicit task/value-stack machine: no
+It type-checks the program first (an ill-typed one raises IllTypedProgramError naming the
+node, the operator and the shapes, before anything runs), then runs it with the operators'
+numpy reference implementations.  Evaluation is an explicit task/value-stack machine: no
 Python recursion, so a 10^6-deep chain (or let chain) evaluates; ``if`` is
 lazy, so recursive global functions work; each distinct node is evaluated
 once per call frame.
@@ -10,7 +11,8 @@ Symbolic shapes: ``main``'s parameter types may hold symbols (``Tensor[(batch, 3
 float32]``) and ``?``.  Each symbol is bound from the actual arrays (an expression such as
 ``batch * 2 + 1`` is solved from an int when its symbol is bound nowhere else); an input
 whose dimension contradicts its type or another input's binding raises EvaluationError
-naming the input, the dimension and both values; ``?`` accepts anything.  The result is
+naming the input, the dimension and both values; ``?`` accepts anything.  (The type check
+before the run takes the symbols as they are; the inputs are bound after it.)  The result is
 checked against the declared (or inferred) return type with the bindings substituted.
 """
 
