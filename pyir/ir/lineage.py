@@ -1591,7 +1591,7 @@ def history(mod: Any, x: Any) -> list[Step]:
             emitted: set[tuple[bytes, bytes]] = set()
             mine = []
             for st in crossed:
-                if st in keep and st not in emitted:
+                if st in keep and st not in emitted and st[0] != st[1]:  # (a node kept: no step)
                     emitted.add(st)
                     mine.append(Step(rec.name, st[0], st[1], rec.rule_of(st[1])))
             out.append(mine)
@@ -1605,7 +1605,7 @@ def history(mod: Any, x: Any) -> list[Step]:
         _forward(rec, cur, crossed)
         emitted = set()
         for st in crossed:
-            if st not in emitted:
+            if st not in emitted and st[0] != st[1]:
                 emitted.add(st)
                 steps.append(Step(rec.name, st[0], st[1], rec.rule_of(st[1])))
         steps.extend(Step(rec.name, i, None) for i in gone)
