@@ -118,3 +118,34 @@ def test_every_long_operation_reports(monkeypatch, capsys):
     from_onnx(onnx.helper.make_model(g))
     for desc in ("save", "load", "pipeline", "diff", "evaluate", "ONNX import"):
         assert desc in seen, (desc, seen)
+
+
+def test_in_a_notebook_one_bar_is_updated_in_place(monkeypatch):
+    """In a notebook (no file given) progress is on by default and is one HTML output, a
+    ``<progress>`` bar displayed once (a display id) and updated in place, so the notebook
+    file keeps one small output whatever the work takes."""
+    import IPython.display as ipd
+
+    monkeypatch.setattr(progress, "DELAY", 0.0)
+    monkeypatch.setattr(progress, "_in_notebook", lambda: True)
+    shown: list[tuple[str, str]] = []
+
+    class Handle:
+        def update(self, obj):
+            shown.append(("update", obj.data))
+
+    def display(obj, display_id=False):
+        assert display_id is True
+        shown.append(("display", obj.data))
+        return Handle()
+
+    monkeypatch.setattr(ipd, "display", display)
+    assert progress.enabled()
+    with progress.Progress("work", total=3, unit="steps") as p:
+        for _ in range(3):
+            p.update()
+            time.sleep(progress.TICK * 1.6)
+    kinds = [k for k, _ in shown]
+    assert kinds[0] == "display" and kinds.count("display") == 1 and len(kinds) >= 2
+    assert '<progress value="3" max="3"' in shown[-1][1] and "3/3 steps 100%" in shown[-1][1]
+    assert all('class="pyir-progress"' in h for _, h in shown)
