@@ -57,6 +57,21 @@ def test_a_list_where_separate_tensors_are_expected():
     assert "separate arguments" not in str(e.value)
 
 
+def test_a_list_where_a_tuple_expression_is_expected():
+    """A Python list where the IR wants one expression (a body, a tuple operand) says how to make
+    it one (pyir.Tuple); separate tensors where an operator wants a list say to pass a list."""
+    x = pyir.var("x", shape=(2, 3))
+    for build in (lambda: pyir.Function([x], [x, x]), lambda: pyir.TupleGetItem([x, x], 0)):
+        with pytest.raises(pyir.WellFormedError, match=r"must be an expression.*pyir\.Tuple\(\[\.\.\.\]\)"):
+            build()
+    with pytest.raises(pyir.WellFormedError, match="must be an expression") as e:
+        pyir.Function([x], 3)
+    assert "pyir.Tuple" not in str(e.value)
+    with pytest.raises(pyir.WellFormedError, match=r"one list or tuple: concatenate\(\[a, b\]"):
+        op.concatenate(x, x)
+    assert op.concatenate([x, x]).checked_type == pyir.TensorType((4, 3))
+
+
 def test_evaluate_an_ill_typed_conv_names_node_op_and_shapes():
     """A mis-shaped conv fails with the type checker's message, not numpy's reshape error."""
     d = pyir.var("d", shape=(1, 3, 6, 6))

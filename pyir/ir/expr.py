@@ -662,7 +662,8 @@ _CallB = builder_twin(Call)
 
 def _expr(x: Any, what: str) -> Expr:
     if not isinstance(x, Expr):
-        raise WellFormedError(f"{what} must be an expression, got {x!r}")
+        hint = "; for a tuple value, wrap it in pyir.Tuple([...])" if isinstance(x, (list, tuple)) else ""
+        raise WellFormedError(f"{what} must be an expression, got {x!r:.200}{hint}")
     return x
 
 
