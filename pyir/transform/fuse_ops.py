@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from array import array
 from typing import Any
 
 import numpy as np
@@ -89,7 +90,7 @@ import numpy as np
 from ..analysis.typecheck import TypeContext
 from ..errors import PassError
 from ..ir.expr import Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var, make_call
-from ..ir.lineage import current_recorder, derive
+from ..ir.lineage import Edges, current_recorder, derive
 from ..ir.module import Module
 from ..ir.node import EMPTY_ATTRS, F_GETITEM, F_TUPLE, OP_BIT0, Node, cached_type, digest
 from ..ir.node import gc_paused as no_gc
@@ -267,6 +268,7 @@ class FuseOps(ModulePass):
         rec = current_recorder()
         edges = rec.edges if rec is not None else None
         fuse_group = _fuse_group
+        pend: list[bytes] = []  # the call edges of shared groups not yet added (call id, member ids)
         memo = _Memo()  # rebuilt node -> its new version (a node not in it is unchanged)
         inline = _Inline(link_params, part.lifted)
         special = part.special
@@ -281,7 +283,7 @@ class FuseOps(ModulePass):
                 else:
                     ms.reverse()  # in post-order (producers first), the root last
                     ms.append(n)
-                memo[n] = fuse_group(ms, memo, type_of, cache, edges, inline)
+                memo[n] = fuse_group(ms, memo, type_of, cache, edges, inline, pend)
             work = []
         for n in work:  # children first
             j = get(n)
@@ -297,7 +299,7 @@ class FuseOps(ModulePass):
                     else:
                         ms.reverse()  # in post-order (producers first), the root last
                         ms.append(n)
-                    memo[n] = fuse_group(ms, memo, type_of, cache, edges, inline)
+                    memo[n] = fuse_group(ms, memo, type_of, cache, edges, inline, pend)
                     continue
                 if how == "stop":  # stop_fusion goes (as TVM), its argument stands for it
                     a = n.args[0]
@@ -316,10 +318,14 @@ class FuseOps(ModulePass):
             if new is not n:
                 memo[n] = new
                 if edges is not None:
+                    if pend:
+                        _add_call_edges(edges, pend)
                     edges.add(new.id, n.id)  # derive(new, n)
         del part, roots, idx
         body = func.body
         new_body = memo.get(body, body)
+        if pend and edges is not None:
+            _add_call_edges(edges, pend)
         if cache and edges is not None:
             for sh in cache.values():
                 sh.flush(edges)
@@ -920,9 +926,12 @@ def _tvm_inputs(members: list[Any], where: dict[Node, int], inline: _Inline) -> 
 
 
 def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
-                cache: dict[tuple[Any, ...], _Shared] | None, edges: Any, inline: _Inline) -> Call:
+                cache: dict[tuple[Any, ...], _Shared] | None, edges: Any, inline: _Inline,
+                pend: list[bytes]) -> Call:
     """Build the primitive function of a group (``members`` in post-order, its root last)
-    and its call (args taken from ``memo``; lineage into ``edges``, unless None).
+    and its call (args taken from ``memo``; lineage into ``edges``, unless None: the call's
+    edge of a group whose function is cached waits in ``pend``, added in bulk, in order,
+    before the next other edge, by :func:`_add_call_edges`).
 
     The function is keyed by the group's structure (per member its operator and attributes or
     tuple / item marker, then its operands: a member's position j, an inline constant, or a
@@ -933,12 +942,11 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
     """
     where: dict[Node, int] = {}  # member -> j, free input -> -1 - its parameter number
     inputs: list[Node] = []  # the free inputs, in parameter order
-    ptypes: list[Type] = []
-    known = type_of.known
     shape: list[Any] = []
     put = shape.append
     misordered = False
-    for j, m in enumerate(members):  # (as _group_shape, inlined: the parameter types on the way)
+    j = 0
+    for m in members:  # (as _group_shape, inlined)
         if type(m) is Call:
             args = m.args
             put(m.op)
@@ -955,31 +963,27 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
         free = False
         for a in args:
             w = where.get(a)
-            if w is not None:
-                if w < 0:
-                    free = True
-                elif free:
-                    misordered = True
-                put(w)
-            elif type(a) is Constant and inline(a, m):
-                put(a)
-            else:
+            if w is None:
+                if type(a) is Constant and inline(a, m):
+                    put(a)
+                    continue
                 w = where[a] = -1 - len(inputs)
                 inputs.append(a)
-                t = known(a)
-                ptypes.append(type_of(a) if t is None else t)
                 free = True
-                put(w)
+            elif w < 0:
+                free = True
+            elif free:
+                misordered = True
+            put(w)
         where[m] = j
+        j += 1
     if misordered:  # number the parameters as TVM does
-        order = _tvm_inputs(members, where, inline)
-        where = {x: -1 - k for k, x in enumerate(order)}
-        inputs = list(order)
+        inputs = _tvm_inputs(members, where, inline)
+        where = {x: -1 - k for k, x in enumerate(inputs)}
         shape, _ = _group_shape(members, where, [], inline)
-        ptypes = []
-        for inp in inputs:
-            t = known(inp)
-            ptypes.append(type_of(inp) if t is None else t)
+    ptypes: list[Any] = list(map(type_of.known, inputs))
+    if None in ptypes:  # (an input whose type the walk did not see)
+        ptypes = [type_of(a) if t is None else t for a, t in zip(inputs, ptypes)]
     shape.append(len(ptypes))
     shape.extend(ptypes)
     skey = tuple(shape)
@@ -1014,16 +1018,19 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
     if edges is None:
         return call
     # the call derives from exactly its group
-    if len(members) == 1:
-        mids = members[0].id
-        edges.add(call.id, mids)
-    else:
-        mids = b"".join(map(_id_of, members))
-        edges.add_joined(call.id, mids)
+    mids = members[0].id if len(members) == 1 else b"".join(map(_id_of, members))
     if hit is not None:  # a later group of a shared function: its lineage is recorded at the end
+        pend.append(call.id)
+        pend.append(mids)
         hit.later_mids.append(mids)
         hit.later_inputs.append(b"".join(map(_id_of, inputs)))
         return call
+    if pend:
+        _add_call_edges(edges, pend)
+    if len(members) == 1:
+        edges.add(call.id, mids)
+    else:
+        edges.add_joined(call.id, mids)
     # the function derives from every group it stands for, a parameter from the inputs it
     # receives, each body node from the member it copies (for a shared function, through a
     # shared edge: at this call only)
@@ -1040,6 +1047,18 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
             else:
                 edges.add_joined(c.id, m.id, shared=True)
     return call
+
+
+def _add_call_edges(edges: Any, pend: list[bytes]) -> None:
+    """Add the call edges waiting in ``pend`` (call id, joined member ids, ...) as one block,
+    in their order, and empty it."""
+    olds = pend[1::2]
+    joined = b"".join(olds)
+    counts = None
+    if len(joined) != _ID_LEN * len(olds):  # (some group has several members)
+        counts = array("I", [len(m) // _ID_LEN for m in olds]).tobytes()
+    edges.extend(Edges(b"".join(pend[0::2]), joined, counts))
+    pend.clear()
 
 
 def _group_key(shape: tuple[Any, ...], n_members: int, ptypes: list[Type],
