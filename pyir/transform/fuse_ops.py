@@ -119,6 +119,8 @@ _NON_COMPUTATIONAL_PREFIXES = ("memory.", "vm.")
 _STOP_FUSION = "annotation.stop_fusion"
 _SPECIAL = 16  # (a pattern flag of the walk: the operator is not fused)
 _ID_LEN = 16  # (bytes of a node id)
+#: Pattern kind -> 1 for an anchor (``OUT_ELEMWISE_FUSABLE``), else 0 (a ``bytes.translate`` table).
+_ANCHORS = bytes(int(k == _OUT) for k in range(256))
 #: TVM's default ``relay.FuseOps.max_depth``.
 MAX_FUSE_DEPTH = 256
 
@@ -424,33 +426,68 @@ class _Partition:
         others = False  # a node other than a graph node was walked
         while stack:
             n = pop()
+            if n is _CALL_DONE:  # the operator call below the marker has its arguments emitted
+                n = pop()
+                emit(n)
+                o = n.op
+                p = kinds.get(o)
+                if p is None:
+                    p, how = _op_kind(o)
+                    if how is not None:
+                        hows[o] = how
+                        p |= _SPECIAL
+                    kinds[o] = p
+                if p & _SPECIAL:
+                    special[n] = hows[o]
+                    p &= 15
+                i = len(nodes)
+                idx[n] = i
+                add_node(n)
+                add_pat(p)
+                add_out(None)
+                e = i << 4 | p  # the edge of each use
+                for a in n.args:  # (as below, for tuples and items)
+                    j = get(a)
+                    if j is None:
+                        if type(a) is Constant and _simple_scalar(a):  # a use of its own
+                            v = len(nodes)
+                            consts.append((v, a, n))
+                            add_node(None)
+                            add_pat(_EW)
+                            add_out(e)
+                            if seq is None:
+                                seq = list(range(i))
+                            elif seq[-1] == i:
+                                seq.pop()  # (the consumer goes after its constants)
+                            seq.append(v)
+                            seq.append(i)
+                        continue
+                    es = outs[j]
+                    if es is None:
+                        outs[j] = e
+                    elif type(es) is int:
+                        if es != e:  # (repeated uses by one consumer once)
+                            outs[j] = [es, e]
+                            multi.append(j)
+                    elif es[-1] != e:
+                        es.append(e)
+                if seq is not None and seq[-1] != i:
+                    seq.append(i)
+                continue
             if n is _DONE:  # the node below the marker has all its children emitted
                 n = pop()
                 emit(n)
                 k = type(n)
-                if k is Call:
-                    o = n.op
-                    if type(o) is not Op:  # a call of a function: its uses are external
-                        for c in n.args:
-                            j = get(c)
-                            if j is not None:
-                                ext.add(j)
-                        j = get(o)
+                if k is Call:  # a call of a function: its uses are external
+                    for c in n.args:
+                        j = get(c)
                         if j is not None:
                             ext.add(j)
-                        continue
-                    p = kinds.get(o)
-                    if p is None:
-                        p, how = _op_kind(o)
-                        if how is not None:
-                            hows[o] = how
-                            p |= _SPECIAL
-                        kinds[o] = p
-                    if p & _SPECIAL:
-                        special[n] = hows[o]
-                        p &= 15
-                    args = n.args
-                elif k is Tuple:
+                    j = get(n.op)
+                    if j is not None:
+                        ext.add(j)
+                    continue
+                if k is Tuple:
                     p = _TUP
                     args = n.fields
                     deferred.append(len(nodes))
@@ -469,7 +506,7 @@ class _Partition:
                 add_node(n)
                 add_pat(p)
                 add_out(None)
-                e = i << 4 | (p if k is Call else _INJ)  # the edge of each use
+                e = i << 4 | _INJ  # the edge of each use
                 for a in args:
                     j = get(a)
                     if j is None:
@@ -504,6 +541,8 @@ class _Partition:
             k = type(n)
             if k is Call and type(n.op) is Op:
                 kids = n.args
+                push(n)
+                push(_CALL_DONE)
             elif k is Function and n.attrs.get("Primitive"):
                 continue
             else:
@@ -512,8 +551,8 @@ class _Partition:
                     continue
                 if k is not Tuple and k is not TupleGetItem:
                     others = True
-            push(n)
-            push(_DONE)
+                push(n)
+                push(_DONE)
             for c in reversed(kids):
                 m = c._mask
                 if m < _HAS_OPS and not m & _TUPLES:  # nothing to fuse below: not walked
@@ -684,7 +723,7 @@ class _Partition:
                     break
             dom[i] = None if par < 0 else par << 4 | pt
         order = range(n_nodes) if seq is None else seq
-        anchor = [p == _OUT for p in pat]
+        anchor = bytearray(bytes(pat).translate(_ANCHORS))  # 1 for a group with an anchor
 
         def merge(child: int, parent: int) -> None:
             c, p = find(child), find(parent)
@@ -693,7 +732,7 @@ class _Partition:
             gsize[p] += gsize[c]
             gpar[c] = p
             if anchor[c]:
-                anchor[p] = True
+                anchor[p] = 1
                 if gpat[c] > gpat[p]:
                     gpat[p] = gpat[c]
 
@@ -804,7 +843,7 @@ class _Partition:
                     gsize[rp] += gsize[ri]
                     gpar[ri] = rp
                     if anchor[ri]:
-                        anchor[rp] = True
+                        anchor[rp] = 1
                         if gpat[ri] > gpat[rp]:
                             gpat[rp] = gpat[ri]
                 elif fits(i, p) and check(i, p, inner, last):
@@ -875,7 +914,6 @@ def _group_shape(members: list[Any], where: dict[Node, int], inputs: list[Node],
             args = (m.tuple_value,)
             put(_TGI_MARK)
             put(m.index)
-        put(len(args))
         free = False
         for a in args:
             w = where.get(a)
@@ -945,8 +983,7 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
     shape: list[Any] = []
     put = shape.append
     misordered = False
-    j = 0
-    for m in members:  # (as _group_shape, inlined)
+    for j, m in enumerate(members):  # (as _group_shape, inlined)
         if type(m) is Call:
             args = m.args
             put(m.op)
@@ -959,7 +996,6 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
             args = (m.tuple_value,)
             put(_TGI_MARK)
             put(m.index)
-        put(len(args))
         free = False
         for a in args:
             w = where.get(a)
@@ -976,7 +1012,6 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
                 misordered = True
             put(w)
         where[m] = j
-        j += 1
     if misordered:  # number the parameters as TVM does
         inputs = _tvm_inputs(members, where, inline)
         where = {x: -1 - k for k, x in enumerate(inputs)}
@@ -991,7 +1026,7 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
     if hit is not None:
         fn = hit.fn
     else:
-        gkey = _group_key(skey, len(members), ptypes, None if cache is not None else members)
+        gkey = _group_key(skey, members, ptypes, cache is None)
         params = [Var(f"p{i}", t, uid=digest(gkey + b"param%d:" % i)) for i, t in enumerate(ptypes)]
         body: dict[Node, Expr] = {}  # member -> its copy (members are built producers first)
         for m in members:
@@ -1061,16 +1096,15 @@ def _add_call_edges(edges: Any, pend: list[bytes]) -> None:
     pend.clear()
 
 
-def _group_key(shape: tuple[Any, ...], n_members: int, ptypes: list[Type],
-               members: list[Any] | None) -> bytes:
+def _group_key(shape: tuple[Any, ...], members: list[Any], ptypes: list[Type], own: bool) -> bytes:
     """The digest of a group's structure (``shape`` as :func:`_group_shape` builds it) and, if
-    given, of its members: what the parameters' uids derive from."""
+    ``own``, of its members: what the parameters' uids derive from."""
     parts: list[bytes] = [b"pyir.FuseOps.group"]
     put = parts.append
     i = 0
-    for _ in range(n_members):  # a member: head, extra, operand count, operands
-        head, extra, count = shape[i], shape[i + 1], shape[i + 2]
-        i += 3
+    for m in members:  # a member: head, extra, operands (as many as it has)
+        head, extra, count = shape[i], shape[i + 1], len(_operands(m))
+        i += 2
         if head is _TUPLE_MARK:
             put(b"T%d;" % count)
         elif head is _TGI_MARK:
@@ -1089,7 +1123,7 @@ def _group_key(shape: tuple[Any, ...], n_members: int, ptypes: list[Type],
     put(b"P%d;" % len(ptypes))
     for t in ptypes:
         put(t.id)
-    if members is not None:  # one function per group
+    if own:  # one function per group
         put(b"M")
         for m in members:
             put(m.id)
@@ -1132,3 +1166,5 @@ _TUPLES = F_TUPLE | F_GETITEM
 
 #: The stack marker of the walk: the node just below it is emitted when it is popped.
 _DONE: Any = object()
+#: ... for an operator call.
+_CALL_DONE: Any = object()
