@@ -254,9 +254,15 @@ class FuseOps(ModulePass):
         if not work:
             return func
         types = TypeContext.of(mod)
-        tys: dict[Node, Type] = {}  # the types of the nodes of the walk, if typed along it
+        # the types of the nodes of the walk, if typed along it; the parameters' annotations given
+        # (the types check would find them: one lookup each instead of a call)
+        ps = func.params
+        tys: dict[Node, Type] = dict(zip(ps, map(_annotation_of, ps)))
+        if None in tys.values():  # (an unannotated parameter: the check says what it says)
+            tys = {p: t for p, t in tys.items() if t is not None}
+        given = len(tys)
         types.check(func, work, into=tys)  # along the walk: no second one (nor a stack) for the types
-        if not tys:  # typed before (nothing found along the walk): the types its nodes hold, once
+        if len(tys) == given:  # typed before (nothing found along the walk): the types its nodes hold
             for n in work:
                 t = cached_type(n)
                 if t is not None:
@@ -271,7 +277,9 @@ class FuseOps(ModulePass):
         edges = rec.edges if rec is not None else None
         fuse_group = _fuse_group
         pend: list[bytes] = []  # the call edges of shared groups not yet added (call id, member ids)
-        memo = _Memo()  # rebuilt node -> its new version (a node not in it is unchanged)
+        # rebuilt node -> its new version (a node not in it is unchanged; with only groups, a plain
+        # dict: read by get alone)
+        memo: dict[Node, Any] = {} if part.all_graph and not part.special else _Memo()
         inline = _Inline(link_params, part.lifted)
         special = part.special
         get = idx.get
@@ -595,28 +603,42 @@ class _Partition:
         self.gpat = pat
         if fuse and n_nodes > 1:
             self._fuse(pat, ext, self.multi, seq, has_tuples, max_depth, type_of)
-        roots = [0] * n_nodes
+        roots = list(range(n_nodes))
         members: list[Any] = [None] * n_nodes  # root -> its other members, outputs first
         self.members = members
         heads: list[int] = []  # the roots, outputs first
         self.heads = heads
         find = self.find
-        for i in range(n_nodes - 1, -1, -1):
-            r = gpar[i]
-            if r < 0:
-                roots[i] = i
-                if nodes[i] is not None:
-                    heads.append(i)
-                continue
-            r = roots[r] if r > i else find(i)
-            roots[i] = r
-            x = nodes[i]
-            if x is not None:
+        if consts:  # (a constant's use is no node: not a member, not a head)
+            for i in range(n_nodes - 1, -1, -1):
+                r = gpar[i]
+                if r < 0:
+                    if nodes[i] is not None:
+                        heads.append(i)
+                    continue
+                r = roots[r] if r > i else find(i)
+                roots[i] = r
+                x = nodes[i]
+                if x is not None:
+                    ms = members[r]
+                    if ms is None:
+                        members[r] = [x]
+                    else:
+                        ms.append(x)
+        else:
+            add_head = heads.append
+            for i in range(n_nodes - 1, -1, -1):
+                r = gpar[i]
+                if r < 0:
+                    add_head(i)
+                    continue
+                r = roots[r] if r > i else find(i)
+                roots[i] = r
                 ms = members[r]
                 if ms is None:
-                    members[r] = [x]
+                    members[r] = [nodes[i]]
                 else:
-                    ms.append(x)
+                    ms.append(nodes[i])
         self.roots = roots
         lifted: set[tuple[Constant, Node]] = set()
         for j, c, n in consts:
@@ -1159,6 +1181,7 @@ class _TypeOf:
 
 
 _id_of = operator.attrgetter("id")
+_annotation_of = operator.attrgetter("type_annotation")
 
 #: A summary mask with an operator bit is at least this (a comparison, not a shift: no new int).
 _HAS_OPS = 1 << OP_BIT0
