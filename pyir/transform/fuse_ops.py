@@ -270,7 +270,7 @@ class FuseOps(ModulePass):
         type_of = _TypeOf(tys, types)
         part.partition(type_of, fuse_opt_level > 0, max_fuse_depth)
         idx, roots, members_of = part.idx, part.roots, part.members
-        if not idx:  # no operator call, tuple or tuple item outside primitive functions
+        if not part.nodes:  # no operator call, tuple or tuple item outside primitive functions
             return func
         cache: dict[tuple[Any, ...], _Shared] | None = {} if self.share_functions else None
         rec = current_recorder()
@@ -379,10 +379,11 @@ class _Partition:
     elementwise nodes, 1: injective nodes and tuples, 2: injective nodes into intermediate
     tuples), under the same path conditions and the same node count (``max_fuse_depth``).
 
-    Results: ``idx`` (graph node -> index), ``roots`` (index -> the index of its group's root),
-    ``members`` (a root's index -> the other members of its group, outputs first, or None),
-    ``nodes`` (index -> node, None for a constant's use), ``lifted`` (the (constant, consumer)
-    uses whose constant did not join the consumer's group), ``special`` (nodes that are not
+    Results: ``idx`` (graph node -> index, any other node walked -> None), ``roots`` (index -> the
+    index of its group's root), ``members`` (a root's index -> the other members of its group,
+    outputs first, or None), ``nodes`` (index -> node, None for a constant's use), ``lifted`` (the
+    (constant, consumer) uses whose constant did not join the consumer's group), ``special``
+    (nodes that are not
     made functions: "stop", "keep", "tuple", "item").
 
     An edge is one int, ``consumer << 4 | edge pattern``; ``outs[i]`` is the edge of a node
@@ -394,7 +395,7 @@ class _Partition:
 
     def __init__(self, body: Expr) -> None:
         """The walk of ``body`` (:attr:`work`, as :func:`_walk`) and the graph, built on the way."""
-        idx: dict[Node, int] = {}
+        idx: dict[Node, int | None] = {}  # (a node walked but not yet emitted, or no graph node: None)
         self.idx = idx
         nodes: list[Any] = []
         pat: list[int] = []
@@ -426,8 +427,6 @@ class _Partition:
         add_pat = pat.append
         add_out = outs.append
         emit = work.append
-        seen: set[Node] = set()
-        add = seen.add
         stack: list[Any] = [body]
         push = stack.append
         pop = stack.pop
@@ -543,9 +542,9 @@ class _Partition:
                 if seq is not None and seq[-1] != i:
                     seq.append(i)
                 continue
-            if n in seen:
+            if n in idx:  # (seen)
                 continue
-            add(n)
+            idx[n] = None
             k = type(n)
             if k is Call and type(n.op) is Op:
                 kids = n.args
@@ -565,7 +564,7 @@ class _Partition:
                 m = c._mask
                 if m < _HAS_OPS and not m & _TUPLES:  # nothing to fuse below: not walked
                     continue
-                if c not in seen:
+                if c not in idx:
                     push(c)
         j = get(body)
         if j is not None:
@@ -641,8 +640,9 @@ class _Partition:
                     ms.append(nodes[i])
         self.roots = roots
         lifted: set[tuple[Constant, Node]] = set()
+        outs = self.outs
         for j, c, n in consts:
-            if find(j) != roots[idx[n]]:
+            if find(j) != roots[outs[j] >> 4]:  # (a use's one edge: to its consumer)
                 lifted.add((c, n))
         self.lifted = lifted
         for i in self.deferred:  # roots that are not functions
