@@ -383,8 +383,7 @@ class _Partition:
     index of its group's root), ``members`` (a root's index -> the other members of its group,
     outputs first, or None), ``nodes`` (index -> node, None for a constant's use), ``lifted`` (the
     (constant, consumer) uses whose constant did not join the consumer's group), ``special``
-    (nodes that are not
-    made functions: "stop", "keep", "tuple", "item").
+    (nodes that are not made functions: "stop", "keep", "tuple", "item").
 
     An edge is one int, ``consumer << 4 | edge pattern``; ``outs[i]`` is the edge of a node
     with one consumer, the list of them with several, or None.
