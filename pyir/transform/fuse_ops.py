@@ -254,20 +254,7 @@ class FuseOps(ModulePass):
         if not work:
             return func
         types = TypeContext.of(mod)
-        # the types of the nodes of the walk, if typed along it; the parameters' annotations given
-        # (the types check would find them: one lookup each instead of a call)
-        ps = func.params
-        tys: dict[Node, Type] = dict(zip(ps, map(_annotation_of, ps)))
-        if None in tys.values():  # (an unannotated parameter: the check says what it says)
-            tys = {p: t for p, t in tys.items() if t is not None}
-        given = len(tys)
-        types.check(func, work, into=tys)  # along the walk: no second one (nor a stack) for the types
-        if len(tys) == given:  # typed before (nothing found along the walk): the types its nodes hold
-            for n in work:
-                t = cached_type(n)
-                if t is not None:
-                    tys[n] = t
-        type_of = _TypeOf(tys, types)
+        type_of = _TypeOf(_types_along(func, work, types), types)
         part.partition(type_of, fuse_opt_level > 0, max_fuse_depth)
         idx, roots, members_of = part.idx, part.roots, part.members
         if not part.nodes:  # no operator call, tuple or tuple item outside primitive functions
@@ -346,6 +333,24 @@ class FuseOps(ModulePass):
             _fused_closed(out, func, [sh.fn for sh in cache.values()])
         del cache
         return derive(out, func)  # type: ignore[return-value]
+
+
+def _types_along(func: Function, work: list[Any], types: TypeContext) -> dict[Node, Type]:
+    """The types of the nodes of the walk ``work`` of ``func``'s body (and of the variables they
+    use), typed along it if nothing was typed before, else the types they hold."""
+    # the parameters' annotations given (the check would find them: a lookup each, not a call)
+    ps = func.params
+    tys: dict[Node, Type] = dict(zip(ps, map(_annotation_of, ps)))
+    if None in tys.values():  # (an unannotated parameter: the check says what it says)
+        tys = {p: t for p, t in tys.items() if t is not None}
+    given = len(tys)
+    types.check(func, work, into=tys)  # along the walk: no second one (nor a stack) for the types
+    if len(tys) == given:  # typed before (nothing found along the walk): the types its nodes hold
+        for n in work:
+            t = cached_type(n)
+            if t is not None:
+                tys[n] = t
+    return tys
 
 
 def _check_depth(depth: Any) -> None:
