@@ -117,7 +117,6 @@ _SIMPLE_DTYPES = frozenset({"int32", "int64", "float32", "float64", "bool"})
 _NON_COMPUTATIONAL = NON_COMPUTATIONAL_OPS | {"call_lowered"}
 _NON_COMPUTATIONAL_PREFIXES = ("memory.", "vm.")
 _STOP_FUSION = "annotation.stop_fusion"
-_SPECIAL = 16  # (a pattern flag of the walk: the operator is not fused)
 _ID_LEN = 16  # (bytes of a node id)
 #: Pattern kind -> 1 for an anchor (``OUT_ELEMWISE_FUSABLE``), else 0 (a ``bytes.translate`` table).
 _ANCHORS = bytes(int(k == _OUT) for k in range(256))
@@ -411,8 +410,8 @@ class _Partition:
         consts: list[tuple[int, Constant, Node]] = []  # the constants' uses: (index, c, consumer)
         seq: list[int] | None = None  # the order of the rounds, if constants' uses come in
         special: dict[Node, str] = {}
-        kinds: dict[Op, int] = {}  # an operator's pattern, | _SPECIAL if it is in ``hows``
-        hows: dict[Op, str] = {}  # the operators handled otherwise: "stop" or "keep"
+        kinds: dict[Op, int] = {}  # a fused operator's pattern
+        hows: dict[Op, tuple[int, str]] = {}  # the operators handled otherwise: (pattern, "stop" / "keep")
         multi: list[int] = []  # the nodes with several consumers
         deferred: list[int] = []  # the tuples and items, checked once typed
         work: list[Any] = []
@@ -445,15 +444,17 @@ class _Partition:
                 emit(n)
                 o = n.op
                 p = kinds.get(o)
-                if p is None:
-                    p, how = _op_kind(o)
-                    if how is not None:
-                        hows[o] = how
-                        p |= _SPECIAL
-                    kinds[o] = p
-                if p & _SPECIAL:
-                    special[n] = hows[o]
-                    p &= 15
+                if p is None:  # (met first, or not fused)
+                    ph = hows.get(o)
+                    if ph is None:
+                        p, how = _op_kind(o)
+                        if how is None:
+                            kinds[o] = p
+                        else:
+                            hows[o] = p, how
+                            special[n] = how
+                    else:
+                        p, special[n] = ph
                 i = len(nodes)
                 idx[n] = i
                 add_node(n)
