@@ -1008,12 +1008,14 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
     structurally identical groups share one hash-consed function, and a group whose key is
     cached is fused without building anything but its call.
     """
-    where: dict[Node, int] = {}  # member -> j, free input -> -1 - its parameter number
+    # member -> j, free input -> -1 - its parameter number (the members' positions set at once: a
+    # member's operands come before it)
+    where: dict[Node, int] = dict(zip(members, _NATURALS))
     inputs: list[Node] = []  # the free inputs, in parameter order
     shape: list[Any] = []
     put = shape.append
     misordered = False
-    for j, m in enumerate(members):  # (as _group_shape, inlined)
+    for m in members:  # (as _group_shape, inlined)
         if type(m) is Call:
             args = m.args
             put(m.op)
@@ -1041,7 +1043,6 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
             elif free:
                 misordered = True
             put(w)
-        where[m] = j
     if misordered:  # number the parameters as TVM does
         inputs = _tvm_inputs(members, where, inline)
         where = {x: -1 - k for k, x in enumerate(inputs)}
@@ -1189,6 +1190,7 @@ class _TypeOf:
 
 
 _id_of = operator.attrgetter("id")
+_NATURALS = range(1 << 62)  # (zipped with a group's members: their positions)
 _annotation_of = operator.attrgetter("type_annotation")
 
 #: A summary mask with an operator bit is at least this (a comparison, not a shift: no new int).
