@@ -552,7 +552,8 @@ def _fused_closed(new: Function, old: Function, inner: Iterable[Function]) -> bo
     bound = set(old.params)
     fns = list(inner)
     for fn in fns:
-        if fn not in _closed_checked and not _closed_without_inner_binders(fn):
+        if fn.body._mask & (F_LET | F_FUNC) or (fn not in _closed_checked
+                                                and not _closed_without_inner_binders(fn)):
             return False
         n = len(bound)
         bound.update(fn.params)
