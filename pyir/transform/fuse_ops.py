@@ -437,11 +437,15 @@ class _Partition:
         push = stack.append
         pop = stack.pop
         others = False  # a node other than a graph node was walked
+        # While only operator calls are emitted, the walk is ``nodes`` (``work`` not kept); from
+        # the first other node or constant use on, ``work`` holds it.
+        mirror = False
         while stack:
             n = pop()
             if n is _CALL_DONE:  # the operator call below the marker has its arguments emitted
                 n = pop()
-                emit(n)
+                if mirror:
+                    emit(n)
                 o = n.op
                 p = kinds.get(o)
                 if p is None:  # (met first, or not fused)
@@ -465,6 +469,9 @@ class _Partition:
                     j = get(a)
                     if j is None:
                         if type(a) is Constant and _simple_scalar(a):  # a use of its own
+                            if not mirror:  # (the walk so far: the nodes, this one last)
+                                work.extend(nodes)
+                                mirror = True
                             v = len(nodes)
                             consts.append((v, a, n))
                             add_node(None)
@@ -491,6 +498,9 @@ class _Partition:
                 continue
             if n is _DONE:  # the node below the marker has all its children emitted
                 n = pop()
+                if not mirror:
+                    work.extend(nodes)
+                    mirror = True
                 emit(n)
                 k = type(n)
                 if k is Call:  # a call of a function: its uses are external
@@ -579,6 +589,8 @@ class _Partition:
             ext.add(j)
         self.seq = seq
         self.all_graph = not others
+        if not mirror:
+            self.work = nodes
 
     def partition(self, type_of: _TypeOf, fuse: bool, max_depth: int) -> None:
         """Check the tuples and items against their types, fuse, and set the results."""
