@@ -5,7 +5,7 @@ part of the pass, as in that benchmark).  Phases, each timed alone on a fresh bu
 ``time.process_time``: the machine may be shared), best of ``--repeats``:
 
   walk       the partitioner's walk and dataflow graph (``_Partition(body)``)
-  types      ``TypeContext.check`` along that walk
+  types      ``TypeContext.check`` along that walk (``_types_along``)
   partition  post-dominator tree, the three rounds, groups' roots and members
   pass       the whole pass, ``FuseOps()(mod)`` (the three above, the groups' functions and
              calls, lineage, the new module and its record)
@@ -67,12 +67,11 @@ def phases(mod: pyir.Module) -> dict[str, float]:
     """The walk, types and partition of ``mod``'s main function (fresh: nothing typed yet)."""
     t: dict[str, float] = {}
     func = mod["main"]
-    tys: dict = {}
     types = TypeContext.of(mod)
     gc.disable()
     try:
         t["walk"], part = cpu(lambda: _fo._Partition(func.body))
-        t["types"], _ = cpu(lambda: types.check(func, part.work, into=tys))
+        t["types"], tys = cpu(lambda: _fo._types_along(func, part.work, types))
         t["partition"], _ = cpu(lambda: part.partition(_fo._TypeOf(tys, types), True, _fo.MAX_FUSE_DEPTH))
     finally:
         gc.enable()

@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from array import array
 from typing import Any
 
 import numpy as np
@@ -89,8 +90,8 @@ import numpy as np
 from ..analysis.typecheck import TypeContext
 from ..errors import PassError
 from ..ir.expr import Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var, make_call
-from ..ir.lineage import current_recorder, derive
-from ..ir.module import Module
+from ..ir.lineage import Edges, current_recorder, derive
+from ..ir.module import Module, _fused_closed
 from ..ir.node import EMPTY_ATTRS, F_GETITEM, F_TUPLE, OP_BIT0, Node, cached_type, digest
 from ..ir.node import gc_paused as no_gc
 from ..ir.types import TensorType, TupleType, Type
@@ -116,8 +117,9 @@ _SIMPLE_DTYPES = frozenset({"int32", "int64", "float32", "float64", "bool"})
 _NON_COMPUTATIONAL = NON_COMPUTATIONAL_OPS | {"call_lowered"}
 _NON_COMPUTATIONAL_PREFIXES = ("memory.", "vm.")
 _STOP_FUSION = "annotation.stop_fusion"
-_SPECIAL = 16  # (a pattern flag of the walk: the operator is not fused)
 _ID_LEN = 16  # (bytes of a node id)
+#: Pattern kind -> 1 for an anchor (``OUT_ELEMWISE_FUSABLE``), else 0 (a ``bytes.translate`` table).
+_ANCHORS = bytes(int(k == _OUT) for k in range(256))
 #: TVM's default ``relay.FuseOps.max_depth``.
 MAX_FUSE_DEPTH = 256
 
@@ -253,23 +255,19 @@ class FuseOps(ModulePass):
         if not work:
             return func
         types = TypeContext.of(mod)
-        tys: dict[Node, Type] = {}  # the types of the nodes of the walk, if typed along it
-        types.check(func, work, into=tys)  # along the walk: no second one (nor a stack) for the types
-        if not tys:  # typed before (nothing found along the walk): the types its nodes hold, once
-            for n in work:
-                t = cached_type(n)
-                if t is not None:
-                    tys[n] = t
-        type_of = _TypeOf(tys, types)
+        type_of = _TypeOf(_types_along(func, work, types), types)
         part.partition(type_of, fuse_opt_level > 0, max_fuse_depth)
         idx, roots, members_of = part.idx, part.roots, part.members
-        if not idx:  # no operator call, tuple or tuple item outside primitive functions
+        if not part.nodes:  # no operator call, tuple or tuple item outside primitive functions
             return func
         cache: dict[tuple[Any, ...], _Shared] | None = {} if self.share_functions else None
         rec = current_recorder()
         edges = rec.edges if rec is not None else None
         fuse_group = _fuse_group
-        memo = _Memo()  # rebuilt node -> its new version (a node not in it is unchanged)
+        pend: list[bytes] = []  # the call edges of shared groups not yet added (call id, member ids)
+        # rebuilt node -> its new version (a node not in it is unchanged; with only groups, a plain
+        # dict: read by get alone)
+        memo: dict[Node, Any] = {} if part.all_graph and not part.special else _Memo()
         inline = _Inline(link_params, part.lifted)
         special = part.special
         get = idx.get
@@ -283,7 +281,7 @@ class FuseOps(ModulePass):
                 else:
                     ms.reverse()  # in post-order (producers first), the root last
                     ms.append(n)
-                memo[n] = fuse_group(ms, memo, type_of, cache, edges, inline)
+                memo[n] = fuse_group(ms, memo, type_of, cache, edges, inline, pend)
             work = []
         for n in work:  # children first
             j = get(n)
@@ -299,7 +297,7 @@ class FuseOps(ModulePass):
                     else:
                         ms.reverse()  # in post-order (producers first), the root last
                         ms.append(n)
-                    memo[n] = fuse_group(ms, memo, type_of, cache, edges, inline)
+                    memo[n] = fuse_group(ms, memo, type_of, cache, edges, inline, pend)
                     continue
                 if how == "stop":  # stop_fusion goes (as TVM), its argument stands for it
                     a = n.args[0]
@@ -318,17 +316,42 @@ class FuseOps(ModulePass):
             if new is not n:
                 memo[n] = new
                 if edges is not None:
+                    if pend:
+                        _add_call_edges(edges, pend)
                     edges.add(new.id, n.id)  # derive(new, n)
         del part, roots, idx
         body = func.body
         new_body = memo.get(body, body)
+        if pend and edges is not None:
+            _add_call_edges(edges, pend)
         if cache and edges is not None:
             for sh in cache.values():
                 sh.flush(edges)
-        del cache
         if new_body is body:
             return func
-        return derive(Function(func.params, new_body, func.ret_type, func.attrs), func)  # type: ignore[return-value]
+        out = Function(func.params, new_body, func.ret_type, func.attrs)
+        if cache:  # well-formed by construction (the module's check of it is then a set lookup)
+            _fused_closed(out, func, [sh.fn for sh in cache.values()])
+        del cache
+        return derive(out, func)  # type: ignore[return-value]
+
+
+def _types_along(func: Function, work: list[Any], types: TypeContext) -> dict[Node, Type]:
+    """The types of the nodes of the walk ``work`` of ``func``'s body (and of the variables they
+    use), typed along it if nothing was typed before, else the types they hold."""
+    # the parameters' annotations given (the check would find them: a lookup each, not a call)
+    ps = func.params
+    tys: dict[Node, Type] = dict(zip(ps, map(_annotation_of, ps)))
+    if None in tys.values():  # (an unannotated parameter: the check says what it says)
+        tys = {p: t for p, t in tys.items() if t is not None}
+    given = len(tys)
+    types.check(func, work, into=tys)  # along the walk: no second one (nor a stack) for the types
+    if len(tys) == given:  # typed before (nothing found along the walk): the types its nodes hold
+        for n in work:
+            t = cached_type(n)
+            if t is not None:
+                tys[n] = t
+    return tys
 
 
 def _check_depth(depth: Any) -> None:
@@ -365,11 +388,11 @@ class _Partition:
     elementwise nodes, 1: injective nodes and tuples, 2: injective nodes into intermediate
     tuples), under the same path conditions and the same node count (``max_fuse_depth``).
 
-    Results: ``idx`` (graph node -> index), ``roots`` (index -> the index of its group's root),
-    ``members`` (a root's index -> the other members of its group, outputs first, or None),
-    ``nodes`` (index -> node, None for a constant's use), ``lifted`` (the (constant, consumer)
-    uses whose constant did not join the consumer's group), ``special`` (nodes that are not
-    made functions: "stop", "keep", "tuple", "item").
+    Results: ``idx`` (graph node -> index, any other node walked -> None), ``roots`` (index -> the
+    index of its group's root), ``members`` (a root's index -> the other members of its group,
+    outputs first, or None), ``nodes`` (index -> node, None for a constant's use), ``lifted`` (the
+    (constant, consumer) uses whose constant did not join the consumer's group), ``special``
+    (nodes that are not made functions: "stop", "keep", "tuple", "item").
 
     An edge is one int, ``consumer << 4 | edge pattern``; ``outs[i]`` is the edge of a node
     with one consumer, the list of them with several, or None.
@@ -380,7 +403,7 @@ class _Partition:
 
     def __init__(self, body: Expr) -> None:
         """The walk of ``body`` (:attr:`work`, as :func:`_walk`) and the graph, built on the way."""
-        idx: dict[Node, int] = {}
+        idx: dict[Node, int | None] = {}  # (a node walked but not yet emitted, or no graph node: None)
         self.idx = idx
         nodes: list[Any] = []
         pat: list[int] = []
@@ -389,8 +412,8 @@ class _Partition:
         consts: list[tuple[int, Constant, Node]] = []  # the constants' uses: (index, c, consumer)
         seq: list[int] | None = None  # the order of the rounds, if constants' uses come in
         special: dict[Node, str] = {}
-        kinds: dict[Op, int] = {}  # an operator's pattern, | _SPECIAL if it is in ``hows``
-        hows: dict[Op, str] = {}  # the operators handled otherwise: "stop" or "keep"
+        kinds: dict[Op, int] = {}  # a fused operator's pattern
+        hows: dict[Op, tuple[int, str]] = {}  # the operators handled otherwise: (pattern, "stop" / "keep")
         multi: list[int] = []  # the nodes with several consumers
         deferred: list[int] = []  # the tuples and items, checked once typed
         work: list[Any] = []
@@ -412,41 +435,86 @@ class _Partition:
         add_pat = pat.append
         add_out = outs.append
         emit = work.append
-        seen: set[Node] = set()
-        add = seen.add
         stack: list[Any] = [body]
         push = stack.append
         pop = stack.pop
         others = False  # a node other than a graph node was walked
+        # While only operator calls are emitted, the walk is ``nodes`` (``work`` not kept); from
+        # the first other node or constant use on, ``work`` holds it.
+        mirror = False
         while stack:
             n = pop()
+            if n is _CALL_DONE:  # the operator call below the marker has its arguments emitted
+                n = pop()
+                if mirror:
+                    emit(n)
+                o = n.op
+                p = kinds.get(o)
+                if p is None:  # (met first, or not fused)
+                    ph = hows.get(o)
+                    if ph is None:
+                        p, how = _op_kind(o)
+                        if how is None:
+                            kinds[o] = p
+                        else:
+                            hows[o] = p, how
+                            special[n] = how
+                    else:
+                        p, special[n] = ph
+                i = len(nodes)
+                idx[n] = i
+                add_node(n)
+                add_pat(p)
+                add_out(None)
+                e = i << 4 | p  # the edge of each use
+                for a in n.args:  # (as below, for tuples and items)
+                    j = get(a)
+                    if j is None:
+                        if type(a) is Constant and _simple_scalar(a):  # a use of its own
+                            if not mirror:  # (the walk so far: the nodes, this one last)
+                                work.extend(nodes)
+                                mirror = True
+                            v = len(nodes)
+                            consts.append((v, a, n))
+                            add_node(None)
+                            add_pat(_EW)
+                            add_out(e)
+                            if seq is None:
+                                seq = list(range(i))
+                            elif seq[-1] == i:
+                                seq.pop()  # (the consumer goes after its constants)
+                            seq.append(v)
+                            seq.append(i)
+                        continue
+                    es = outs[j]
+                    if es is None:
+                        outs[j] = e
+                    elif type(es) is int:
+                        if es != e:  # (repeated uses by one consumer once)
+                            outs[j] = [es, e]
+                            multi.append(j)
+                    elif es[-1] != e:
+                        es.append(e)
+                if seq is not None and seq[-1] != i:
+                    seq.append(i)
+                continue
             if n is _DONE:  # the node below the marker has all its children emitted
                 n = pop()
+                if not mirror:
+                    work.extend(nodes)
+                    mirror = True
                 emit(n)
                 k = type(n)
-                if k is Call:
-                    o = n.op
-                    if type(o) is not Op:  # a call of a function: its uses are external
-                        for c in n.args:
-                            j = get(c)
-                            if j is not None:
-                                ext.add(j)
-                        j = get(o)
+                if k is Call:  # a call of a function: its uses are external
+                    for c in n.args:
+                        j = get(c)
                         if j is not None:
                             ext.add(j)
-                        continue
-                    p = kinds.get(o)
-                    if p is None:
-                        p, how = _op_kind(o)
-                        if how is not None:
-                            hows[o] = how
-                            p |= _SPECIAL
-                        kinds[o] = p
-                    if p & _SPECIAL:
-                        special[n] = hows[o]
-                        p &= 15
-                    args = n.args
-                elif k is Tuple:
+                    j = get(n.op)
+                    if j is not None:
+                        ext.add(j)
+                    continue
+                if k is Tuple:
                     p = _TUP
                     args = n.fields
                     deferred.append(len(nodes))
@@ -465,7 +533,7 @@ class _Partition:
                 add_node(n)
                 add_pat(p)
                 add_out(None)
-                e = i << 4 | (p if k is Call else _INJ)  # the edge of each use
+                e = i << 4 | _INJ  # the edge of each use
                 for a in args:
                     j = get(a)
                     if j is None:
@@ -494,12 +562,14 @@ class _Partition:
                 if seq is not None and seq[-1] != i:
                     seq.append(i)
                 continue
-            if n in seen:
+            if n in idx:  # (seen)
                 continue
-            add(n)
+            idx[n] = None
             k = type(n)
             if k is Call and type(n.op) is Op:
                 kids = n.args
+                push(n)
+                push(_CALL_DONE)
             elif k is Function and n.attrs.get("Primitive"):
                 continue
             else:
@@ -508,19 +578,21 @@ class _Partition:
                     continue
                 if k is not Tuple and k is not TupleGetItem:
                     others = True
-            push(n)
-            push(_DONE)
+                push(n)
+                push(_DONE)
             for c in reversed(kids):
                 m = c._mask
                 if m < _HAS_OPS and not m & _TUPLES:  # nothing to fuse below: not walked
                     continue
-                if c not in seen:
+                if c not in idx:
                     push(c)
         j = get(body)
         if j is not None:
             ext.add(j)
         self.seq = seq
         self.all_graph = not others
+        if not mirror:
+            self.work = nodes
 
     def partition(self, type_of: _TypeOf, fuse: bool, max_depth: int) -> None:
         """Check the tuples and items against their types, fuse, and set the results."""
@@ -552,32 +624,47 @@ class _Partition:
         self.gpat = pat
         if fuse and n_nodes > 1:
             self._fuse(pat, ext, self.multi, seq, has_tuples, max_depth, type_of)
-        roots = [0] * n_nodes
+        roots = list(range(n_nodes))
         members: list[Any] = [None] * n_nodes  # root -> its other members, outputs first
         self.members = members
         heads: list[int] = []  # the roots, outputs first
         self.heads = heads
         find = self.find
-        for i in range(n_nodes - 1, -1, -1):
-            r = gpar[i]
-            if r < 0:
-                roots[i] = i
-                if nodes[i] is not None:
-                    heads.append(i)
-                continue
-            r = roots[r] if r > i else find(i)
-            roots[i] = r
-            x = nodes[i]
-            if x is not None:
+        if consts:  # (a constant's use is no node: not a member, not a head)
+            for i in range(n_nodes - 1, -1, -1):
+                r = gpar[i]
+                if r < 0:
+                    if nodes[i] is not None:
+                        heads.append(i)
+                    continue
+                r = roots[r] if r > i else find(i)
+                roots[i] = r
+                x = nodes[i]
+                if x is not None:
+                    ms = members[r]
+                    if ms is None:
+                        members[r] = [x]
+                    else:
+                        ms.append(x)
+        else:
+            add_head = heads.append
+            for i in range(n_nodes - 1, -1, -1):
+                r = gpar[i]
+                if r < 0:
+                    add_head(i)
+                    continue
+                r = roots[r] if r > i else find(i)
+                roots[i] = r
                 ms = members[r]
                 if ms is None:
-                    members[r] = [x]
+                    members[r] = [nodes[i]]
                 else:
-                    ms.append(x)
+                    ms.append(nodes[i])
         self.roots = roots
         lifted: set[tuple[Constant, Node]] = set()
+        outs = self.outs
         for j, c, n in consts:
-            if find(j) != roots[idx[n]]:
+            if find(j) != roots[outs[j] >> 4]:  # (a use's one edge: to its consumer)
                 lifted.add((c, n))
         self.lifted = lifted
         for i in self.deferred:  # roots that are not functions
@@ -680,7 +767,7 @@ class _Partition:
                     break
             dom[i] = None if par < 0 else par << 4 | pt
         order = range(n_nodes) if seq is None else seq
-        anchor = [p == _OUT for p in pat]
+        anchor = bytearray(bytes(pat).translate(_ANCHORS))  # 1 for a group with an anchor
 
         def merge(child: int, parent: int) -> None:
             c, p = find(child), find(parent)
@@ -689,7 +776,7 @@ class _Partition:
             gsize[p] += gsize[c]
             gpar[c] = p
             if anchor[c]:
-                anchor[p] = True
+                anchor[p] = 1
                 if gpat[c] > gpat[p]:
                     gpat[p] = gpat[c]
 
@@ -800,7 +887,7 @@ class _Partition:
                     gsize[rp] += gsize[ri]
                     gpar[ri] = rp
                     if anchor[ri]:
-                        anchor[rp] = True
+                        anchor[rp] = 1
                         if gpat[ri] > gpat[rp]:
                             gpat[rp] = gpat[ri]
                 elif fits(i, p) and check(i, p, inner, last):
@@ -871,7 +958,6 @@ def _group_shape(members: list[Any], where: dict[Node, int], inputs: list[Node],
             args = (m.tuple_value,)
             put(_TGI_MARK)
             put(m.index)
-        put(len(args))
         free = False
         for a in args:
             w = where.get(a)
@@ -922,9 +1008,12 @@ def _tvm_inputs(members: list[Any], where: dict[Node, int], inline: _Inline) -> 
 
 
 def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
-                cache: dict[tuple[Any, ...], _Shared] | None, edges: Any, inline: _Inline) -> Call:
+                cache: dict[tuple[Any, ...], _Shared] | None, edges: Any, inline: _Inline,
+                pend: list[bytes]) -> Call:
     """Build the primitive function of a group (``members`` in post-order, its root last)
-    and its call (args taken from ``memo``; lineage into ``edges``, unless None).
+    and its call (args taken from ``memo``; lineage into ``edges``, unless None: the call's
+    edge of a group whose function is cached waits in ``pend``, added in bulk, in order,
+    before the next other edge, by :func:`_add_call_edges`).
 
     The function is keyed by the group's structure (per member its operator and attributes or
     tuple / item marker, then its operands: a member's position j, an inline constant, or a
@@ -933,14 +1022,14 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
     structurally identical groups share one hash-consed function, and a group whose key is
     cached is fused without building anything but its call.
     """
-    where: dict[Node, int] = {}  # member -> j, free input -> -1 - its parameter number
+    # member -> j, free input -> -1 - its parameter number (the members' positions set at once: a
+    # member's operands come before it)
+    where: dict[Node, int] = dict(zip(members, _NATURALS))
     inputs: list[Node] = []  # the free inputs, in parameter order
-    ptypes: list[Type] = []
-    known = type_of.known
     shape: list[Any] = []
     put = shape.append
     misordered = False
-    for j, m in enumerate(members):  # (as _group_shape, inlined: the parameter types on the way)
+    for m in members:  # (as _group_shape, inlined)
         if type(m) is Call:
             args = m.args
             put(m.op)
@@ -953,35 +1042,28 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
             args = (m.tuple_value,)
             put(_TGI_MARK)
             put(m.index)
-        put(len(args))
         free = False
         for a in args:
             w = where.get(a)
-            if w is not None:
-                if w < 0:
-                    free = True
-                elif free:
-                    misordered = True
-                put(w)
-            elif type(a) is Constant and inline(a, m):
-                put(a)
-            else:
+            if w is None:
+                if type(a) is Constant and inline(a, m):
+                    put(a)
+                    continue
                 w = where[a] = -1 - len(inputs)
                 inputs.append(a)
-                t = known(a)
-                ptypes.append(type_of(a) if t is None else t)
                 free = True
-                put(w)
-        where[m] = j
+            elif w < 0:
+                free = True
+            elif free:
+                misordered = True
+            put(w)
     if misordered:  # number the parameters as TVM does
-        order = _tvm_inputs(members, where, inline)
-        where = {x: -1 - k for k, x in enumerate(order)}
-        inputs = list(order)
+        inputs = _tvm_inputs(members, where, inline)
+        where = {x: -1 - k for k, x in enumerate(inputs)}
         shape, _ = _group_shape(members, where, [], inline)
-        ptypes = []
-        for inp in inputs:
-            t = known(inp)
-            ptypes.append(type_of(inp) if t is None else t)
+    ptypes: list[Any] = list(map(type_of.known, inputs))
+    if None in ptypes:  # (an input whose type the walk did not see)
+        ptypes = [type_of(a) if t is None else t for a, t in zip(inputs, ptypes)]
     shape.append(len(ptypes))
     shape.extend(ptypes)
     skey = tuple(shape)
@@ -989,7 +1071,7 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
     if hit is not None:
         fn = hit.fn
     else:
-        gkey = _group_key(skey, len(members), ptypes, None if cache is not None else members)
+        gkey = _group_key(skey, members, ptypes, cache is None)
         params = [Var(f"p{i}", t, uid=digest(gkey + b"param%d:" % i)) for i, t in enumerate(ptypes)]
         body: dict[Node, Expr] = {}  # member -> its copy (members are built producers first)
         for m in members:
@@ -1016,16 +1098,19 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
     if edges is None:
         return call
     # the call derives from exactly its group
-    if len(members) == 1:
-        mids = members[0].id
-        edges.add(call.id, mids)
-    else:
-        mids = b"".join(map(_id_of, members))
-        edges.add_joined(call.id, mids)
+    mids = members[0].id if len(members) == 1 else b"".join(map(_id_of, members))
     if hit is not None:  # a later group of a shared function: its lineage is recorded at the end
+        pend.append(call.id)
+        pend.append(mids)
         hit.later_mids.append(mids)
         hit.later_inputs.append(b"".join(map(_id_of, inputs)))
         return call
+    if pend:
+        _add_call_edges(edges, pend)
+    if len(members) == 1:
+        edges.add(call.id, mids)
+    else:
+        edges.add_joined(call.id, mids)
     # the function derives from every group it stands for, a parameter from the inputs it
     # receives, each body node from the member it copies (for a shared function, through a
     # shared edge: at this call only)
@@ -1044,16 +1129,27 @@ def _fuse_group(members: list[Any], memo: dict[Node, Any], type_of: _TypeOf,
     return call
 
 
-def _group_key(shape: tuple[Any, ...], n_members: int, ptypes: list[Type],
-               members: list[Any] | None) -> bytes:
+def _add_call_edges(edges: Any, pend: list[bytes]) -> None:
+    """Add the call edges waiting in ``pend`` (call id, joined member ids, ...) as one block,
+    in their order, and empty it."""
+    olds = pend[1::2]
+    joined = b"".join(olds)
+    counts = None
+    if len(joined) != _ID_LEN * len(olds):  # (some group has several members)
+        counts = array("I", [len(m) // _ID_LEN for m in olds]).tobytes()
+    edges.extend(Edges(b"".join(pend[0::2]), joined, counts))
+    pend.clear()
+
+
+def _group_key(shape: tuple[Any, ...], members: list[Any], ptypes: list[Type], own: bool) -> bytes:
     """The digest of a group's structure (``shape`` as :func:`_group_shape` builds it) and, if
-    given, of its members: what the parameters' uids derive from."""
+    ``own``, of its members: what the parameters' uids derive from."""
     parts: list[bytes] = [b"pyir.FuseOps.group"]
     put = parts.append
     i = 0
-    for _ in range(n_members):  # a member: head, extra, operand count, operands
-        head, extra, count = shape[i], shape[i + 1], shape[i + 2]
-        i += 3
+    for m in members:  # a member: head, extra, operands (as many as it has)
+        head, extra, count = shape[i], shape[i + 1], len(_operands(m))
+        i += 2
         if head is _TUPLE_MARK:
             put(b"T%d;" % count)
         elif head is _TGI_MARK:
@@ -1072,7 +1168,7 @@ def _group_key(shape: tuple[Any, ...], n_members: int, ptypes: list[Type],
     put(b"P%d;" % len(ptypes))
     for t in ptypes:
         put(t.id)
-    if members is not None:  # one function per group
+    if own:  # one function per group
         put(b"M")
         for m in members:
             put(m.id)
@@ -1108,6 +1204,8 @@ class _TypeOf:
 
 
 _id_of = operator.attrgetter("id")
+_NATURALS = range(1 << 62)  # (zipped with a group's members: their positions)
+_annotation_of = operator.attrgetter("type_annotation")
 
 #: A summary mask with an operator bit is at least this (a comparison, not a shift: no new int).
 _HAS_OPS = 1 << OP_BIT0
@@ -1115,3 +1213,5 @@ _TUPLES = F_TUPLE | F_GETITEM
 
 #: The stack marker of the walk: the node just below it is emitted when it is popped.
 _DONE: Any = object()
+#: ... for an operator call.
+_CALL_DONE: Any = object()
