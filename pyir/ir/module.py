@@ -539,32 +539,6 @@ class Module:
 _closed_checked: weakref.WeakSet[Function] = weakref.WeakSet()
 
 
-def _fused_closed(new: Function, old: Function, inner: Iterable[Function]) -> bool:
-    """Record ``new`` as well-formed without walking it, when its builder vouches that it is
-    ``old`` with subgraphs of the body replaced by calls of the functions ``inner`` on their free
-    inputs (FuseOps, the only caller).  Then ``new`` is well-formed if ``old`` was checked and
-    holds no Let nor function (every variable it uses is a parameter), ``new`` has the same
-    parameters, and the ``inner`` functions are closed without inner binders and bind distinct
-    variables, none a parameter: checked here, on the few functions.  Returns whether it did
-    (otherwise the module's check walks ``new`` as usual)."""
-    if old not in _closed_checked or old.body._mask & (F_LET | F_FUNC) or new.params != old.params:
-        return False
-    bound = set(old.params)
-    fns = list(inner)
-    for fn in fns:
-        if fn.body._mask & (F_LET | F_FUNC) or (fn not in _closed_checked
-                                                and not _closed_without_inner_binders(fn)):
-            return False
-        n = len(bound)
-        bound.update(fn.params)
-        if len(bound) != n + len(fn.params):
-            return False
-    for fn in fns:
-        _closed_checked.add(fn)
-    _closed_checked.add(new)
-    return True
-
-
 def _closed_without_inner_binders(f: Function) -> bool:
     """True if ``f``'s body has no Let or Function and uses only ``f``'s parameters.
 

@@ -91,7 +91,7 @@ from ..analysis.typecheck import TypeContext
 from ..errors import PassError
 from ..ir.expr import Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var, make_call
 from ..ir.lineage import Edges, current_recorder, derive
-from ..ir.module import Module, _fused_closed
+from ..ir.module import Module
 from ..ir.node import EMPTY_ATTRS, F_GETITEM, F_TUPLE, OP_BIT0, Node, cached_type, digest
 from ..ir.node import gc_paused as no_gc
 from ..ir.types import TensorType, TupleType, Type
@@ -330,8 +330,6 @@ class FuseOps(ModulePass):
         if new_body is body:
             return func
         out = Function(func.params, new_body, func.ret_type, func.attrs)
-        if cache:  # well-formed by construction (the module's check of it is then a set lookup)
-            _fused_closed(out, func, [sh.fn for sh in cache.values()])
         del cache
         return derive(out, func)  # type: ignore[return-value]
 
