@@ -125,10 +125,12 @@ def _pack(pipeline: Pass, ctx: dict[str, Any]) -> bytes:
     else:
         dump = cloudpickle.dumps
     try:
-        return bytes(dump((pipeline, ctx)))
+        job = bytes(dump((pipeline, ctx)))
+        pickle.loads(job)  # what a worker will do first: fail here, once, rather than on every item
     except Exception as e:
         raise PassError(f"map_pipeline: the pipeline cannot be sent to workers: "
                         f"{type(e).__name__}: {e}") from e
+    return job
 
 
 def map_pipeline(pipeline: Pass, modules_or_paths: Iterable[Any], client: Any = None, *,

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from distributed import Client, Future, LocalCluster
 
@@ -17,7 +18,7 @@ import pyir
 from pyir import parallel
 from pyir.frontend.onnx import from_onnx, onnx_sources
 from pyir.parallel import map_pipeline
-from pyir.transform import FuseOps, PassContext, Sequential, SimplifyExpr, standard_pipeline
+from pyir.transform import FuseOps, PassContext, Sequential, SimplifyExpr, module_pass, standard_pipeline
 
 onnx = pytest.importorskip("onnx")  # a test dependency: installed in CI, so this never skips there
 
@@ -197,3 +198,31 @@ def test_pyir_works_without_dask():
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["FuseOps", "[]"], proc.stdout
+
+
+def test_pass_with_nodes_and_a_local_function_travels(client):
+    """A pass made here from a local function whose closure holds a pyir node reaches the workers
+    (cloudpickle sends the function by value, the node as pyir binary) and does what it does here."""
+    scale = pyir.const(np.float32(2.0))
+
+    def double_output(mod: pyir.Module) -> pyir.Module:
+        f = mod["main"]
+        return mod.with_function("main", pyir.Function(f.params, pyir.op.multiply(f.body, scale)))
+
+    mod = pyir.testing.resnet(1)
+    pipeline = Sequential([module_pass(double_output, name="DoubleOutput"), FuseOps()])
+    seq = map_pipeline(pipeline, [mod])
+    par = map_pipeline(pipeline, [mod], client)
+    assert par[0]["main"] is seq[0]["main"]
+    assert [r.name for r in par[0].pass_records][-2:] == ["DoubleOutput", "FuseOps"]
+    assert scale in set(pyir.post_order(par[0]["main"]))  # the client's own Constant object
+
+
+def test_pipeline_that_does_not_pickle_fails_on_the_client(client):
+    """Patterns do not pickle (they refuse attribute writes): a PatternRewrite pipeline is refused
+    before any task starts, with a PassError naming the cause."""
+    a = pyir.wildcard()
+    rule = (pyir.is_op("multiply")(a, pyir.is_constant()), lambda mt: mt[a])
+    with pytest.raises(pyir.PassError,
+                       match="cannot be sent to workers: ImmutableError: patterns are immutable"):
+        map_pipeline(pyir.PatternRewrite([rule]), [pyir.testing.resnet(1)], client)
