@@ -216,6 +216,7 @@ def _distributed(client: Any, job: bytes, items: list[tuple[str, Any, str, str |
     futures = [client.submit(_work, job_f, kind, scattered.get(i, payloads[i]), pure=False,
                              key=f"pyir-map_pipeline-{i}-{os.urandom(8).hex()}")
                for i, (kind, _, _, _) in enumerate(items)]
+    del payloads, scattered  # the cluster holds them now
     index = {f.key: i for i, f in enumerate(futures)}
     for fut in as_completed(futures):
         i = index[fut.key]

@@ -161,6 +161,19 @@ def test_store_path(client, tmp_path, distributed):
     assert [n for n, _ in store.puts] == ["a", "b", "c"]
 
 
+@pytest.mark.parametrize("distributed", [False, True])
+def test_bytes_items(client, distributed):
+    """Bytes are items too (for a cluster without shared storage): a pyir binary payload, or else a
+    serialized ONNX model, imported where the item runs."""
+    path = light_path("squeezenet")
+    with open(path, "rb") as f:
+        model = f.read()
+    mod = pyir.testing.resnet(1)
+    out = map_pipeline(FuseOps(), [model, pyir.dumps(mod)], client if distributed else None)
+    assert out[0]["main"] is FuseOps()(from_onnx(path))["main"]
+    assert out[1]["main"] is FuseOps()(mod)["main"]
+
+
 def test_bad_arguments():
     with pytest.raises(pyir.PassError, match="expected a pass"):
         map_pipeline(lambda m: m, [pyir.testing.resnet(1)])
