@@ -31,7 +31,7 @@ def main() -> None:
         reference = map_pipeline(pipeline, items)          # client=None: here, one after the other
         dask: Any = distributed  # untyped: its classes are called through Any
         with dask.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                               dashboard_address=None) as cluster, dask.Client(cluster) as client:
+                               dashboard_address=":0") as cluster, dask.Client(cluster) as client:
             print("workers:", len(client.scheduler_info()["workers"]))
             results = map_pipeline(pipeline, items, client)
     print("same modules as in-process, in input order:",
