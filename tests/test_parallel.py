@@ -224,6 +224,7 @@ def test_pass_with_nodes_and_a_local_function_travels(client):
 
     mod = pyir.testing.resnet(1)
     pipeline = Sequential([module_pass(double_output, name="DoubleOutput"), FuseOps()])
+    assert parallel._MAGIC in parallel._pack(pipeline, {})  # the Constant pickles as pyir binary
     seq = map_pipeline(pipeline, [mod])
     par = map_pipeline(pipeline, [mod], client)
     assert par[0]["main"] is seq[0]["main"]
