@@ -159,6 +159,10 @@ def test_store_path(client, tmp_path, distributed):
     store = FakeStore()
     map_pipeline(FuseOps(), items, client if distributed else None, store=store, names=["a", "b", "c"])
     assert [n for n, _ in store.puts] == ["a", "b", "c"]
+    real = pyir.Store(str(tmp_path / "results.db"))  # the real store: the same contract
+    map_pipeline(FuseOps(), items[:2], client if distributed else None, store=real)
+    assert real.get("light_squeezenet")["main"] is out[0]["main"]
+    assert [r.name for r in real.get("resnet_two").pass_records] == [r.name for r in out[1].pass_records]
 
 
 @pytest.mark.parametrize("distributed", [False, True])
