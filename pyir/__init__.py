@@ -57,6 +57,7 @@ from .ir.module import Module
 from .ir.node import Attrs, Node, live_node_count
 from .ir.traverse import count_nodes, free_vars, post_order, pre_order
 from .ir.types import FuncType, TensorType, TupleType, Type
+from .parallel import map_pipeline
 from .rewrite.expr_functor import ExprFunctor
 from .rewrite.functor import ExprMutator, ExprVisitor, rebuild, rewrite, substitute
 from .rewrite.pattern import (
@@ -110,4 +111,6 @@ __all__ = [
     # equality, diff, display
     "structural_equal", "structural_hash", "alpha_equal", "alpha_hash", "diff", "Diff",
     "display", "report", "viz", "testing", "transform", "summary", "Summary", "progress",
+    # many models, in-process or on Dask (pyir[dask])
+    "map_pipeline",
 ]

@@ -38,3 +38,12 @@ def test_store_runs():
     assert "get returns the live module's nodes: True" in out
     assert "find agrees with the rebuilt module: True" in out
     assert "snapshots: ok" in out and "Step(FuseOps:" in out
+
+
+def test_parallel_runs():
+    """examples/parallel.py maps a pipeline over modules and a file on a two-worker LocalCluster."""
+    out = _run("parallel.py")
+    assert "workers: 2" in out
+    assert "same modules as in-process, in input order: True" in out
+    assert "a relu of the input found in the result: True" in out
+    assert "passes: ['SimplifyInference', 'FoldConstant', 'FuseOps']" in out

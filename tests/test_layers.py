@@ -4,7 +4,8 @@ goes to the same layer or a lower one, and the import graph has no cycle (issue 
 Layers, lowest first (README, "Design notes: layers"):
 
     errors, progress -> ir -> op -> text -> analysis -> rewrite -> serialize -> transform
-           -> frontend, display, viz, report, summaries, testing, store -> pyir (the package's front door)
+           -> frontend, display, viz, report, summaries, testing, store, parallel
+           -> pyir (the package's front door)
 
 The few conveniences of core objects that need a higher layer (``str(expr)``,
 ``expr.checked_type``, ``mod.astext()``, pickling, ...) are filled in by that layer
@@ -20,7 +21,7 @@ import pyir
 
 ROOT = pathlib.Path(pyir.__file__).parent
 LAYERS = ["errors|progress", "ir", "op", "text", "analysis", "rewrite", "serialize", "transform",
-          "frontend|display|viz|report|summaries|testing|store"]
+          "frontend|display|viz|report|summaries|testing|store|parallel"]
 LAYER_OF = {name: i for i, group in enumerate(LAYERS) for name in group.split("|")}
 TOP = len(LAYERS)  # pyir/__init__.py
 

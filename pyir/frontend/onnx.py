@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from xxhash import xxh3_128, xxh3_128_digest
 
 from ..errors import FrontendError, PyIRError
 from ..ir.dims import Any as AnyDim
@@ -271,15 +272,28 @@ class _Importer:
         # the known values of integer shape computations over symbolic dimensions, by
         # expression id: (is a 0-D scalar, the values as ints or dimensions); see Ctx.shape_value
         self.shape_values: dict[bytes, tuple[bool, tuple[Any, ...]]] = {}
+        self._uid_salt = b""
         for t in self.graph.initializer:
             self.inits[t.name] = _initializer_array(t, onnx, base_dir)
         for vi in self.graph.input:
             if vi.name in self.inits:
                 continue  # an input with a default: the initializer
-            v = Var(vi.name, _tensor_type(vi, onnx, shapes, dims))
+            v = self._param(vi.name, _tensor_type(vi, onnx, shapes, dims))
             self.env[vi.name] = v
             self.params.append(v)
             self._attribute([v], (vi.name, "Input"), descend=False)
+
+    def _param(self, name: str, ty: TensorType) -> Var:
+        """A parameter of ``main``: its uid is derived from the graph (inputs, outputs and nodes,
+        not the initializers' data), its name and its type, so importing a model gives the same
+        variables, hence the same content ids, every time and in every process."""
+        if not self._uid_salt:
+            h = xxh3_128(b"pyir.from_onnx")
+            for part in (self.graph.input, self.graph.output, self.graph.node):
+                for x in part:
+                    h.update(x.SerializeToString())
+            self._uid_salt = h.digest()
+        return Var(name, ty, uid=xxh3_128_digest(self._uid_salt + name.encode() + b"\0" + ty.id))
 
     # -- values -------------------------------------------------------------------------------
     def expr(self, name: str) -> Expr:
@@ -291,7 +305,7 @@ class _Importer:
             raise FrontendError(f"value {name!r} is used before it is defined "
                                 "(the graph must be topologically sorted)")
         if self.weights == "params":
-            e = Var(name, TensorType(arr.shape, arr.dtype))
+            e = self._param(name, TensorType(arr.shape, arr.dtype))
             self.weight_params.append(e)
             self.param_values[name] = arr
         else:
