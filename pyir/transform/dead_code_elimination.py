@@ -69,9 +69,11 @@ for _name in STATEFUL_OPS & frozenset(list_ops()):
     _STATEFUL_BITS |= get_op_def(_name).mask
 
 
-def _impure_lets(func: Function, impure_globals: set[str]) -> tuple[set[Let], bool]:
-    """The lets of ``func`` whose value has an effect when evaluated, and whether evaluating
-    ``func``'s body has one (TVM's DCE purity, ``src/relay/transforms/dead_code.cc``).
+def _impure_lets(func: Function, impure_globals: set[str]) -> tuple[set[Let], bool, set[str]]:
+    """The lets of ``func`` whose value has an effect when evaluated, whether evaluating
+    ``func``'s body has one (TVM's DCE purity, ``src/relay/transforms/dead_code.cc``), and the
+    global functions called that were not in ``impure_globals`` (the answer holds while none
+    of them joins it).
 
     Effects: a stateful operator (:data:`STATEFUL_OPS`), ``ref_read`` / ``ref_write``, a call of
     a global function in ``impure_globals``, of a local function whose body has one, or of a
@@ -84,6 +86,7 @@ def _impure_lets(func: Function, impure_globals: set[str]) -> tuple[set[Let], bo
             closures[n.var] = n.value
     impure: set[Node] = set()
     lets: set[Let] = set()
+    pure_callees: set[str] = set()
     for n in order:
         t = type(n)
         if t is Function or t is Var or t is GlobalVar or t is Op or t is Constructor:
@@ -97,6 +100,8 @@ def _impure_lets(func: Function, impure_globals: set[str]) -> tuple[set[Let], bo
                 bad = callee.name in STATEFUL_OPS
             elif tc is GlobalVar:
                 bad = callee.name_hint in impure_globals
+                if not bad:
+                    pure_callees.add(callee.name_hint)
             elif tc is Constructor:
                 bad = False
             elif tc is Function:
@@ -109,23 +114,29 @@ def _impure_lets(func: Function, impure_globals: set[str]) -> tuple[set[Let], bo
                 impure.add(n)
         if t is Let and n.value in impure:
             lets.add(n)
-    return lets, func.body in impure
+    return lets, func.body in impure, pure_callees
 
 
-def _impure_globals(mod: Module) -> set[str] | None:
+def _impure_globals(mod: Module) -> tuple[set[str], dict[str, set[Let]]] | None:
     """The global functions whose call has an effect (a fixpoint over the module), or None
-    when no function holds a stateful operator or a reference operation (then nothing has)."""
+    when no function holds a stateful operator or a reference operation (then nothing has);
+    with the impure lets of the functions whose last walk of the fixpoint still holds (none of
+    the callees it saw pure became impure later), so that DCE does not walk them again."""
     if not any(f.body._mask & (_STATEFUL_BITS | F_REF) for f in mod.functions().values()):
         return None
     bad: set[str] = set()
+    last: dict[str, tuple[set[Let], set[str]]] = {}
     changed = True
     while changed:
         changed = False
         for name, f in mod.items():
-            if name not in bad and _impure_lets(f, bad)[1]:
-                bad.add(name)
-                changed = True
-    return bad
+            if name not in bad:
+                lets, effect, pure_callees = _impure_lets(f, bad)
+                last[name] = (lets, pure_callees)
+                if effect:
+                    bad.add(name)
+                    changed = True
+    return bad, {name: lets for name, (lets, pure) in last.items() if pure.isdisjoint(bad)}
 
 
 def _dead_lets(func: Function, effects: set[Let]) -> tuple[set[Let], list[Node]]:
@@ -243,9 +254,10 @@ class _DropLets(Rewriter):
         return None
 
 
-def _remove_lets(func: Function, inline_once: bool, impure_globals: set[str] | None
-                 ) -> tuple[Function, list[Node]]:
-    effects = _impure_lets(func, impure_globals)[0] if impure_globals is not None else set()
+def _remove_lets(func: Function, inline_once: bool, impure_globals: set[str] | None,
+                 effects: set[Let] | None = None) -> tuple[Function, list[Node]]:
+    if effects is None:
+        effects = _impure_lets(func, impure_globals)[0] if impure_globals is not None else set()
     dropped, dead = _dead_lets(func, effects)
     inline = _used_once(func, dropped) if inline_once else {}
     if effects:  # an effect stays where it is (inlining would move or drop it)
@@ -285,14 +297,15 @@ class DeadCodeElimination(ModulePass):
                 if name not in reach:
                     updates[name] = None
                     gone.append((name, [mod[name], *post_order(mod[name].body)]))
-        impure = _impure_globals(mod)
+        purity = _impure_globals(mod)
+        impure, known = purity if purity is not None else (None, {})
         for name in names:
             if name in updates:
                 continue
             f = mod[name]
             if f.attrs.get("Primitive") or not f.body._mask & F_LET:
                 continue
-            nf, removed = _remove_lets(f, self.inline_once, impure)
+            nf, removed = _remove_lets(f, self.inline_once, impure, known.get(name))
             if nf is not f:
                 updates[name] = nf
                 gone.append((name, removed))

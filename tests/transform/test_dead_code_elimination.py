@@ -95,3 +95,28 @@ def test_long_chain_of_consecutive_dead_lets():
     removed = new.pass_records[-1].removed
     assert all(let.id in removed and let.var.id in removed for let in lets[::997])
     assert new.find(lets[-1]) == []
+
+
+def test_purity_walk_reused_only_while_it_holds():
+    """The impure lets found by the module's purity fixpoint are reused by the let removal only
+    when no callee the walk saw pure became impure later: ``@main`` is walked before ``@g``
+    and ``@f`` (first seen pure), then again; ``let %a = @g()`` stays (``@g`` calls ``@f``,
+    which writes a reference), the pure ``let %b`` goes."""
+    from pyir.ir.adt import RefCreate, RefWrite
+    from pyir.transform.dead_code_elimination import _impure_globals
+
+    a, b, r = pyir.var("a"), pyir.var("b"), pyir.var("r")
+    one = pyir.const(1.0)
+    main = pyir.Function([], pyir.Let(a, pyir.Call(pyir.GlobalVar("g"), []),
+                                      pyir.Let(b, op.exp(one), one)))
+    g = pyir.Function([], pyir.Call(pyir.GlobalVar("f"), []))
+    f = pyir.Function([], pyir.Let(r, RefCreate(one), RefWrite(r, one)))
+    mod = pyir.Module({"main": main, "g": g, "f": f})
+    assert next(iter(mod.names())) == "main"
+    purity = _impure_globals(mod)
+    assert purity is not None
+    bad, known = purity
+    assert bad == {"f", "g", "main"}
+    assert known["main"] == {main.body}  # from the second walk of @main, the one that holds
+    out = DCE()(mod)["main"].body
+    assert out is pyir.Let(a, pyir.Call(pyir.GlobalVar("g"), []), one)
