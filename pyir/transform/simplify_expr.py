@@ -70,6 +70,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from typing import Any
 
 import numpy as np
@@ -93,13 +94,26 @@ _x = wildcard()
 _c = is_constant()
 
 
+#: constant -> {value: whether every element equals it}: a constant is one node wherever it is
+#: used (hash-consing), and the rules ask about the same few constants at every call of a chain
+#: (numpy's comparison of a 4-element array costs ~30x a lookup); weak, so that no constant is
+#: kept alive by the cache
+_ALL_EQUAL: weakref.WeakKeyDictionary[Expr, dict[float, bool]] = weakref.WeakKeyDictionary()
+
+
 def _all_equal(c: Expr, value: float) -> bool:
     data = c.data  # type: ignore[attr-defined]
     if data.dtype.kind not in "biuf":
         return False
     if data.size == 1:
         return bool(data.item() == value)
-    return bool(np.all(data == value))
+    known = _ALL_EQUAL.get(c)
+    if known is None:
+        known = _ALL_EQUAL[c] = {}
+    r = known.get(value)
+    if r is None:
+        r = known[value] = bool((data == value).all())
+    return r
 
 
 def _same_type_as_x(m: Match) -> Expr | None:

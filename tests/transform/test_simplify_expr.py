@@ -110,3 +110,27 @@ def test_deep_chain(deep_chain):
     mod = deep_chain
     new = SimplifyExpr()(mod)
     assert not _ones_multiplies(new)
+
+
+def test_identity_constants_are_compared_once_and_not_kept_alive():
+    """Whether a constant is all ones (zeros) is remembered per constant node, for the chain
+    that asks at every call, without keeping the constant alive; the answers are per value."""
+    import gc
+    import weakref
+
+    from pyir.transform.simplify_expr import _ALL_EQUAL
+
+    x = pyir.var("x", shape=(3,))
+    ones = pyir.const(np.ones(3, "float32"))
+    mixed = pyir.const(np.array([1, 2, 1], "float32"))
+    h: pyir.Expr = x
+    for _ in range(3):
+        h = op.nn.relu(op.add(op.multiply(op.multiply(h, ones), mixed), ones))
+    new = SimplifyExpr()(pyir.Module.from_expr(h))
+    assert not _ones_multiplies(new)
+    assert len(list(iter_calls(new["main"], "multiply"))) == 3  # the x * [1, 2, 1] stay
+    assert _ALL_EQUAL[ones] == {0: False, 1: True} and _ALL_EQUAL[mixed][1] is False
+    gone = weakref.ref(mixed)
+    del mixed, h, new
+    gc.collect()
+    assert gone() is None
