@@ -170,9 +170,10 @@ def test_tabular_view():
 
 
 @pytest.mark.slow  # printing a 10^6-deep chain is checked in the default run by test_printer
-def test_navigation_on_a_deep_chain():
-    """names, lookups, show and a find's answer on a 10^6-deep chain (no recursion)."""
-    mod = pyir.testing.elementwise_chain(10**6)
+def test_navigation_on_a_deep_chain(deep_chain):
+    """names, lookups, show and a find's answer on a 10^6-deep chain (no recursion; the
+    session's chain, ``elementwise_chain(10**6)``, not a second one)."""
+    mod = deep_chain
     body = mod["main"].body
     name = mod.name_of(body)
     assert name == "@main.return" and mod.node_at(name) is body
