@@ -17,7 +17,8 @@ from pyir.transform import FoldConstant, FuseOps, InferType, SimplifyExpr, Simpl
 
 path = os.path.join(tempfile.mkdtemp(), "pipeline.db")
 mod = pyir.testing.resnet(2)
-relu = next(n for n in pyir.post_order(mod["main"]) if isinstance(n, pyir.Call) and n.op.name == "nn.relu")
+relu = next(n for n in pyir.post_order(mod["main"])
+            if isinstance(n, pyir.Call) and isinstance(n.op, pyir.Op) and n.op.name == "nn.relu")
 
 with pyir.Store(path) as store:
     stage = mod
