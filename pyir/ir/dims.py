@@ -474,8 +474,8 @@ def _poly_bounds(c: int, terms: Iterable[tuple[_Mono, int]]) -> tuple[int | None
                 mhi = None
                 mlo = 0
                 continue
-            ahi = atom._hi  # a DimFloorDiv or DimMod (atoms are >= 0: _lo is a finite int)
-            mlo *= atom._lo
+            ahi = atom._hi  # type: ignore[union-attr]  # a DimFloorDiv or DimMod
+            mlo *= atom._lo  # type: ignore[union-attr]  # atoms are >= 0: a finite int
             if mhi is not None:
                 mhi = None if ahi is None else mhi * ahi
         if mlo > _BOUND_CAP:
@@ -710,7 +710,7 @@ def _floordiv(x: _Z, k: int) -> _Z:
     if k == 1:
         return x
     c, terms = _lin(x)
-    return _floordiv_lin(c, terms, k, x)
+    return _t.cast(_Z, _floordiv_lin(c, terms, k, x))  # not lazy: never a _Pending
 
 
 def _floordiv_lin(c: int, terms: dict[_Mono, int], k: int, node: Dim | None = None,
@@ -814,12 +814,13 @@ class _Pending:
     def __init__(self, c: int, acc: dict[_Mono, int], rc: int, r: dict[_Mono, int], k: int,
                  lo: int, hi: int | None) -> None:
         self.c, self.acc, self.rc, self.r, self.k, self.lo, self.hi = c, acc, rc, r, k, lo, hi
-        self.node: Dim | None = None
+        self.node: DimFloorDiv | None = None
 
-    def force(self) -> Dim:
+    def force(self) -> DimFloorDiv:
         """The pending atom's node (interned once)."""
         if self.node is None:
-            self.node = _atom_mk(DimFloorDiv, _as_dim_node(_build(self.rc, self.r)), self.k)
+            self.node = _t.cast(DimFloorDiv,
+                                _atom_mk(DimFloorDiv, _as_dim_node(_build(self.rc, self.r)), self.k))
         return self.node
 
     def value(self) -> _Z:
@@ -1116,7 +1117,7 @@ def substitute(d: DimLike, bindings: Mapping[str, DimLike]) -> DimLike:
 
 
 def _substitute(x: Dim, binds: dict[str, DimLike]) -> _Z:
-    memo: dict[int, _Z] = {}
+    memo: dict[int, _t.Any] = {}  # id -> value (_Z, or a _Pending from _eval_floordiv)
     stack: list[Dim] = [x]
     while stack:
         y = stack[-1]
@@ -1158,7 +1159,7 @@ def _substitute(x: Dim, binds: dict[str, DimLike]) -> _Z:
     return out.value() if type(out) is _Pending else out
 
 
-def _eval_lin(p: DimPoly, memo: dict[int, _Z], pending: list[_Pending] | None = None
+def _eval_lin(p: DimPoly, memo: dict[int, _t.Any], pending: list[_Pending] | None = None
               ) -> tuple[int, dict[_Mono, int]] | AnyDim | None:
     """The value of ``p`` with its atoms replaced by their ``memo`` values, as a constant and a
     dict monomial -> coefficient (not interned, coefficients may be 0); None if no atom changed,
@@ -1211,7 +1212,7 @@ def _eval_lin(p: DimPoly, memo: dict[int, _Z], pending: list[_Pending] | None = 
     return c, acc
 
 
-def _eval_poly(p: DimPoly, memo: dict[int, _Z]) -> _Z:
+def _eval_poly(p: DimPoly, memo: dict[int, _t.Any]) -> _Z:
     r = _eval_lin(p, memo)
     if not isinstance(r, tuple):
         return p if r is None else _ANY
@@ -1219,7 +1220,7 @@ def _eval_poly(p: DimPoly, memo: dict[int, _Z]) -> _Z:
     return _build(c, acc) if acc else c
 
 
-def _eval_floordiv(y: DimFloorDiv, arg: DimPoly, memo: dict[int, _Z]) -> _Z:
+def _eval_floordiv(y: DimFloorDiv, arg: DimPoly, memo: dict[int, _t.Any]) -> _Z | _Pending:
     """``y`` (whose argument is the sum ``arg``) with the atoms of ``arg`` replaced by their
     ``memo`` values: the quotient is built from the argument's terms, so the argument's new
     value gets no node when the division merges into a nested one or moves terms out."""
