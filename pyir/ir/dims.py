@@ -787,8 +787,8 @@ def _floordiv_lin(c: int, terms: dict[_Mono, int], k: int, node: Dim | None = No
                 k = inner.divisor * k
                 node = None
                 continue
-        if lazy and not any(len(m) == 1 and type(m[0]) is DimFloorDiv and m[0].divisor == k
-                            for m in acc):  # no term of the quotient can be the new atom
+        if lazy and (not acc or not any(len(m) == 1 and type(m[0]) is DimFloorDiv and m[0].divisor == k
+                                        for m in acc)):  # no term of the quotient can be the new atom
             return _Pending(acc_c, acc, rc, r, k, lo, hi)
         if node is not None and g == 1 and not q and qc == 0:  # nothing moved out: R is x
             rd: Dim = node
@@ -1195,15 +1195,23 @@ def _eval_lin(p: DimPoly, memo: dict[int, _t.Any], pending: list[_Pending] | Non
     acc: dict[_Mono, int] = {}
     get = acc.get
     for m, a in p.terms:
+        if len(m) == 1:  # the common degree-1 term: no product to form
+            atom = m[0]
+            v = memo[id(atom)]
+            if v is atom:
+                acc[m] = get(m, 0) + a
+            elif type(v) is int:
+                c += a * v
+            elif type(v) is _Pending:  # c + acc + P, times a
+                c += a * v.c
+                for m1, b in v.acc.items():
+                    acc[m1] = get(m1, 0) + a * b
+                acc[()] = get((), 0) + a
+            else:
+                c = _accumulate(acc, c, _scale(v, a))
+            continue
         if all(memo[id(atom)] is atom for atom in m):
             acc[m] = get(m, 0) + a
-            continue
-        v = memo[id(m[0])]
-        if type(v) is _Pending:  # c + acc + P, times a
-            c += a * v.c
-            for m1, b in v.acc.items():
-                acc[m1] = get(m1, 0) + a * b
-            acc[()] = get((), 0) + a
             continue
         t: _Z = a
         for atom in m:
