@@ -420,6 +420,8 @@ def _result(r: _Z, what: str | tuple[object, str, object]) -> DimLike:
             return r
         raise WellFormedError(f"dimension arithmetic: {_what(what)} = {short_int(r)} is not a dimension "
                               f"({_RANGE})")
+    if type(r) is Sym:
+        return r
     lo, hi = _bounds(r)
     if hi is not None and hi < 0:
         raise WellFormedError(f"dimension arithmetic: {_what(what)} = {_short(r)} is negative for every "
@@ -504,6 +506,9 @@ def _poly(c: int, terms: _Terms) -> _Z:
         if a == 1 and c == 0:
             return m[0]
         key = digest(b"dp%d;1:%s%d;" % (c, m[0].id, a))
+    elif len(terms) == 2 and len(terms[0][0]) == 1 and len(terms[1][0]) == 1:  # c + a * x + b * y
+        (m, a), (m1, a1) = terms
+        key = digest(b"dp%d;1:%s%d;1:%s%d;" % (c, m[0].id, a, m1[0].id, a1))
     else:
         key = digest(b"dp%d;%s" % (c, b"".join([
             b"1:%s%d;" % (m[0].id, a) if len(m) == 1 else
@@ -709,6 +714,16 @@ def _floordiv(x: _Z, k: int) -> _Z:
         return x // k
     if k == 1:
         return x
+    if type(x) is DimPoly and 0 <= x.const < k:  # fast path: a dividend already reduced
+        ts = x.terms
+        coefs = [a for _, a in ts]
+        if (min(coefs) > 0 and max(coefs) < k and gcd(k, x.const, *coefs) == 1
+                and not (len(ts) == 1 and len(ts[0][0]) == 1 and type(ts[0][0][0]) is DimFloorDiv)):
+            lo = x._lo or 0  # nothing moves out, nothing cancels, nothing merges: x // k is an atom
+            hi = x._hi
+            if hi is not None and lo // k == hi // k:
+                return lo // k
+            return _atom_mk(DimFloorDiv, x, k)
     c, terms = _lin(x)
     return _t.cast(_Z, _floordiv_lin(c, terms, k, x))  # not lazy: never a _Pending
 
