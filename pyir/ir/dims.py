@@ -1139,11 +1139,11 @@ def _substitute(x: Dim, binds: dict[str, DimLike]) -> _Z:
         if id(y) in memo:
             stack.pop()
             continue
-        if isinstance(y, Sym):
+        if type(y) is Sym:
             memo[id(y)] = binds.get(y.name, y)
             stack.pop()
             continue
-        if isinstance(y, DimPoly):
+        if type(y) is DimPoly:
             todo: list[Dim] = [a for m, _ in y.terms for a in m if id(a) not in memo]
             if todo:
                 stack.extend(todo)
