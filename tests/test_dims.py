@@ -789,3 +789,23 @@ def test_shuffled_sums_of_products():
         assert totals[0] is totals[1] or (isinstance(totals[0], int) and totals[0] == totals[1])
         checked += not isinstance(totals[0], int)
     assert checked > 200
+
+
+def test_substitute_merging_nest_is_the_direct_build():
+    """substitute keeps the values of a nest whose divisions merge un-interned (issue 11): the
+    result is the very node the same nest built directly with the bound values gives."""
+    rng = random.Random(5)
+    for _ in range(40):
+        steps = [(rng.choice([1, 1, 2, 3]), rng.choice([2, 2, 3, 4]), rng.randint(0, 3))
+                 for _ in range(rng.randint(1, 90))]
+        value = rng.choice([0, 1, 7, 12, k, k * 2, k // 3 + 1, n, k % 3, (k + 1) % 5 * 4])
+
+        def nest(v, steps=steps):
+            x = n % 4 if steps[0][0] == 3 else n
+            for a, d, c in steps:
+                x = (x * a + v + c) // d
+            return x
+
+        got = substitute(nest(m), {"m": value})
+        want = nest(value)
+        assert got is want or (isinstance(want, int) and got == want)

@@ -420,6 +420,8 @@ def _result(r: _Z, what: str | tuple[object, str, object]) -> DimLike:
             return r
         raise WellFormedError(f"dimension arithmetic: {_what(what)} = {short_int(r)} is not a dimension "
                               f"({_RANGE})")
+    if type(r) is Sym:
+        return r
     lo, hi = _bounds(r)
     if hi is not None and hi < 0:
         raise WellFormedError(f"dimension arithmetic: {_what(what)} = {_short(r)} is negative for every "
@@ -470,8 +472,12 @@ def _poly_bounds(c: int, terms: Iterable[tuple[_Mono, int]]) -> tuple[int | None
         mlo = 1
         mhi: int | None = 1
         for atom in m:
-            alo, ahi = _bounds(atom)
-            mlo *= alo or 0  # atoms are >= 0: alo is a finite int
+            if type(atom) is Sym:
+                mhi = None
+                mlo = 0
+                continue
+            ahi = atom._hi  # type: ignore[union-attr]  # a DimFloorDiv or DimMod
+            mlo *= atom._lo  # type: ignore[union-attr]  # atoms are >= 0: a finite int
             if mhi is not None:
                 mhi = None if ahi is None else mhi * ahi
         if mlo > _BOUND_CAP:
@@ -500,6 +506,9 @@ def _poly(c: int, terms: _Terms) -> _Z:
         if a == 1 and c == 0:
             return m[0]
         key = digest(b"dp%d;1:%s%d;" % (c, m[0].id, a))
+    elif len(terms) == 2 and len(terms[0][0]) == 1 and len(terms[1][0]) == 1:  # c + a * x + b * y
+        (m, a), (m1, a1) = terms
+        key = digest(b"dp%d;1:%s%d;1:%s%d;" % (c, m[0].id, a, m1[0].id, a1))
     else:
         key = digest(b"dp%d;%s" % (c, b"".join([
             b"1:%s%d;" % (m[0].id, a) if len(m) == 1 else
@@ -705,20 +714,53 @@ def _floordiv(x: _Z, k: int) -> _Z:
         return x // k
     if k == 1:
         return x
+    if type(x) is DimPoly and 0 <= x.const < k:  # fast path: a dividend already reduced
+        ts = x.terms
+        coefs = [a for _, a in ts]
+        if (min(coefs) > 0 and max(coefs) < k and gcd(k, x.const, *coefs) == 1
+                and not (len(ts) == 1 and len(ts[0][0]) == 1 and type(ts[0][0][0]) is DimFloorDiv)):
+            lo = x._lo or 0  # nothing moves out, nothing cancels, nothing merges: x // k is an atom
+            hi = x._hi
+            if hi is not None and lo // k == hi // k:
+                return lo // k
+            return _atom_mk(DimFloorDiv, x, k)
     c, terms = _lin(x)
-    return _floordiv_lin(c, terms, k, x)
+    return _t.cast(_Z, _floordiv_lin(c, terms, k, x))  # not lazy: never a _Pending
 
 
-def _floordiv_lin(c: int, terms: dict[_Mono, int], k: int, node: Dim | None = None) -> _Z:
+def _floordiv_lin(c: int, terms: dict[_Mono, int], k: int, node: Dim | None = None,
+                  pend: _Pending | None = None, lazy: bool = False) -> _Z | _Pending:
     """``(c + terms) // k`` for an int ``k >= 2`` and non-constant ``terms`` (``node``: that
     value's node, when there is one).
 
     The dividend stays a constant and a dict while nested divisions merge: only the final
     reduced dividend and its atom are interned (no node for the intermediate values).
+    With ``pend``, ``terms`` holds the key ``()`` for that not yet interned atom (see
+    :class:`_Pending`); with ``lazy``, the result may be a :class:`_Pending` (the final atom
+    is left un-interned when nothing else could already hold it).
     """
     acc_c = 0
     acc: dict[_Mono, int] = {}
     while True:
+        if pend is not None:
+            merged = _merge_pending(c, terms, k, pend, acc)
+            if merged is None:  # the general path, with the pending atom as a node
+                a = terms.pop(())
+                m1 = (pend.force(),)
+                terms[m1] = terms.get(m1, 0) + a
+                if not terms[m1]:
+                    del terms[m1]
+                    if not terms:
+                        return _build(acc_c + c // k, acc)
+                pend = None
+            else:
+                qc, done, c, terms, k = merged
+                acc_c += qc
+                if done:  # a constant quotient
+                    return _build(acc_c + c, acc)
+                pend = None
+                node = None
+                continue
         q: dict[_Mono, int] = {}
         r: dict[_Mono, int] = {}
         for m, a in terms.items():
@@ -743,6 +785,9 @@ def _floordiv_lin(c: int, terms: dict[_Mono, int], k: int, node: Dim | None = No
             one = False
         if one and rc == 0:  # R is one atom
             lo, hi = _reduced_bounds(m0[0])
+        elif node is not None and g == 1 and not q and qc == 0:  # R is x: its bounds are stored
+            lo0, hi = _bounds(node)
+            lo = lo0 or 0
         else:
             lo0, hi = _poly_bounds(rc, r.items())  # the bounds of _build(rc, r), without the node
             lo = lo0 or 0
@@ -757,6 +802,9 @@ def _floordiv_lin(c: int, terms: dict[_Mono, int], k: int, node: Dim | None = No
                 k = inner.divisor * k
                 node = None
                 continue
+        if lazy and (not acc or not any(len(m) == 1 and type(m[0]) is DimFloorDiv and m[0].divisor == k
+                                        for m in acc)):  # no term of the quotient can be the new atom
+            return _Pending(acc_c, acc, rc, r, k, lo, hi)
         if node is not None and g == 1 and not q and qc == 0:  # nothing moved out: R is x
             rd: Dim = node
         else:
@@ -766,6 +814,78 @@ def _floordiv_lin(c: int, terms: dict[_Mono, int], k: int, node: Dim | None = No
             return atom
         acc_c = _accumulate(acc, acc_c, atom)
         return _build(acc_c, acc)
+
+
+class _Pending:
+    """A value of :func:`_substitute` not interned yet: ``c + acc + (rc + r) // k``, where
+    ``(rc + r) // k`` is the canonical atom :func:`_floordiv_lin` would make (``r`` the
+    reduced dividend's terms, ``lo``/``hi`` its bounds; the atom is not constant).  A nest of
+    divisions that keeps merging (``substitute`` of a nest of ``(x + m) // 2``) passes its
+    values on this way, with no node for the intermediate ones; :meth:`force` interns exactly
+    the nodes the eager path builds."""
+
+    __slots__ = ("acc", "c", "hi", "k", "lo", "node", "r", "rc")
+
+    def __init__(self, c: int, acc: dict[_Mono, int], rc: int, r: dict[_Mono, int], k: int,
+                 lo: int, hi: int | None) -> None:
+        self.c, self.acc, self.rc, self.r, self.k, self.lo, self.hi = c, acc, rc, r, k, lo, hi
+        self.node: DimFloorDiv | None = None
+
+    def force(self) -> DimFloorDiv:
+        """The pending atom's node (interned once)."""
+        if self.node is None:
+            self.node = _t.cast(DimFloorDiv,
+                                _atom_mk(DimFloorDiv, _as_dim_node(_build(self.rc, self.r)), self.k))
+        return self.node
+
+    def value(self) -> _Z:
+        """The whole value as a node (what _floordiv_lin returns eagerly)."""
+        atom = self.force()
+        if not self.acc and self.c == 0:
+            return atom
+        acc = dict(self.acc)
+        c = _accumulate(acc, self.c, atom)
+        return _build(c, acc)
+
+
+def _merge_pending(c: int, terms: dict[_Mono, int], k: int, p: _Pending,
+                   acc: dict[_Mono, int]) -> tuple[int, bool, int, dict[_Mono, int], int] | None:
+    """One step of :func:`_floordiv_lin` for the dividend ``c + terms`` whose key ``()`` is
+    the pending atom ``P`` of ``p``, in the shape that merges without a node for ``P``: every
+    other coefficient a multiple of ``k``, ``P``'s coefficient ``a`` in ``[1, k)`` and
+    ``gcd(k, c % k, a) == a``.  Then the multiples move into ``acc`` and the result is
+    ``(qc, True, q, ...)`` for a constant quotient ``qc + q``, or ``(qc, False, c', terms', k')``
+    for the merged division ``(c' + terms') // k'`` still to reduce.  None when the shape does
+    not apply (nothing is changed)."""
+    a = terms[()]
+    if not 0 < a < k:
+        return None
+    pk = p.k
+    for m, b in terms.items():
+        if m and (b % k or (len(m) == 1 and type(m[0]) is DimFloorDiv and m[0].divisor == pk)):
+            return None  # a remainder term besides P, or a term that may be P's node
+    qc, rc = divmod(c, k)
+    g = gcd(k, rc, a)
+    if g != a:
+        return None
+    k2, rc2 = k // g, rc // g
+    plo = p.lo // pk
+    phi = None if p.hi is None else p.hi // pk
+    if rc2 == 0:
+        lo, hi = plo, phi
+    else:
+        lo = rc2 + min(plo, _BOUND_CAP)
+        hi = None if phi is None or phi > _BOUND_CAP else rc2 + phi
+    constant = hi is not None and lo // k2 == hi // k2
+    if not constant and pk * k2 > MAX_INDEX:
+        return None
+    get = acc.get
+    for m, b in terms.items():
+        if m:
+            acc[m] = get(m, 0) + b // k
+    if constant:
+        return qc, True, lo // k2, terms, k
+    return qc, False, p.rc + pk * rc2, dict(p.r), pk * k2
 
 
 def _as_dim_node(x: _Z) -> Dim:
@@ -1012,18 +1132,18 @@ def substitute(d: DimLike, bindings: Mapping[str, DimLike]) -> DimLike:
 
 
 def _substitute(x: Dim, binds: dict[str, DimLike]) -> _Z:
-    memo: dict[int, _Z] = {}
+    memo: dict[int, _t.Any] = {}  # id -> value (_Z, or a _Pending from _eval_floordiv)
     stack: list[Dim] = [x]
     while stack:
         y = stack[-1]
         if id(y) in memo:
             stack.pop()
             continue
-        if isinstance(y, Sym):
+        if type(y) is Sym:
             memo[id(y)] = binds.get(y.name, y)
             stack.pop()
             continue
-        if isinstance(y, DimPoly):
+        if type(y) is DimPoly:
             todo: list[Dim] = [a for m, _ in y.terms for a in m if id(a) not in memo]
             if todo:
                 stack.extend(todo)
@@ -1043,23 +1163,34 @@ def _substitute(x: Dim, binds: dict[str, DimLike]) -> _Z:
                 stack.append(arg)
                 continue
             v = memo[id(arg)]
+            if type(v) is _Pending:
+                v = memo[id(arg)] = v.value()
             if v is arg:
                 memo[id(y)] = y
             else:
                 memo[id(y)] = (_floordiv if isinstance(y, DimFloorDiv) else _mod)(v, y.divisor)
         stack.pop()
-    return memo[id(x)]
+    out = memo[id(x)]
+    return out.value() if type(out) is _Pending else out
 
 
-def _eval_lin(p: DimPoly, memo: dict[int, _Z]) -> tuple[int, dict[_Mono, int]] | AnyDim | None:
+def _eval_lin(p: DimPoly, memo: dict[int, _t.Any], pending: list[_Pending] | None = None
+              ) -> tuple[int, dict[_Mono, int]] | AnyDim | None:
     """The value of ``p`` with its atoms replaced by their ``memo`` values, as a constant and a
     dict monomial -> coefficient (not interned, coefficients may be 0); None if no atom changed,
-    Any if one became Any."""
+    Any if one became Any.  With ``pending`` (an empty list), one :class:`_Pending` value of a
+    degree-1 term stays un-interned: it is appended to ``pending`` and its atom is the key
+    ``()`` of the dict."""
     changed = False
     static = True
     for m, _ in p.terms:
         for atom in m:
             v = memo[id(atom)]
+            if type(v) is _Pending:
+                if pending is None or pending or len(m) != 1:
+                    v = memo[id(atom)] = v.value()
+                else:
+                    pending.append(v)
             if v is not atom:
                 changed = True
                 if v is _ANY:
@@ -1079,6 +1210,21 @@ def _eval_lin(p: DimPoly, memo: dict[int, _Z]) -> tuple[int, dict[_Mono, int]] |
     acc: dict[_Mono, int] = {}
     get = acc.get
     for m, a in p.terms:
+        if len(m) == 1:  # the common degree-1 term: no product to form
+            atom = m[0]
+            v = memo[id(atom)]
+            if v is atom:
+                acc[m] = get(m, 0) + a
+            elif type(v) is int:
+                c += a * v
+            elif type(v) is _Pending:  # c + acc + P, times a
+                c += a * v.c
+                for m1, b in v.acc.items():
+                    acc[m1] = get(m1, 0) + a * b
+                acc[()] = get((), 0) + a
+            else:
+                c = _accumulate(acc, c, _scale(v, a))
+            continue
         if all(memo[id(atom)] is atom for atom in m):
             acc[m] = get(m, 0) + a
             continue
@@ -1089,7 +1235,7 @@ def _eval_lin(p: DimPoly, memo: dict[int, _Z]) -> tuple[int, dict[_Mono, int]] |
     return c, acc
 
 
-def _eval_poly(p: DimPoly, memo: dict[int, _Z]) -> _Z:
+def _eval_poly(p: DimPoly, memo: dict[int, _t.Any]) -> _Z:
     r = _eval_lin(p, memo)
     if not isinstance(r, tuple):
         return p if r is None else _ANY
@@ -1097,18 +1243,21 @@ def _eval_poly(p: DimPoly, memo: dict[int, _Z]) -> _Z:
     return _build(c, acc) if acc else c
 
 
-def _eval_floordiv(y: DimFloorDiv, arg: DimPoly, memo: dict[int, _Z]) -> _Z:
+def _eval_floordiv(y: DimFloorDiv, arg: DimPoly, memo: dict[int, _t.Any]) -> _Z | _Pending:
     """``y`` (whose argument is the sum ``arg``) with the atoms of ``arg`` replaced by their
     ``memo`` values: the quotient is built from the argument's terms, so the argument's new
     value gets no node when the division merges into a nested one or moves terms out."""
-    r = _eval_lin(arg, memo)
+    pending: list[_Pending] = []
+    r = _eval_lin(arg, memo, pending)
     if not isinstance(r, tuple):
         return y if r is None else _ANY
     c, acc = r
     terms = {m: a for m, a in acc.items() if a}
-    if not terms:
-        return c // y.divisor
-    return _floordiv_lin(c, terms, y.divisor)
+    if () not in terms:
+        pending = []
+        if not terms:
+            return c // y.divisor
+    return _floordiv_lin(c, terms, y.divisor, None, pending[0] if pending else None, True)
 
 
 def dim_bounds(d: DimLike) -> tuple[int | None, int | None]:
