@@ -109,6 +109,28 @@ def test_attributes_beyond_the_keyword_parameters_and_unknown_keywords():
     assert op.concatenate([x, [x, x][0]], axis=1).args == (pyir.Tuple([x, x]),)
 
 
+def test_generic_builder_of_many_inputs_builds_what_call_builds():
+    """The generic builder of six inputs (an attribute name no keyword parameter can take; its
+    miss builds the node inline): the node Call() builds, its key the documented bytes, one
+    node on a rebuild, distinct nodes for distinct inputs, the arity error unchanged."""
+    from pyir.ir.node import digest
+    from pyir.op.registry import AttrSpec
+
+    b = register_op("test.builders_six_inputs", num_inputs=6, type_rel=lambda types, attrs: types[0],
+                    compute=lambda *xs, **kw: xs[0], pattern=OpPattern.ELEMWISE,
+                    attrs=(AttrSpec("args", "int", 1),))
+    xs = [pyir.var(f"q{i}", shape=(2,)) for i in range(7)]
+    c = b(*xs[:6], args=3)
+    assert c.op is pyir.Op("test.builders_six_inputs") and c.args == tuple(xs[:6])
+    assert c.id == digest(b"C" + c.op.id + c.attrs.id + b"".join(x.id for x in xs[:6]))
+    assert b(*xs[:6], args=3) is c and pyir.Call(c.op, xs[:6], {"args": 3}) is c
+    assert b(*xs[:6]) is pyir.Call(c.op, xs[:6], {"args": 1}) is not c
+    d = b(*xs[1:], args=3)
+    assert d is not c and d.id != c.id and d.args == tuple(xs[1:])
+    with pytest.raises(pyir.TypeCheckError, match="takes 6 input"):
+        b(*xs[:5], args=3)
+
+
 def test_identity_entries_are_bounded_and_weak():
     """At most ATTR_HOT_MAX entries per operator; they keep no Attrs (or call) alive."""
     x = _x()

@@ -277,6 +277,108 @@ def test_forced_collisions_stay_exact_after_the_chain_head_dies(monkeypatch):
         node_mod._collided.difference_update(del_keys)
 
 
+# ids of variable-free calls of 1, 4, 5 and 9 arguments and of qnn.qlinear_conv (9 inputs), as
+# built before make_call unrolled four arguments and inlined its miss path: the key bytes are
+# unchanged, so every saved program keeps its ids
+_CALL_IDS = {1: "ee850cc15e06842af487f8238b53e3df", 4: "7da44cd0e0eff6e30faeef4ac55fc1c9",
+             5: "c46ff8516ab8cd02b51a75f0bee02709", 9: "20db453289764864a70577ef7845b35a"}
+_QLINEAR_CONV_ID = "f58a9bf260ab22d827b56452c6d663ec"
+
+
+def _int8_consts(n: int) -> list:
+    return [pyir.const(np.full((1, 2, 3, 3), i, dtype="int8")) for i in range(n)]
+
+
+def test_call_ids_of_many_arguments_are_pinned():
+    """The content id of a Call is the digest of ``C``, op, attrs and argument ids, at every arity."""
+    from pyir.ir.expr import make_call
+    from pyir.ir.node import EMPTY_ATTRS, digest
+
+    cs = _int8_consts(9)
+    f = pyir.GlobalVar("f")
+    for n, hexid in _CALL_IDS.items():
+        c = pyir.Call(f, cs[:n])
+        assert c.id.hex() == hexid
+        assert make_call(f, tuple(cs[:n]), EMPTY_ATTRS) is c
+    q = op.qnn.qlinear_conv(*cs, strides=(1, 1), padding=(1, 1))
+    assert q.id.hex() == _QLINEAR_CONV_ID
+    assert pyir.Call(q.op, cs, q.attrs) is q and make_call(q.op, tuple(cs), q.attrs) is q
+    for n in range(10):  # every unrolled arity and the loop: the documented key, the union mask
+        args = tuple(pyir.var(f"a{i}", shape=(2,)) for i in range(n))
+        c = make_call(f, args, EMPTY_ATTRS)
+        assert type(c) is pyir.Call and c.op is f and c.args is args and c.attrs is EMPTY_ATTRS
+        assert c.id == digest(b"C" + f.id + EMPTY_ATTRS.id + b"".join(a.id for a in args))
+        mask = f._mask
+        for a in args:
+            mask |= a._mask
+        assert c._mask == mask
+        assert make_call(f, tuple(args), EMPTY_ATTRS) is c and pyir.Call(f, list(args)) is c
+        if n >= 2:  # the arguments' order is part of the key
+            assert make_call(f, args[::-1], EMPTY_ATTRS) is not c
+
+
+def test_many_argument_calls_stay_exact_under_forced_collisions(monkeypatch):
+    """Calls of 4 and 9 arguments whose digests collide are distinct nodes, each found again
+    (make_call's inlined miss path and the builders' leave a collided key to new_call)."""
+    import pyir.ir.expr as expr_mod
+    import pyir.ir.node as node_mod
+    from pyir.ir.node import EMPTY_ATTRS
+
+    real = node_mod.digest
+    collided_before = set(node_mod._collided)
+    forced = lambda b: real(b[:1])  # noqa: E731  # every Call collides
+    monkeypatch.setattr(expr_mod, "digest", forced)
+    monkeypatch.setattr(pyir.op.registry, "digest", forced)
+    try:
+        f = pyir.GlobalVar("f")
+        xs = [pyir.var(f"x{i}", shape=(1, 2, 3, 3), dtype="int8") for i in range(10)]
+        made = []
+        for n in (4, 9):
+            a = expr_mod.make_call(f, tuple(xs[:n]), EMPTY_ATTRS)
+            b = expr_mod.make_call(f, tuple(xs[1:n + 1]), EMPTY_ATTRS)
+            assert a is not b and a.id != b.id and a.args == tuple(xs[:n])
+            made += [a, b]
+        q1 = op.qnn.qlinear_conv(*xs[:9])
+        q2 = op.qnn.qlinear_conv(*xs[1:])
+        assert q1 is not q2 and q1.id != q2.id
+        del made[0]
+        gc.collect()  # the head of the chain dies: the others are still found
+        assert expr_mod.make_call(f, tuple(xs[1:5]), EMPTY_ATTRS) is made[0]
+        assert pyir.Call(f, xs[1:10]) is made[2] and op.qnn.qlinear_conv(*xs[1:]) is q2
+        assert op.qnn.qlinear_conv(*xs[:9]) is q1
+    finally:
+        node_mod._collided.difference_update(node_mod._collided - collided_before)
+
+
+def test_many_argument_interning_is_thread_safe():
+    """Threads building the same 4- and 9-argument calls at once get one object per call."""
+    from pyir.ir.expr import make_call
+    from pyir.ir.node import EMPTY_ATTRS
+
+    f = pyir.GlobalVar("f")
+    xs = [pyir.var(f"x{i}", shape=(3,)) for i in range(12)]
+    results: list[list] = [[] for _ in range(4)]
+    barrier = threading.Barrier(4)
+
+    def work(slot):
+        barrier.wait()
+        out = []
+        for i in range(500):
+            h = make_call(f, (xs[i % 3], xs[3], xs[4], pyir.const(float(i))), EMPTY_ATTRS)
+            out.append(h)
+            out.append(make_call(f, (h, *xs[:8]), EMPTY_ATTRS))
+        results[slot] = out
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r in results[1:]:
+        assert len(r) == len(results[0]) == 1000
+        assert all(a is b for a, b in zip(r, results[0]))
+
+
 def test_interning_is_thread_safe():
     """Threads building the same structures at once get one canonical object per structure."""
     results: list[list] = [[] for _ in range(8)]

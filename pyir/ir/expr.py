@@ -606,6 +606,10 @@ def make_call(op: Expr, args: tuple[Expr, ...], attrs: Attrs) -> Call:
 
     ``op`` is an expression, ``args`` a tuple of expressions and ``attrs`` the canonical
     Attrs (for an operator, its normalized attributes); nothing is checked here.
+
+    The key is ``b"C" + op.id + attrs.id + the arguments' ids`` (as :func:`new_call`'s callers
+    compute it); up to four arguments are unrolled (FuseOps' fused calls take three or four), and
+    a miss into an empty slot builds the node here (:func:`new_call` inlined): no Python call.
     """
     n = len(args)
     if n == 1:
@@ -620,6 +624,10 @@ def make_call(op: Expr, args: tuple[Expr, ...], attrs: Attrs) -> Call:
         a0, a1, a2 = args
         key = digest(b"".join((b"C", op.id, attrs.id, a0.id, a1.id, a2.id)))
         mask = op._mask | a0._mask | a1._mask | a2._mask
+    elif n == 4:
+        a0, a1, a2, a3 = args
+        key = digest(b"".join((b"C", op.id, attrs.id, a0.id, a1.id, a2.id, a3.id)))
+        mask = op._mask | a0._mask | a1._mask | a2._mask | a3._mask
     else:
         mask = op._mask
         parts = [b"C", op.id, attrs.id]
@@ -627,10 +635,23 @@ def make_call(op: Expr, args: tuple[Expr, ...], attrs: Attrs) -> Call:
             parts.append(a.id)
             mask |= a._mask
         key = digest(b"".join(parts))
+    node: Any
     r = _get(key)
     if r is not None:
         node = r()
         if type(node) is Call and node.op is op and node.attrs is attrs and node.args == args:
+            return node
+    elif not _collided or key not in _collided:  # an empty slot: the node goes here
+        node = _new(_CallB)
+        node.op = op
+        node.args = args
+        node.attrs = attrs
+        node._mask = mask_get(mask) or intern_mask(mask)
+        node.id = key
+        node.__class__ = Call
+        ref = _Ref(node, _drop)
+        ref.key = key  # type: ignore[attr-defined]
+        if _setdefault(key, ref) is ref:
             return node
     return new_call(op, args, attrs, key, mask)
 

@@ -262,6 +262,18 @@ def _builder_generic(odef: OpDef, op_node: Any, prefix: bytes) -> Callable[..., 
         mask = opmask
         for x in args:
             mask |= x._mask
+        if r is None and (not _collided or key not in _collided):  # an empty slot: the node goes here
+            node = _new(_CallB)
+            node.op = op_node
+            node.args = args
+            node.attrs = a
+            node._mask = mask_get(mask) or intern_mask(mask)
+            node.id = key
+            node.__class__ = Call
+            ref = _Ref(node, _drop)
+            ref.key = key  # type: ignore[attr-defined]
+            if _setdefault(key, ref) is ref:
+                return node
         return new_call(op_node, args, a, key, mask)
 
     return builder
